@@ -1,0 +1,103 @@
+package agentfleet
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// EventType is the kind of a lifecycle event; it is also the last tokens of
+// the event's subject.
+type EventType string
+
+// The lifecycle events, in the order a run emits them: run.start, then per
+// turn turn.start, message.start, message.update*, message.end,
+// (tool.start, tool.update*, tool.end)*, turn.end, and finally run.end.
+const (
+	EventRunStart      EventType = "run.start"
+	EventRunEnd        EventType = "run.end"
+	EventTurnStart     EventType = "turn.start"
+	EventTurnEnd       EventType = "turn.end"
+	EventMessageStart  EventType = "message.start"
+	EventMessageUpdate EventType = "message.update"
+	EventMessageEnd    EventType = "message.end"
+	EventToolStart     EventType = "tool.start"
+	EventToolUpdate    EventType = "tool.update"
+	EventToolEnd       EventType = "tool.end"
+	EventError         EventType = "error"
+)
+
+// Event is one lifecycle event. The envelope fields (type, agent, session,
+// run id, turn, sequence number, time) are always set; the others belong to
+// some kinds only and are omitted from the JSON form when empty.
+type Event struct {
+	Type    EventType `json:"type"`
+	Agent   string    `json:"agent"`
+	Session string    `json:"session"`
+	RunID   string    `json:"run_id,omitempty"`
+	Turn    int       `json:"turn"`
+	// Seq numbers the events of one session from 1, without gaps.
+	Seq  uint64    `json:"seq"`
+	Time time.Time `json:"time"`
+
+	// run.end
+	StopReason StopReason `json:"stop_reason,omitempty"`
+	// message.update: the text delta.
+	Delta string `json:"delta,omitempty"`
+	// message.end, run.end: the assistant message.
+	Message *AssistantMessage `json:"message,omitempty"`
+
+	// tool.start, tool.update, tool.end
+	ToolCallID string         `json:"tool_call_id,omitempty"`
+	ToolName   string         `json:"tool_name,omitempty"`
+	Arguments  map[string]any `json:"arguments,omitempty"`
+	Partial    any            `json:"partial,omitempty"`
+	Result     *ToolResult    `json:"result,omitempty"`
+	IsError    bool           `json:"-"`
+	DurationMS float64        `json:"duration_ms,omitempty"`
+	Worker     string         `json:"worker,omitempty"`
+	Attempt    int            `json:"attempt,omitempty"`
+
+	// error: what went wrong, and what was rejected.
+	ErrorMessage string `json:"message,omitempty"`
+	Subject      string `json:"subject,omitempty"`
+	Payload      string `json:"payload,omitempty"`
+}
+
+// MarshalJSON writes is_error on tool.end events, where it is always present.
+func (e Event) MarshalJSON() ([]byte, error) {
+	type plain Event
+	if e.Type == EventToolEnd {
+		return json.Marshal(struct {
+			plain
+			IsError bool `json:"is_error"`
+		}{plain(e), e.IsError})
+	}
+	return json.Marshal(plain(e))
+}
+
+// UnmarshalJSON reads an event, is_error included.
+func (e *Event) UnmarshalJSON(data []byte) error {
+	type plain Event
+	var v struct {
+		plain
+		IsError bool `json:"is_error"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	*e = Event(v.plain)
+	e.IsError = v.IsError
+	return nil
+}
+
+// EventSink receives lifecycle events. Emit must not block for long: the loop
+// calls it inline.
+type EventSink interface {
+	Emit(e *Event)
+}
+
+// EventSinkFunc adapts a function to EventSink.
+type EventSinkFunc func(e *Event)
+
+// Emit implements EventSink.
+func (f EventSinkFunc) Emit(e *Event) { f(e) }
