@@ -1,0 +1,132 @@
+package pipeline
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/agentfleet/agentfleet"
+)
+
+// SkippedText is the text of the result of a call that never ran because the
+// run was aborted before its turn.
+const SkippedText = "Tool call skipped: the run was aborted"
+
+// Batch is the result of one batch of tool calls (spec agentToolCallBatch):
+// one message per call, in the order of the calls.
+type Batch struct {
+	Outcomes []*Outcome
+	Messages []*agentfleet.ToolResultMessage
+	// Terminate holds when every result of the batch asked to terminate the
+	// run (spec shouldTerminate).
+	Terminate bool
+	// Parallel says the batch ran in parallel mode.
+	Parallel bool
+}
+
+// Run executes a batch of calls (spec executeToolCalls). It chooses parallel
+// mode only when the configuration asks for it and every known tool of the
+// batch is parallel-safe. Each call gets exactly one result, in call order;
+// after an abort, the calls not yet started get a "skipped" result.
+func (p *Pipeline) Run(ctx context.Context, pctx *Context, assistant *agentfleet.AssistantMessage, calls []agentfleet.ToolCall) *Batch {
+	b := &Batch{Parallel: p.parallel(pctx, calls)}
+	if b.Parallel {
+		b.Outcomes = p.runParallel(ctx, pctx, assistant, calls)
+	} else {
+		b.Outcomes = p.runSequential(ctx, pctx, assistant, calls)
+	}
+	b.Messages = make([]*agentfleet.ToolResultMessage, len(b.Outcomes))
+	b.Terminate = len(b.Outcomes) > 0
+	for i, o := range b.Outcomes {
+		b.Messages[i] = o.Message()
+		if !o.Result.Terminate {
+			b.Terminate = false
+		}
+	}
+	return b
+}
+
+func (p *Pipeline) parallel(pctx *Context, calls []agentfleet.ToolCall) bool {
+	if p.cfg.Mode != Parallel {
+		return false
+	}
+	if pctx == nil || pctx.Tools == nil {
+		return true
+	}
+	for _, c := range calls {
+		if t, ok := pctx.Tools.Get(c.Name); ok && !t.Parallel {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *Pipeline) runSequential(ctx context.Context, pctx *Context, assistant *agentfleet.AssistantMessage, calls []agentfleet.ToolCall) []*Outcome {
+	outs := make([]*Outcome, len(calls))
+	for i, call := range calls {
+		start := p.start(call)
+		if ctx.Err() != nil {
+			outs[i] = p.end(start, errorOutcome(call, Skipped, SkippedText))
+			continue
+		}
+		prep, out := p.Prepare(ctx, pctx, assistant, call)
+		if out == nil {
+			out = p.Finalize(ctx, pctx, assistant, prep, p.Execute(ctx, prep))
+		}
+		outs[i] = p.end(start, out)
+	}
+	return outs
+}
+
+// runParallel prepares the calls one by one, then executes the prepared ones
+// concurrently (at most MaxParallel at once) and finalizes each as it
+// completes; results keep the call order.
+func (p *Pipeline) runParallel(ctx context.Context, pctx *Context, assistant *agentfleet.AssistantMessage, calls []agentfleet.ToolCall) []*Outcome {
+	outs := make([]*Outcome, len(calls))
+	sem := make(chan struct{}, p.cfg.MaxParallel)
+	var wg sync.WaitGroup
+	for i, call := range calls {
+		start := p.start(call)
+		if ctx.Err() != nil {
+			outs[i] = p.end(start, errorOutcome(call, Skipped, SkippedText))
+			continue
+		}
+		prep, out := p.Prepare(ctx, pctx, assistant, call)
+		if out != nil {
+			outs[i] = p.end(start, out)
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+				defer func() { <-sem }()
+			case <-ctx.Done():
+				outs[i] = p.end(start, errorOutcome(call, Aborted, AbortedText))
+				return
+			}
+			outs[i] = p.end(start, p.Finalize(ctx, pctx, assistant, prep, p.Execute(ctx, prep)))
+		}()
+	}
+	wg.Wait()
+	return outs
+}
+
+func (p *Pipeline) start(call agentfleet.ToolCall) time.Time {
+	p.emit(&agentfleet.Event{
+		Type: agentfleet.EventToolStart, ToolCallID: call.ID, ToolName: call.Name, Arguments: call.Arguments,
+	})
+	return time.Now()
+}
+
+func (p *Pipeline) end(start time.Time, out *Outcome) *Outcome {
+	out.Duration = time.Since(start)
+	p.emit(&agentfleet.Event{
+		Type: agentfleet.EventToolEnd, ToolCallID: out.Call.ID, ToolName: out.Call.Name,
+		Result: out.Result, IsError: out.IsError,
+		DurationMS: float64(out.Duration.Microseconds()) / 1000,
+		Worker:     out.Result.Worker, Attempt: out.Result.Attempts,
+	})
+	return out
+}

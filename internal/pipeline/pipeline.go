@@ -1,0 +1,164 @@
+// Package pipeline runs tool calls through the three phases of spec
+// sections 8 to 12: prepare, execute and finalize, one call at a time or a
+// batch in parallel. No phase returns a Go error: every call ends as exactly
+// one tool result message, which the loop feeds back to the model.
+package pipeline
+
+import (
+	"context"
+	"time"
+
+	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/tools"
+)
+
+// Mode says how a batch of tool calls runs (spec agentLoopConfig.toolExecution).
+type Mode string
+
+// Execution modes. A parallel batch still runs sequentially when any tool in
+// it is not parallel-safe (spec section 9).
+const (
+	Sequential Mode = "sequential"
+	Parallel   Mode = "parallel"
+)
+
+// Context is the conversation snapshot a turn works on (spec agentContext).
+type Context struct {
+	SystemPrompt string
+	Messages     []agentfleet.Message
+	Tools        *tools.Store
+}
+
+// Prepared is a call that passed preparation (spec preparedToolCall): the
+// resolved tool, the original call and the validated arguments.
+type Prepared struct {
+	Tool *agentfleet.Tool
+	Call agentfleet.ToolCall
+	Args map[string]any
+	// Timeout bounds the call: the tool's own, else the pipeline's default.
+	Timeout time.Duration
+	// Agent, Session and RunID say on whose behalf the call runs; executors
+	// pass them on to workers for logs and de-duplication.
+	Agent, Session, RunID string
+}
+
+// ProgressFunc receives the partial results of a running call.
+type ProgressFunc func(partial any)
+
+// Executor runs prepared calls. A returned error becomes an error result
+// carrying its text; cancellation of ctx is the abort signal. Errors that
+// wrap ErrTimeout, ErrWorkerLost or ErrNoResponders are reported with that
+// outcome.
+type Executor interface {
+	Execute(ctx context.Context, call *Prepared, progress ProgressFunc) (*agentfleet.ToolResult, error)
+}
+
+// ExecutorFunc adapts a function to Executor.
+type ExecutorFunc func(ctx context.Context, call *Prepared, progress ProgressFunc) (*agentfleet.ToolResult, error)
+
+// Execute implements Executor.
+func (f ExecutorFunc) Execute(ctx context.Context, call *Prepared, progress ProgressFunc) (*agentfleet.ToolResult, error) {
+	return f(ctx, call, progress)
+}
+
+// BeforeContext is what the before-tool-call hook sees (spec
+// beforeToolCallContext).
+type BeforeContext struct {
+	Assistant *agentfleet.AssistantMessage
+	Call      agentfleet.ToolCall
+	Args      map[string]any
+	Context   *Context
+}
+
+// BeforeResult is the before-tool-call hook's answer. Block rejects the call;
+// Reason, when set, is the text of the error result the model sees.
+type BeforeResult struct {
+	Block  bool
+	Reason string
+}
+
+// BeforeHook runs after validation and before execution (spec
+// beforeToolCall). A nil result proceeds. An error blocks the call with the
+// error's text.
+type BeforeHook func(ctx context.Context, in *BeforeContext) (*BeforeResult, error)
+
+// AfterContext is what the after-tool-call hook sees (spec
+// afterToolCallContext).
+type AfterContext struct {
+	Assistant *agentfleet.AssistantMessage
+	Call      agentfleet.ToolCall
+	Args      map[string]any
+	Result    *agentfleet.ToolResult
+	IsError   bool
+	Context   *Context
+}
+
+// AfterResult overrides the result field by field: a nil field keeps the
+// executed value (spec afterToolCall's merge).
+type AfterResult struct {
+	Content   []agentfleet.Content
+	Details   map[string]any
+	Usage     *agentfleet.Usage
+	Terminate *bool
+	IsError   *bool
+}
+
+// AfterHook runs after execution (spec afterToolCall). A nil result keeps
+// the executed result; an error or a panic replaces it with an error result.
+type AfterHook func(ctx context.Context, in *AfterContext) (*AfterResult, error)
+
+// Config configures a Pipeline. The zero value is the spec's defaults:
+// sequential execution, no hooks, in-process execution.
+type Config struct {
+	// Mode is Sequential (the default) or Parallel.
+	Mode Mode
+	// MaxParallel caps the calls of one parallel batch that execute at once.
+	// Optional; default 16.
+	MaxParallel int
+	// Before and After are the hooks of spec section 14; both optional.
+	Before BeforeHook
+	After  AfterHook
+	// Executor runs tools that have no in-process Handler. Optional; by
+	// default such calls fail with an error result.
+	Executor Executor
+	// DefaultTimeout bounds calls whose tool sets none. Optional; default 60s.
+	DefaultTimeout time.Duration
+	// Sink receives tool.start, tool.update and tool.end events. Optional.
+	Sink agentfleet.EventSink
+	// Agent, Session and RunID are copied into every Prepared call.
+	Agent, Session, RunID string
+}
+
+// Pipeline runs tool calls. It is safe for concurrent use.
+type Pipeline struct {
+	cfg Config
+}
+
+// DefaultMaxParallel and DefaultTimeout are the defaults of Config.
+const (
+	DefaultMaxParallel = 16
+	DefaultTimeout     = 60 * time.Second
+)
+
+// New returns a pipeline for cfg.
+func New(cfg Config) *Pipeline {
+	if cfg.Mode == "" {
+		cfg.Mode = Sequential
+	}
+	if cfg.MaxParallel <= 0 {
+		cfg.MaxParallel = DefaultMaxParallel
+	}
+	if cfg.DefaultTimeout <= 0 {
+		cfg.DefaultTimeout = DefaultTimeout
+	}
+	return &Pipeline{cfg: cfg}
+}
+
+// Config returns the pipeline's configuration, defaults filled in.
+func (p *Pipeline) Config() Config { return p.cfg }
+
+func (p *Pipeline) emit(e *agentfleet.Event) {
+	if p.cfg.Sink != nil {
+		p.cfg.Sink.Emit(e)
+	}
+}
