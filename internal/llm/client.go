@@ -1,0 +1,217 @@
+// Package llm calls language models for the loop: Client speaks the OpenAI
+// chat completions API (of OpenAI or of any compatible server), streaming
+// by default, with retries, backoff and a bound on concurrent requests;
+// Offline is a deterministic stand-in that needs no network.
+//
+// It is the only package of the project that imports go-openai: both
+// models implement loop.Model and speak in the domain types of package
+// agentfleet.
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/loop"
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// Client calls an OpenAI-compatible chat completions API. It is safe for
+// concurrent use, and meant to be shared: its Concurrency bound holds
+// across all the calls made through it.
+type Client struct {
+	cfg      Config
+	api      *openai.Client
+	provider string
+	// sem bounds the requests in flight; nil means no bound.
+	sem chan struct{}
+}
+
+var _ loop.Model = (*Client)(nil)
+
+// errNoChoices is the error of a whole response without any choice.
+var errNoChoices = errors.New("response has no choices")
+
+// New returns a Client configured by cfg, whose zero fields take their
+// defaults. It fails when a field is wrong, naming it; it makes no request.
+func New(cfg Config) (*Client, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	headers := make(map[string]string, len(cfg.Headers))
+	for k, v := range cfg.Headers {
+		headers[k] = v
+	}
+	cfg.Headers = headers
+	hc := *cfg.HTTPClient
+	base := hc.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	hc.Transport = &transport{base: base, headers: headers}
+	cfg.HTTPClient = &hc
+
+	oc := openai.DefaultConfig(cfg.APIKey)
+	oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
+	oc.OrgID = cfg.Organization
+	oc.HTTPClient = &hc
+
+	c := &Client{cfg: cfg, api: openai.NewClientWithConfig(oc), provider: provider(cfg.BaseURL)}
+	if cfg.Concurrency > 0 {
+		c.sem = make(chan struct{}, cfg.Concurrency)
+	}
+	return c, nil
+}
+
+// provider returns the Provider of the messages of a client of baseURL:
+// "openai" for OpenAI's own API, the host name otherwise.
+func provider(baseURL string) string {
+	u, err := url.Parse(baseURL)
+	if err != nil || u.Hostname() == "" || u.Hostname() == "api.openai.com" {
+		return "openai"
+	}
+	return u.Hostname()
+}
+
+// Complete implements loop.Model: it asks the model for the next message
+// of the conversation of req, passing text deltas to onDelta (which may be
+// nil) as they arrive. Without streaming, onDelta receives the whole text
+// at once.
+//
+// Connection errors, timeouts, and responses 408, 409, 429 and 5xx are
+// tried again, up to MaxAttempts attempts, after a backoff or the wait the
+// server asks for with Retry-After; a wait longer than MaxRetryDelay fails
+// the call instead. A stream is not tried again once part of its text has
+// reached onDelta, so that no text is delivered twice. A call that failed
+// for good returns an *Error; a canceled ctx stops the call, waits
+// included, and returns an *Error wrapping ctx.Err().
+func (c *Client) Complete(ctx context.Context, req *loop.Request, onDelta loop.DeltaFunc) (*agentfleet.AssistantMessage, error) {
+	if req == nil {
+		return nil, errors.New("llm: Complete: request is nil")
+	}
+	msgs, tools, err := convertRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	creq := openai.ChatCompletionRequest{Model: req.Model, Messages: msgs, Tools: tools}
+	if creq.Model == "" {
+		creq.Model = c.cfg.Model
+	}
+	if *c.cfg.Stream {
+		creq.Stream = true
+		creq.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
+	}
+
+	delivered := false
+	deliver := func(s string) {
+		delivered = true
+		if onDelta != nil {
+			onDelta(s)
+		}
+	}
+	for attempt := 1; ; attempt++ {
+		r, header, err := c.attempt(ctx, &creq, deliver)
+		if err == nil {
+			if r.model == "" {
+				r.model = creq.Model
+			}
+			return r.message(c.provider), nil
+		}
+		if ctx.Err() != nil {
+			return nil, canceled(ctx, attempt)
+		}
+		class, status, retry := classify(err)
+		e := &Error{Status: status, Attempts: attempt, Class: class, Err: err}
+		if !retry || attempt >= c.cfg.MaxAttempts {
+			return nil, e
+		}
+		if delivered {
+			e.Reason = "not tried again: part of the response was already delivered"
+			return nil, e
+		}
+		wait := backoff(c.cfg.BaseRetryDelay, c.cfg.MaxRetryDelay, attempt)
+		if d, ok := retryAfter(header, time.Now()); ok {
+			if d > c.cfg.MaxRetryDelay {
+				e.Reason = fmt.Sprintf("the server asked to retry after %v, longer than MaxRetryDelay %v", d, c.cfg.MaxRetryDelay)
+				return nil, e
+			}
+			wait = d
+		}
+		if sleep(ctx, wait) != nil {
+			return nil, canceled(ctx, attempt)
+		}
+	}
+}
+
+// canceled returns the error of a call whose ctx ended after attempts
+// attempts.
+func canceled(ctx context.Context, attempts int) *Error {
+	class := ClassCanceled
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		class = ClassTimeout
+	}
+	return &Error{Attempts: attempts, Class: class, Err: ctx.Err()}
+}
+
+// attempt makes one request, within the Concurrency bound and the
+// RequestTimeout. It returns the reply, or the error and the headers of
+// the last response (nil when none came), where Retry-After may be.
+func (c *Client) attempt(ctx context.Context, creq *openai.ChatCompletionRequest, deliver func(string)) (*reply, http.Header, error) {
+	if c.sem != nil {
+		select {
+		case c.sem <- struct{}{}:
+			defer func() { <-c.sem }()
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+	}
+	actx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
+	defer cancel()
+	actx, rec := withResponseRecord(actx)
+
+	var r *reply
+	var err error
+	if creq.Stream {
+		r, err = c.stream(actx, creq, deliver)
+	} else {
+		r, err = c.complete(actx, creq, deliver)
+	}
+	_, header := rec.get()
+	if err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("no complete response within RequestTimeout %v: %w", c.cfg.RequestTimeout, context.DeadlineExceeded)
+	}
+	return r, header, err
+}
+
+// stream makes a streamed request and reads its response.
+func (c *Client) stream(ctx context.Context, creq *openai.ChatCompletionRequest, deliver func(string)) (*reply, error) {
+	s, err := c.api.CreateChatCompletionStream(ctx, *creq)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	return readStream(s, deliver)
+}
+
+// complete makes a request for a whole response.
+func (c *Client) complete(ctx context.Context, creq *openai.ChatCompletionRequest, deliver func(string)) (*reply, error) {
+	resp, err := c.api.CreateChatCompletion(ctx, *creq)
+	if err != nil {
+		return nil, err
+	}
+	if len(resp.Choices) == 0 {
+		return nil, errNoChoices
+	}
+	r := replyFromCompletion(&resp)
+	if r.text.Len() > 0 {
+		deliver(r.text.String())
+	}
+	return r, nil
+}
