@@ -62,6 +62,9 @@ func (p *Pipeline) Execute(ctx context.Context, prep *Prepared) (ex Executed) {
 	case err != nil && ctx.Err() != nil && !errors.Is(err, ErrTimeout):
 		return Executed{Result: agentfleet.ErrorResult(AbortedText), IsError: true, Kind: Aborted}
 	case err != nil:
+		if re, ok := errors.AsType[*ResultError](err); ok && re.Result != nil {
+			return Executed{Result: re.Result, IsError: true, Kind: Failed}
+		}
 		return Executed{Result: agentfleet.ErrorResult(err.Error()), IsError: true, Kind: kindOf(err)}
 	case res == nil:
 		return Executed{Result: &agentfleet.ToolResult{Content: []agentfleet.Content{}}, Kind: OK}

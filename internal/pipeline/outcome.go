@@ -82,3 +82,12 @@ func kindOf(err error) Kind {
 		return Failed
 	}
 }
+
+// ResultError is an error that carries the error result a tool produced, so
+// that an executor can report a failed call with the tool's own content and
+// details rather than a bare message.
+type ResultError struct {
+	Result *agentfleet.ToolResult
+}
+
+func (e *ResultError) Error() string { return agentfleet.JoinText(e.Result.Content) }

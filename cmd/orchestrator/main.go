@@ -1,0 +1,271 @@
+// Command orchestrator runs the agent loop of an agentfleet: it takes user
+// messages from NATS subjects, calls the model, runs tool calls on the tool
+// workers of the fleet and publishes lifecycle events.
+//
+// Without --nats-url it starts an embedded NATS server (with JetStream) that
+// separate tool workers can join; with --workers N it also runs N tool
+// workers in the process, so that one command runs the whole system.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	_ "time/tzdata" // get_time in the in-process workers must know every zone
+
+	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/cli"
+	"github.com/agentfleet/agentfleet/internal/llm"
+	"github.com/agentfleet/agentfleet/internal/loop"
+	"github.com/agentfleet/agentfleet/internal/orchestrator"
+	"github.com/agentfleet/agentfleet/internal/tools/builtin"
+	"github.com/agentfleet/agentfleet/internal/worker"
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+func main() {
+	m := NewMain()
+	if err := m.ParseFlags(os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "orchestrator:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := m.Run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "orchestrator:", err)
+		m.Close()
+		os.Exit(1)
+	}
+	<-ctx.Done()
+	stop()
+	if err := m.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "orchestrator:", err)
+		os.Exit(1)
+	}
+}
+
+// Main is the orchestrator program: ParseFlags, then Run, then Close.
+type Main struct {
+	NATS          cli.NATSFlags
+	Log           cli.LogFlags
+	Listen        string
+	DataDir       string
+	NATSConfig    string
+	Workers       int
+	WorkerConc    int
+	Config        string
+	Prefix        string
+	Model         string
+	LLMStream     bool
+	LLMConc       int
+	LLMTimeout    time.Duration
+	MaxRetryDelay time.Duration
+	Heartbeat     time.Duration
+	ShutdownWait  time.Duration
+	llmCfg        llm.Config
+	Stderr        io.Writer
+
+	logger   *slog.Logger
+	profiles []orchestrator.Profile
+	embedded *server.Server
+	nc       *bus.Conn
+	workers  []*bus.ToolServer
+	wconns   []*bus.Conn
+	orch     *orchestrator.Orchestrator
+}
+
+// NewMain returns a Main with the defaults of its flags.
+func NewMain() *Main { return &Main{Stderr: os.Stderr} }
+
+// ParseFlags reads the command line and the agent profiles file.
+func (m *Main) ParseFlags(args []string) error {
+	fs := flag.NewFlagSet("orchestrator", flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	m.NATS.Register(fs, "")
+	m.Log.Register(fs)
+	fs.StringVar(&m.Listen, "listen", "127.0.0.1:4222", "address of the embedded NATS server (when --nats-url is not given)")
+	fs.StringVar(&m.DataDir, "data-dir", "./data", "JetStream data directory of the embedded NATS server")
+	fs.StringVar(&m.NATSConfig, "nats-config", "", "nats-server configuration file for the embedded server (users, permissions, TLS)")
+	fs.IntVar(&m.Workers, "workers", 0, "tool workers to run inside this process")
+	fs.IntVar(&m.WorkerConc, "worker-concurrency", 64, "concurrency of each in-process tool worker")
+	fs.StringVar(&m.Config, "config", "", "agent profiles file (YAML or JSON); default one profile \"default\" with every tool")
+	fs.StringVar(&m.Prefix, "prefix", bus.DefaultPrefix, "subject prefix")
+	fs.StringVar(&m.Model, "model", "", "default model name (default $OPENAI_MODEL, else "+llm.DefaultModel+")")
+	fs.BoolVar(&m.LLMStream, "llm-stream", true, "stream model responses; false for servers whose streaming of tool calls is broken")
+	fs.IntVar(&m.LLMConc, "llm-concurrency", llm.DefaultConcurrency, "model requests in flight at once, across all sessions")
+	fs.DurationVar(&m.LLMTimeout, "llm-timeout", llm.DefaultRequestTimeout, "bound of one model request")
+	fs.DurationVar(&m.MaxRetryDelay, "max-retry-delay", llm.DefaultMaxRetryDelay, "cap of the wait between model retries")
+	fs.DurationVar(&m.Heartbeat, "heartbeat", time.Second, "heartbeat interval of the in-process workers")
+	fs.DurationVar(&m.ShutdownWait, "shutdown-timeout", 30*time.Second, "on SIGTERM, how long active runs may take to finish")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if m.Workers < 0 {
+		return fmt.Errorf("--workers %d: must not be negative", m.Workers)
+	}
+	var err error
+	if m.logger, err = m.Log.Logger(m.Stderr); err != nil {
+		return err
+	}
+	if m.Config != "" {
+		if m.profiles, err = orchestrator.LoadProfiles(m.Config); err != nil {
+			return fmt.Errorf("--config: %w", err)
+		}
+	}
+	return nil
+}
+
+// Run starts the system and returns once it serves.
+func (m *Main) Run(ctx context.Context) error {
+	url := m.NATS.URL
+	if url == "" {
+		var err error
+		m.embedded, err = bus.RunEmbedded(bus.EmbeddedConfig{Listen: m.Listen, DataDir: m.DataDir, ConfigFile: m.NATSConfig})
+		if errors.Is(err, bus.ErrListen) {
+			return fmt.Errorf("%w\n(another NATS server or orchestrator may be running: pick another address with --listen, or join that server with --nats-url nats://%s)", err, m.Listen)
+		}
+		if err != nil {
+			return err
+		}
+		url = m.embedded.ClientURL()
+		m.logger.Info("embedded NATS server", "url", url, "data_dir", m.DataDir)
+	}
+	nf := m.NATS
+	nf.URL = url
+	var err error
+	if m.nc, err = bus.Connect(nf.Config("orchestrator", m.logger)); err != nil {
+		return err
+	}
+	for i := range m.Workers {
+		wc, err := bus.Connect(nf.Config(fmt.Sprintf("toolworker-%d", i+1), m.logger))
+		if err != nil {
+			return err
+		}
+		m.wconns = append(m.wconns, wc)
+		w, err := worker.Start(wc, worker.Config{Prefix: m.Prefix, Concurrency: m.WorkerConc, Heartbeat: m.Heartbeat, Logger: m.logger, Builtin: builtin.Options{}})
+		if err != nil {
+			return err
+		}
+		m.workers = append(m.workers, w)
+	}
+	model, name, err := m.model()
+	if err != nil {
+		return err
+	}
+	m.orch, err = orchestrator.New(m.nc, orchestrator.Config{
+		Prefix: m.Prefix, Profiles: m.profiles, Model: model, ModelName: name, Logger: m.logger,
+		ModelFor: m.modelFor(model),
+	})
+	if err != nil {
+		return err
+	}
+	return m.orch.Start(ctx)
+}
+
+// model chooses the model: an OpenAI-compatible server when one is
+// configured, else the offline model.
+func (m *Main) model() (loop.Model, string, error) {
+	cfg := llm.ConfigFromEnv()
+	if cfg.APIKey == "" && cfg.BaseURL == "" {
+		m.logger.Warn("neither OPENAI_API_KEY nor OPENAI_BASE_URL is set: using the built-in offline model, a deterministic stand-in that only knows a few rules; set them to use a real model")
+		return llm.Offline{}, llm.OfflineName, nil
+	}
+	if m.Model != "" {
+		cfg.Model = m.Model
+	}
+	cfg.Stream = &m.LLMStream
+	cfg.Concurrency, cfg.RequestTimeout, cfg.MaxRetryDelay = m.LLMConc, m.LLMTimeout, m.MaxRetryDelay
+	c, err := llm.New(cfg)
+	if err != nil {
+		return nil, "", err
+	}
+	name := cfg.Model
+	if name == "" {
+		name = llm.DefaultModel
+	}
+	m.logger.Info("model", "base_url", orDefault(cfg.BaseURL, llm.DefaultBaseURL), "model", name, "stream", m.LLMStream)
+	m.llmCfg = cfg
+	return c, name, nil
+}
+
+// modelFor gives profiles that choose another streaming mode a client of
+// their own.
+func (m *Main) modelFor(def loop.Model) func(p *orchestrator.Profile) loop.Model {
+	clients := map[bool]loop.Model{m.LLMStream: def}
+	return func(p *orchestrator.Profile) loop.Model {
+		if p.Stream == nil || m.llmCfg.BaseURL == "" && m.llmCfg.APIKey == "" {
+			return def
+		}
+		if c, ok := clients[*p.Stream]; ok {
+			return c
+		}
+		cfg := m.llmCfg
+		cfg.Stream = p.Stream
+		c, err := llm.New(cfg)
+		if err != nil {
+			return def
+		}
+		clients[*p.Stream] = c
+		return c
+	}
+}
+
+// Orchestrator returns the running orchestrator (after Run).
+func (m *Main) Orchestrator() *orchestrator.Orchestrator { return m.orch }
+
+// NATSURL returns the URL clients connect to (after Run).
+func (m *Main) NATSURL() string {
+	if m.embedded != nil {
+		return m.embedded.ClientURL()
+	}
+	return m.NATS.URL
+}
+
+// Close stops taking input, lets active runs end within ShutdownWait, drains
+// the in-process workers and stops the embedded server.
+func (m *Main) Close() error {
+	var errs []error
+	if m.orch != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), m.ShutdownWait)
+		errs = append(errs, m.orch.Close(ctx))
+		cancel()
+	}
+	for _, w := range m.workers {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		errs = append(errs, w.Drain(ctx))
+		cancel()
+	}
+	for _, c := range m.wconns {
+		c.Close()
+	}
+	if m.nc != nil {
+		m.nc.Close()
+	}
+	if m.embedded != nil {
+		m.embedded.Shutdown()
+		m.embedded.WaitForShutdown()
+	}
+	return errors.Join(errs...)
+}
+
+func orDefault(s, def string) string {
+	if strings.TrimSpace(s) == "" {
+		return def
+	}
+	return s
+}

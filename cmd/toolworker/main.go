@@ -1,0 +1,133 @@
+// Command toolworker serves tools to an agentfleet over NATS. Start as many
+// as you like, on any machine, pointed at the same NATS: each joins the
+// queue group of every tool it serves.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	_ "time/tzdata" // get_time must know every zone, even in a bare container
+
+	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/cli"
+	"github.com/agentfleet/agentfleet/internal/tools/builtin"
+	"github.com/agentfleet/agentfleet/internal/worker"
+)
+
+func main() {
+	m := NewMain()
+	if err := m.ParseFlags(os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "toolworker:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := m.Run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "toolworker:", err)
+		os.Exit(1)
+	}
+	<-ctx.Done()
+	stop()
+	if err := m.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "toolworker:", err)
+		os.Exit(1)
+	}
+}
+
+// Main is the toolworker program: ParseFlags, then Run, then Close.
+type Main struct {
+	NATS         cli.NATSFlags
+	Log          cli.LogFlags
+	Name         string
+	Prefix       string
+	Tools        string
+	Concurrency  int
+	Heartbeat    time.Duration
+	AllowPrivate bool
+	WeatherURL   string
+	DrainTimeout time.Duration
+	Stderr       io.Writer
+
+	logger *slog.Logger
+	nc     *bus.Conn
+	server *bus.ToolServer
+}
+
+// NewMain returns a Main with the defaults of its flags.
+func NewMain() *Main { return &Main{Stderr: os.Stderr} }
+
+// ParseFlags reads the command line.
+func (m *Main) ParseFlags(args []string) error {
+	fs := flag.NewFlagSet("toolworker", flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	m.NATS.Register(fs, "nats://127.0.0.1:4222")
+	m.Log.Register(fs)
+	fs.StringVar(&m.Name, "name", "toolworker", "micro service name")
+	fs.StringVar(&m.Prefix, "prefix", bus.DefaultPrefix, "subject prefix")
+	fs.StringVar(&m.Tools, "tools", "", "comma-separated built-in tools to serve (default all: get_time,calculator,sleep,echo,http_fetch,get_weather)")
+	fs.IntVar(&m.Concurrency, "concurrency", 64, "calls run at once; more are refused as busy and go to another worker")
+	fs.DurationVar(&m.Heartbeat, "heartbeat", time.Second, "interval of heartbeat frames during a call")
+	fs.BoolVar(&m.AllowPrivate, "allow-private", false, "let http_fetch reach loopback and private addresses")
+	fs.StringVar(&m.WeatherURL, "weather-url", builtin.DefaultWeatherURL, "Open-Meteo-compatible API for get_weather")
+	fs.DurationVar(&m.DrainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM, how long calls in flight may run before they are cancelled")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if m.Concurrency < 1 {
+		return fmt.Errorf("--concurrency %d: must be at least 1", m.Concurrency)
+	}
+	var err error
+	m.logger, err = m.Log.Logger(m.Stderr)
+	return err
+}
+
+// Run connects to NATS and starts serving; it returns once the worker has
+// joined the fleet.
+func (m *Main) Run(ctx context.Context) error {
+	var err error
+	if m.nc, err = bus.Connect(m.NATS.Config(m.Name, m.logger)); err != nil {
+		return err
+	}
+	m.server, err = worker.Start(m.nc, worker.Config{
+		Name: m.Name, Prefix: m.Prefix, Tools: worker.ParseToolList(m.Tools), Concurrency: m.Concurrency,
+		Heartbeat: m.Heartbeat, Logger: m.logger,
+		Builtin: builtin.Options{AllowPrivate: m.AllowPrivate, WeatherURL: m.WeatherURL},
+	})
+	if err != nil {
+		m.nc.Close()
+		return err
+	}
+	m.logger.Info("toolworker serving", "worker", m.server.Name(), "nats", m.nc.ConnectedUrlRedacted(), "concurrency", m.Concurrency)
+	return nil
+}
+
+// Close drains the worker: it stops taking calls, lets those in flight
+// finish (cancelling them after DrainTimeout) and disconnects.
+func (m *Main) Close() error {
+	var errs []error
+	if m.server != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), m.DrainTimeout)
+		errs = append(errs, m.server.Drain(ctx))
+		cancel()
+		m.logger.Info("toolworker drained", "worker", m.server.Name())
+	}
+	if m.nc != nil {
+		errs = append(errs, m.nc.Drain())
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,173 @@
+package bus
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentfleet/agentfleet"
+	"github.com/nats-io/nats.go"
+)
+
+// Inbound is one accepted message from a client subject.
+type Inbound struct {
+	Kind    string // KindIn, KindAsk, KindSteer or KindAbort
+	Agent   string
+	Session string
+	Subject string
+	// Message is the user message of in, ask and steer.
+	Message *agentfleet.UserMessage
+	// Reason is the reason of an abort.
+	Reason string
+
+	reply func(*agentfleet.AssistantMessage)
+}
+
+// Reply answers an ask with the final message of the run that took it. It is
+// a no-op for other kinds.
+func (in *Inbound) Reply(m *agentfleet.AssistantMessage) {
+	if in.reply != nil {
+		in.reply(m)
+	}
+}
+
+// InputHandler takes accepted input. HandleInput is called from the
+// subscription and must not block; an error rejects the input with an error
+// event (and an error reply to an ask).
+type InputHandler interface {
+	HandleInput(in *Inbound) error
+}
+
+// InputHandlerFunc adapts a function to InputHandler.
+type InputHandlerFunc func(in *Inbound) error
+
+// HandleInput implements InputHandler.
+func (f InputHandlerFunc) HandleInput(in *Inbound) error { return f(in) }
+
+// Input subscribes the client subjects of an orchestrator.
+type Input struct {
+	nc       *nats.Conn
+	subjects Subjects
+	handler  InputHandler
+	pub      *Publisher
+	log      *slog.Logger
+	subs     []*nats.Subscription
+	// OnInput, if set, is called with the outcome of every input:
+	// "accepted" or "rejected".
+	OnInput func(outcome string)
+}
+
+// QueueInput is the queue group of the input subscriptions, so that several
+// orchestrators share the input. (Sessions must then be pinned by the
+// caller; see docs/DESIGN.md.)
+const QueueInput = "agentfleet-orchestrator"
+
+// NewInput returns an input that is not yet subscribed.
+func NewInput(nc *nats.Conn, subjects Subjects, h InputHandler, pub *Publisher, log *slog.Logger) *Input {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Input{nc: nc, subjects: subjects, handler: h, pub: pub, log: log}
+}
+
+// Start subscribes in, ask, steer and abort.
+func (in *Input) Start() error {
+	for _, kind := range []string{KindIn, KindAsk, KindSteer, KindAbort} {
+		sub, err := in.nc.Subscribe(in.subjects.ClientWildcard(kind), in.receive)
+		if err != nil {
+			return errors.Join(fmt.Errorf("input: subscribe %s: %w", kind, err), in.Stop())
+		}
+		in.subs = append(in.subs, sub)
+	}
+	return nil
+}
+
+// Stop unsubscribes; messages already received are still handled.
+func (in *Input) Stop() error {
+	var errs []error
+	for _, s := range in.subs {
+		errs = append(errs, s.Unsubscribe())
+	}
+	in.subs = nil
+	return errors.Join(errs...)
+}
+
+func (in *Input) receive(m *nats.Msg) {
+	msg, err := in.parse(m)
+	if err == nil {
+		err = in.handler.HandleInput(msg)
+	}
+	if err != nil {
+		in.reject(m, msg, err)
+		return
+	}
+	if in.OnInput != nil {
+		in.OnInput("accepted")
+	}
+}
+
+func (in *Input) parse(m *nats.Msg) (*Inbound, error) {
+	kind, agent, session, err := in.subjects.ParseClient(m.Subject)
+	msg := &Inbound{Kind: kind, Agent: agent, Session: session, Subject: m.Subject}
+	if err != nil {
+		return msg, err
+	}
+	if kind == KindAsk && m.Reply != "" {
+		reply := m.Reply
+		msg.reply = func(a *agentfleet.AssistantMessage) {
+			b, err := json.Marshal(a)
+			if err != nil {
+				in.log.Error("encode ask reply", "session", session, "err", err)
+				return
+			}
+			if err := in.nc.Publish(reply, b); err != nil {
+				in.log.Warn("ask reply", "session", session, "err", err)
+			}
+		}
+	}
+	switch kind {
+	case KindAbort:
+		msg.Reason, err = ParseAbort(m.Data)
+	default:
+		msgID := ""
+		if m.Header != nil {
+			msgID = m.Header.Get(nats.MsgIdHdr)
+		}
+		msg.Message, err = ParseUserMessage(m.Data, msgID)
+	}
+	return msg, err
+}
+
+// reject publishes an error event naming what was rejected, and answers an
+// ask with an error message.
+func (in *Input) reject(m *nats.Msg, msg *Inbound, err error) {
+	if in.OnInput != nil {
+		in.OnInput("rejected")
+	}
+	in.log.Warn("rejected input", "subject", m.Subject, "err", err)
+	payload := m.Data
+	if len(payload) > 256 {
+		payload = payload[:256]
+	}
+	p := string(payload)
+	if !utf8.ValidString(p) {
+		p = fmt.Sprintf("%q", payload)
+	}
+	e := &agentfleet.Event{
+		Type: agentfleet.EventError, Agent: msg.Agent, Session: msg.Session,
+		Time: time.Now().UTC(), ErrorMessage: err.Error(), Subject: m.Subject, Payload: p,
+	}
+	if in.pub != nil {
+		in.pub.Emit(e)
+	}
+	if m.Reply != "" {
+		b, _ := json.Marshal(&agentfleet.AssistantMessage{
+			Role: agentfleet.RoleAssistant, Content: []agentfleet.Content{},
+			StopReason: agentfleet.StopReasonError, ErrorMessage: err.Error(), Timestamp: time.Now().UTC(),
+		})
+		_ = in.nc.Publish(m.Reply, b)
+	}
+}

@@ -1,0 +1,87 @@
+package bus
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/agentfleet/agentfleet"
+)
+
+// Metadata keys of a tool endpoint. The definition of a tool travels in its
+// endpoint's metadata, so that `nats micro info` shows it and orchestrators
+// discover it through $SRV.INFO.
+const (
+	MetaProtocol     = "agentfleet.protocol"
+	MetaLabel        = "label"
+	MetaDescription  = "description"
+	MetaInputSchema  = "input_schema"
+	MetaOutputSchema = "output_schema"
+	MetaAnnotations  = "annotations"
+	MetaParallel     = "parallel"
+	MetaTimeoutMS    = "timeout_ms"
+)
+
+// ToolMetadata returns the endpoint metadata that describes d.
+func ToolMetadata(d *agentfleet.ToolDef) map[string]string {
+	md := map[string]string{
+		MetaProtocol:    strconv.Itoa(ProtocolVersion),
+		MetaLabel:       d.Label,
+		MetaDescription: d.Description,
+		MetaParallel:    strconv.FormatBool(d.Parallel),
+	}
+	if len(d.InputSchema) > 0 {
+		md[MetaInputSchema] = string(d.InputSchema)
+	}
+	if len(d.OutputSchema) > 0 {
+		md[MetaOutputSchema] = string(d.OutputSchema)
+	}
+	if a, err := json.Marshal(d.Annotations); err == nil {
+		md[MetaAnnotations] = string(a)
+	}
+	if d.TimeoutMS > 0 {
+		md[MetaTimeoutMS] = strconv.FormatInt(d.TimeoutMS, 10)
+	}
+	return md
+}
+
+// ToolFromMetadata rebuilds the definition of the tool name from endpoint
+// metadata. The error names the field that is wrong.
+func ToolFromMetadata(name string, md map[string]string) (agentfleet.ToolDef, error) {
+	d := agentfleet.ToolDef{Name: name, Label: md[MetaLabel], Description: md[MetaDescription]}
+	if err := CheckToken("tool", name); err != nil {
+		return d, err
+	}
+	if s := md[MetaInputSchema]; s != "" {
+		if !json.Valid([]byte(s)) {
+			return d, fmt.Errorf("tool %s: metadata %s is not valid JSON", name, MetaInputSchema)
+		}
+		d.InputSchema = json.RawMessage(s)
+	}
+	if s := md[MetaOutputSchema]; s != "" {
+		if !json.Valid([]byte(s)) {
+			return d, fmt.Errorf("tool %s: metadata %s is not valid JSON", name, MetaOutputSchema)
+		}
+		d.OutputSchema = json.RawMessage(s)
+	}
+	if s := md[MetaAnnotations]; s != "" {
+		if err := json.Unmarshal([]byte(s), &d.Annotations); err != nil {
+			return d, fmt.Errorf("tool %s: metadata %s: %v", name, MetaAnnotations, err)
+		}
+	}
+	if s := md[MetaParallel]; s != "" {
+		v, err := strconv.ParseBool(s)
+		if err != nil {
+			return d, fmt.Errorf("tool %s: metadata %s: %q is not a boolean", name, MetaParallel, s)
+		}
+		d.Parallel = v
+	}
+	if s := md[MetaTimeoutMS]; s != "" {
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || v < 0 {
+			return d, fmt.Errorf("tool %s: metadata %s: %q is not a number of milliseconds", name, MetaTimeoutMS, s)
+		}
+		d.TimeoutMS = v
+	}
+	return d, nil
+}

@@ -1,0 +1,124 @@
+// Package bus carries the fleet over NATS: the public subjects and their
+// payloads, the tool protocol between the orchestrator and its workers (a
+// NATS micro service per worker, MessagePack frames on the wire), the event
+// publisher, fleet discovery and an embedded server. It is the only package
+// that imports nats.go.
+package bus
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+)
+
+// Conn is a NATS connection; the alias lets packages above bus hold one
+// without importing nats.go.
+type Conn = nats.Conn
+
+// DefaultPrefix is the first token of every subject of the fleet.
+const DefaultPrefix = "agent"
+
+// QueueGroup is the queue group of every tool endpoint, so that each call
+// goes to one worker.
+const QueueGroup = "agentfleet"
+
+var tokenRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// ValidToken reports whether s may stand as an agent, session or tool name:
+// one NATS subject token of letters, digits, '-' and '_'.
+func ValidToken(s string) bool { return len(s) <= 128 && tokenRE.MatchString(s) }
+
+// CheckToken returns an error saying why s is not a valid token; what names
+// the token ("agent", "session", "tool").
+func CheckToken(what, s string) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("%s name is empty", what)
+	case len(s) > 128:
+		return fmt.Errorf("%s name is %d bytes long, the limit is 128", what, len(s))
+	case !tokenRE.MatchString(s):
+		return fmt.Errorf("%s name %q may hold only letters, digits, '-' and '_'", what, s)
+	}
+	return nil
+}
+
+// Subjects builds the subjects of one fleet, under one prefix.
+type Subjects struct {
+	Prefix string
+}
+
+// NewSubjects returns the subjects under prefix (DefaultPrefix if empty). The
+// prefix may hold several tokens ("acme.agent") but no wildcard.
+func NewSubjects(prefix string) (Subjects, error) {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	for _, tok := range strings.Split(prefix, ".") {
+		if !ValidToken(tok) {
+			return Subjects{}, fmt.Errorf("subject prefix %q: token %q may hold only letters, digits, '-' and '_'", prefix, tok)
+		}
+	}
+	return Subjects{Prefix: prefix}, nil
+}
+
+// Input kinds: the second token of a client subject.
+const (
+	KindIn    = "in"
+	KindAsk   = "ask"
+	KindSteer = "steer"
+	KindAbort = "abort"
+)
+
+// Client returns the subject of kind (in, ask, steer, abort) for a session.
+func (s Subjects) Client(kind, agent, session string) string {
+	return s.Prefix + "." + kind + "." + agent + "." + session
+}
+
+// ClientWildcard returns the subscription subject of one input kind.
+func (s Subjects) ClientWildcard(kind string) string { return s.Prefix + "." + kind + ".*.*" }
+
+// Out returns the subject of a session's final messages.
+func (s Subjects) Out(agent, session string) string {
+	return s.Prefix + ".out." + agent + "." + session
+}
+
+// Event returns the subject of one event.
+func (s Subjects) Event(agent, session, kind string) string {
+	return s.Prefix + ".events." + agent + "." + session + "." + kind
+}
+
+// Events returns the wildcard of every event.
+func (s Subjects) Events() string { return s.Prefix + ".events.>" }
+
+// Tool returns the subject of a tool's endpoint.
+func (s Subjects) Tool(name string) string { return s.Prefix + ".tool." + name }
+
+// Cancel returns the subject a worker listens on for cancellations.
+func (s Subjects) Cancel(workerID string) string { return s.Prefix + ".worker." + workerID + ".cancel" }
+
+// Fleet returns the subject on which workers announce that they joined or
+// left, so that orchestrators refresh their discovery at once.
+func (s Subjects) Fleet() string { return s.Prefix + ".fleet" }
+
+// ParseClient splits a client subject into kind, agent and session. The error
+// says which token is at fault.
+func (s Subjects) ParseClient(subject string) (kind, agent, session string, err error) {
+	rest, ok := strings.CutPrefix(subject, s.Prefix+".")
+	if !ok {
+		return "", "", "", fmt.Errorf("subject %q is not under prefix %q", subject, s.Prefix)
+	}
+	parts := strings.Split(rest, ".")
+	if len(parts) != 3 {
+		return "", "", "", fmt.Errorf("subject %q: want %s.<kind>.<agent>.<session>", subject, s.Prefix)
+	}
+	kind, agent, session = parts[0], parts[1], parts[2]
+	if err := CheckToken("agent", agent); err != nil {
+		return "", "", "", fmt.Errorf("subject %q: %w", subject, err)
+	}
+	if err := CheckToken("session", session); err != nil {
+		return "", "", "", fmt.Errorf("subject %q: %w", subject, err)
+	}
+	return kind, agent, session, nil
+}

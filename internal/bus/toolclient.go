@@ -1,0 +1,301 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/pipeline"
+	"github.com/nats-io/nats.go"
+)
+
+// Headers set on call requests, for tracing and de-duplication by workers
+// and for operators reading traffic with `nats sub`.
+const (
+	HeaderCallID  = "Agentfleet-Call-Id"
+	HeaderAttempt = "Agentfleet-Attempt"
+	HeaderRunID   = "Agentfleet-Run-Id"
+)
+
+// ClientConfig configures a ToolClient; the zero value means the documented
+// defaults.
+type ClientConfig struct {
+	// Prefix is the subject prefix; default DefaultPrefix.
+	Prefix string
+	// AckTimeout bounds the wait for a worker to take a call; default 5s.
+	AckTimeout time.Duration
+	// HeartbeatMisses is how many heartbeat intervals may pass without a
+	// frame before the worker is declared lost; default 3.
+	HeartbeatMisses int
+	// MaxBusyBackoff caps the wait before a call refused by a busy worker is
+	// sent again; default 50ms.
+	MaxBusyBackoff time.Duration
+	// Observe, if set, is called for every attempt that ends, with the tool,
+	// its outcome and the worker. For metrics.
+	Observe func(tool, outcome, worker string)
+}
+
+// ToolClient executes tool calls on the fleet. It implements
+// pipeline.Executor: one request on the tool's subject, then frames on a
+// reply inbox until the final one. It is safe for concurrent use.
+type ToolClient struct {
+	nc       *nats.Conn
+	cfg      ClientConfig
+	subjects Subjects
+	inbox    string // prefix of the per-call inboxes, ends with "."
+	sub      *nats.Subscription
+	seq      atomic.Uint64
+
+	mu    sync.Mutex
+	calls map[string]*inflight
+}
+
+var _ pipeline.Executor = (*ToolClient)(nil)
+
+type inflight struct {
+	frames chan delivery
+	done   chan struct{}
+}
+
+type delivery struct {
+	f           *Frame
+	err         error
+	noResponder bool
+}
+
+// NewToolClient subscribes the client's reply inboxes on nc.
+func NewToolClient(nc *nats.Conn, cfg ClientConfig) (*ToolClient, error) {
+	if cfg.AckTimeout <= 0 {
+		cfg.AckTimeout = 5 * time.Second
+	}
+	if cfg.HeartbeatMisses <= 0 {
+		cfg.HeartbeatMisses = 3
+	}
+	if cfg.MaxBusyBackoff <= 0 {
+		cfg.MaxBusyBackoff = 50 * time.Millisecond
+	}
+	subjects, err := NewSubjects(cfg.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	c := &ToolClient{nc: nc, cfg: cfg, subjects: subjects, inbox: nc.NewRespInbox() + ".", calls: make(map[string]*inflight)}
+	c.sub, err = nc.Subscribe(c.inbox+"*", c.route)
+	if err != nil {
+		return nil, fmt.Errorf("tool client: subscribe: %w", err)
+	}
+	// Frames of busy fleets arrive fast; do not let the default pending
+	// limits drop them.
+	if err := c.sub.SetPendingLimits(-1, -1); err != nil {
+		return nil, fmt.Errorf("tool client: %w", err)
+	}
+	return c, nil
+}
+
+// Close stops the client; calls in flight end with an error.
+func (c *ToolClient) Close() error { return c.sub.Unsubscribe() }
+
+// route hands a frame to the call it belongs to.
+func (c *ToolClient) route(m *nats.Msg) {
+	token := m.Subject[len(c.inbox):]
+	c.mu.Lock()
+	call := c.calls[token]
+	c.mu.Unlock()
+	if call == nil {
+		return // a late frame of a call that ended
+	}
+	var d delivery
+	if len(m.Data) == 0 && m.Header.Get("Status") == "503" {
+		d.noResponder = true
+	} else {
+		d.f, d.err = DecodeFrame(m.Data)
+	}
+	if d.f != nil && (d.f.T == FrameHeartbeat || d.f.T == FrameProgress) {
+		// Progress and heartbeats must not stall the subscription; if the
+		// call is that far behind, dropping one is harmless.
+		select {
+		case call.frames <- d:
+		default:
+		}
+		return
+	}
+	select {
+	case call.frames <- d:
+	case <-call.done:
+	}
+}
+
+// Execute implements pipeline.Executor. It sends the call to a worker,
+// streams its progress, and returns its result. A busy worker's refusal
+// sends the call again, to whichever worker the queue group picks. It fails
+// with ErrNoResponders when no worker serves the tool, ErrTimeout when the
+// call's timeout passes, and ErrWorkerLost when the worker stops answering.
+func (c *ToolClient) Execute(ctx context.Context, prep *pipeline.Prepared, progress pipeline.ProgressFunc) (*agentfleet.ToolResult, error) {
+	if prep.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, prep.Timeout, pipeline.ErrTimeout)
+		defer cancel()
+	}
+	req := &CallRequest{
+		V: ProtocolVersion, ID: prep.Call.ID, Tool: prep.Call.Name, Args: prep.Args,
+		TimeoutMS: prep.Timeout.Milliseconds(), Attempt: 1,
+		Agent: prep.Agent, Session: prep.Session, RunID: prep.RunID,
+	}
+	data, err := EncodeRequest(req)
+	if err != nil {
+		return nil, fmt.Errorf("Tool %s: arguments do not encode: %w", prep.Call.Name, err)
+	}
+	for busy := 0; ; busy++ {
+		res, again, err := c.attempt(ctx, prep, data, progress)
+		if !again {
+			return res, err
+		}
+		// Jittered, growing wait before asking the fleet again.
+		wait := time.Duration(rand.Int64N(int64(min(c.cfg.MaxBusyBackoff, time.Millisecond<<min(busy, 10))) + 1))
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, c.ctxErr(ctx, prep, "", "while every worker was busy")
+		}
+	}
+}
+
+// attempt sends one request and follows it to its end. again reports a busy
+// refusal.
+func (c *ToolClient) attempt(ctx context.Context, prep *pipeline.Prepared, data []byte, progress pipeline.ProgressFunc) (res *agentfleet.ToolResult, again bool, err error) {
+	token := strconv.FormatUint(c.seq.Add(1), 36)
+	call := &inflight{frames: make(chan delivery, 64), done: make(chan struct{})}
+	c.mu.Lock()
+	c.calls[token] = call
+	c.mu.Unlock()
+	defer func() {
+		close(call.done)
+		c.mu.Lock()
+		delete(c.calls, token)
+		c.mu.Unlock()
+	}()
+
+	msg := nats.NewMsg(c.subjects.Tool(prep.Call.Name))
+	msg.Reply = c.inbox + token
+	msg.Data = data
+	msg.Header.Set(HeaderCallID, prep.Call.ID)
+	msg.Header.Set(HeaderAttempt, "1")
+	if prep.RunID != "" {
+		msg.Header.Set(HeaderRunID, prep.RunID)
+	}
+	if err := c.nc.PublishMsg(msg); err != nil {
+		if errors.Is(err, nats.ErrMaxPayload) {
+			return nil, false, fmt.Errorf("Tool %s: the call's arguments of %d bytes exceed the NATS max payload of %d bytes", prep.Call.Name, len(data), c.nc.MaxPayload())
+		}
+		return nil, false, fmt.Errorf("Tool %s: sending the call: %w", prep.Call.Name, err)
+	}
+
+	var (
+		worker, cancelSubject string
+		window                = c.cfg.AckTimeout
+	)
+	watchdog := time.NewTimer(window)
+	defer watchdog.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			c.cancel(cancelSubject, prep.Call.ID)
+			return nil, false, c.ctxErr(ctx, prep, worker, "")
+		case <-watchdog.C:
+			c.cancel(cancelSubject, prep.Call.ID)
+			c.observe(prep.Call.Name, "worker_lost", worker)
+			if worker == "" {
+				return nil, false, fmt.Errorf("Tool %s: %w: no worker took the call within %v", prep.Call.Name, pipeline.ErrWorkerLost, c.cfg.AckTimeout)
+			}
+			return nil, false, fmt.Errorf("Tool %s: %w: worker %s sent nothing for %v (%d heartbeat intervals); the call's outcome is unknown", prep.Call.Name, pipeline.ErrWorkerLost, worker, window, c.cfg.HeartbeatMisses)
+		case d := <-call.frames:
+			switch {
+			case d.noResponder:
+				c.observe(prep.Call.Name, "no_responders", "")
+				return nil, false, fmt.Errorf("Tool %s: %w (no worker is subscribed to %s)", prep.Call.Name, pipeline.ErrNoResponders, c.subjects.Tool(prep.Call.Name))
+			case d.err != nil:
+				c.cancel(cancelSubject, prep.Call.ID)
+				c.observe(prep.Call.Name, "error", worker)
+				return nil, false, fmt.Errorf("Tool %s: worker %s sent a bad frame: %v", prep.Call.Name, orUnknown(worker), d.err)
+			}
+			f := d.f
+			watchdog.Reset(window)
+			switch f.T {
+			case FrameAck:
+				worker, cancelSubject = f.Worker, f.Cancel
+				if f.HeartbeatMS > 0 {
+					window = time.Duration(f.HeartbeatMS) * time.Millisecond * time.Duration(c.cfg.HeartbeatMisses)
+					watchdog.Reset(window)
+				}
+			case FrameBusy:
+				c.observe(prep.Call.Name, "busy", f.Worker)
+				return nil, true, nil
+			case FrameProgress:
+				progress(f.Partial)
+			case FrameHeartbeat:
+			case FrameResult:
+				r := f.Result
+				r.Worker = orDefault(f.Worker, worker)
+				r.Attempts = 1
+				if f.IsError {
+					c.observe(prep.Call.Name, "error", r.Worker)
+					return nil, false, &pipeline.ResultError{Result: r}
+				}
+				c.observe(prep.Call.Name, "ok", r.Worker)
+				return r, false, nil
+			case FrameError:
+				c.observe(prep.Call.Name, "error", orDefault(f.Worker, worker))
+				return nil, false, fmt.Errorf("%s (worker %s, code %s)", strings.TrimSpace(f.Error), orUnknown(orDefault(f.Worker, worker)), f.Code)
+			}
+		}
+	}
+}
+
+// ctxErr explains why ctx ended: the call's timeout, or an abort.
+func (c *ToolClient) ctxErr(ctx context.Context, prep *pipeline.Prepared, worker, when string) error {
+	if errors.Is(context.Cause(ctx), pipeline.ErrTimeout) {
+		c.observe(prep.Call.Name, "timeout", worker)
+		where := ""
+		if worker != "" {
+			where = " on worker " + worker
+		}
+		if when != "" {
+			where += " " + when
+		}
+		return fmt.Errorf("Tool %s: %w after %v%s", prep.Call.Name, pipeline.ErrTimeout, prep.Timeout, where)
+	}
+	c.observe(prep.Call.Name, "aborted", worker)
+	return ctx.Err()
+}
+
+// cancel tells the worker to stop a call; best effort.
+func (c *ToolClient) cancel(subject, id string) {
+	if subject == "" {
+		return
+	}
+	b, _ := EncodeFrame(&Frame{T: FrameCancel, ID: id})
+	_ = c.nc.Publish(subject, b)
+}
+
+func (c *ToolClient) observe(tool, outcome, worker string) {
+	if c.cfg.Observe != nil {
+		c.cfg.Observe(tool, outcome, worker)
+	}
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func orUnknown(s string) string { return orDefault(s, "(unknown)") }

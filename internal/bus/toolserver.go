@@ -1,0 +1,380 @@
+package bus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentfleet/agentfleet"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+)
+
+// ServerConfig configures a ToolServer. Tools is required; every other field
+// is optional and its zero value means the documented default.
+type ServerConfig struct {
+	// Name is the micro service name; default "toolworker".
+	Name string
+	// Version is the service's SemVer version; default "0.1.0".
+	Version string
+	// Prefix is the subject prefix; default DefaultPrefix.
+	Prefix string
+	// Tools are the tools served; each must have a Handler.
+	Tools []*agentfleet.Tool
+	// Concurrency bounds the calls running at once; default 64. A call that
+	// arrives at the limit is refused with a busy frame at once, so that the
+	// orchestrator sends it to another worker.
+	Concurrency int
+	// Heartbeat is the interval of heartbeat frames; default 1s.
+	Heartbeat time.Duration
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+	// Observe, if set, is called when a call ends, with its tool, outcome
+	// ("ok", "error", "canceled", "busy", "bad_request", "too_large") and
+	// duration. For metrics.
+	Observe func(tool, outcome string, d time.Duration)
+}
+
+// ToolServer serves tools to the fleet as a NATS micro service: one endpoint
+// per tool on <prefix>.tool.<name>, in queue group QueueGroup.
+type ToolServer struct {
+	nc       *nats.Conn
+	cfg      ServerConfig
+	subjects Subjects
+	svc      micro.Service
+	id       string
+	log      *slog.Logger
+
+	cancelSub *nats.Subscription
+	slots     chan struct{}
+	inFlight  atomic.Int64
+	wg        sync.WaitGroup
+
+	mu    sync.Mutex
+	calls map[string]context.CancelCauseFunc
+}
+
+// ErrCanceledByOrchestrator is the cause of a call's context when the
+// orchestrator sent a cancel frame.
+var ErrCanceledByOrchestrator = errors.New("call canceled by the orchestrator")
+
+// Serve starts serving cfg.Tools on nc and announces the worker to the
+// fleet. The error says which tool or setting is wrong.
+func Serve(nc *nats.Conn, cfg ServerConfig) (*ToolServer, error) {
+	if cfg.Name == "" {
+		cfg.Name = "toolworker"
+	}
+	if cfg.Version == "" {
+		cfg.Version = "0.1.0"
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 64
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	subjects, err := NewSubjects(cfg.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	if len(cfg.Tools) == 0 {
+		return nil, errors.New("tool server: no tools to serve")
+	}
+	for _, t := range cfg.Tools {
+		if err := CheckToken("tool", t.Name); err != nil {
+			return nil, fmt.Errorf("tool server: %w", err)
+		}
+		if t.Handler == nil {
+			return nil, fmt.Errorf("tool server: tool %q has no handler", t.Name)
+		}
+	}
+	s := &ToolServer{
+		nc: nc, cfg: cfg, subjects: subjects, log: cfg.Logger,
+		slots: make(chan struct{}, cfg.Concurrency),
+		calls: make(map[string]context.CancelCauseFunc),
+	}
+	s.svc, err = micro.AddService(nc, micro.Config{
+		Name:        cfg.Name,
+		Version:     cfg.Version,
+		Description: "agentfleet tool worker",
+		QueueGroup:  QueueGroup,
+		Metadata: map[string]string{
+			MetaProtocol:  fmt.Sprint(ProtocolVersion),
+			"prefix":      subjects.Prefix,
+			"concurrency": fmt.Sprint(cfg.Concurrency),
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("tool server: %w", err)
+	}
+	s.id = s.svc.Info().ID
+	s.cancelSub, err = nc.Subscribe(subjects.Cancel(s.id), s.onCancel)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("tool server: %w", err), s.svc.Stop())
+	}
+	for _, t := range cfg.Tools {
+		err := s.svc.AddEndpoint(t.Name, s.handler(t),
+			micro.WithEndpointSubject(subjects.Tool(t.Name)),
+			micro.WithEndpointMetadata(ToolMetadata(&t.ToolDef)),
+			micro.WithEndpointQueueGroup(QueueGroup))
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("tool server: tool %q: %w", t.Name, err), s.svc.Stop())
+		}
+	}
+	s.announce("joined")
+	return s, nil
+}
+
+// ID returns the worker's micro service instance id.
+func (s *ToolServer) ID() string { return s.id }
+
+// Name returns "name/id", the worker's name in events.
+func (s *ToolServer) Name() string { return s.cfg.Name + "/" + s.id }
+
+// InFlight returns the number of calls running.
+func (s *ToolServer) InFlight() int { return int(s.inFlight.Load()) }
+
+// Concurrency returns the limit of calls running at once.
+func (s *ToolServer) Concurrency() int { return s.cfg.Concurrency }
+
+// FleetNotice is the JSON body of a message on <prefix>.fleet.
+type FleetNotice struct {
+	Event   string   `json:"event"` // joined or left
+	Service string   `json:"service"`
+	ID      string   `json:"id"`
+	Tools   []string `json:"tools,omitempty"`
+}
+
+func (s *ToolServer) announce(event string) {
+	n := FleetNotice{Event: event, Service: s.cfg.Name, ID: s.id}
+	for _, t := range s.cfg.Tools {
+		n.Tools = append(n.Tools, t.Name)
+	}
+	b, _ := json.Marshal(n)
+	if err := s.nc.Publish(s.subjects.Fleet(), b); err != nil {
+		s.log.Warn("announce to fleet", "event", event, "err", err)
+	}
+}
+
+// Drain stops taking calls, waits for the calls in flight to finish (or ctx
+// to end, which cancels them) and stops the service.
+func (s *ToolServer) Drain(ctx context.Context) error {
+	err := s.svc.Stop()
+	s.announce("left")
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.cancelAll(ctx.Err())
+		<-done
+		err = errors.Join(err, fmt.Errorf("tool server: drain: %w", ctx.Err()))
+	}
+	return errors.Join(err, s.cancelSub.Unsubscribe())
+}
+
+// Stop cancels the calls in flight and stops at once.
+func (s *ToolServer) Stop() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return s.Drain(ctx)
+}
+
+func (s *ToolServer) cancelAll(cause error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.calls {
+		c(cause)
+	}
+}
+
+func (s *ToolServer) onCancel(m *nats.Msg) {
+	f, err := DecodeFrame(m.Data)
+	if err != nil || f.T != FrameCancel {
+		s.log.Warn("ignoring a bad cancel frame", "subject", m.Subject, "err", err)
+		return
+	}
+	s.mu.Lock()
+	cancel := s.calls[f.ID]
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel(ErrCanceledByOrchestrator)
+	}
+}
+
+func (s *ToolServer) observe(tool, outcome string, d time.Duration) {
+	if s.cfg.Observe != nil {
+		s.cfg.Observe(tool, outcome, d)
+	}
+}
+
+// handler returns the micro handler of one tool. micro calls it from the
+// endpoint's subscription, one request at a time, so it only checks the
+// request and a free slot, acknowledges, and runs the call in a goroutine.
+func (s *ToolServer) handler(t *agentfleet.Tool) micro.Handler {
+	return micro.HandlerFunc(func(req micro.Request) {
+		start := time.Now()
+		creq, err := DecodeRequest(req.Data())
+		if err == nil && creq.Tool != t.Name {
+			err = fmt.Errorf("call request names tool %q but was sent to the endpoint of %q", creq.Tool, t.Name)
+		}
+		if err != nil {
+			s.respondError(req, "", CodeBadRequest, err.Error())
+			s.observe(t.Name, "bad_request", time.Since(start))
+			return
+		}
+		select {
+		case s.slots <- struct{}{}:
+		default:
+			b, _ := EncodeFrame(&Frame{T: FrameBusy, ID: creq.ID, Worker: s.Name(), InFlight: s.InFlight(), Limit: s.cfg.Concurrency})
+			_ = req.Error(CodeUnavailable, "worker busy", b)
+			s.observe(t.Name, "busy", time.Since(start))
+			return
+		}
+		s.inFlight.Add(1)
+		timeout := time.Duration(creq.TimeoutMS) * time.Millisecond
+		ctx, cancel := context.WithCancelCause(context.Background())
+		var stopTimer context.CancelFunc = func() {}
+		if timeout > 0 {
+			// The orchestrator owns the deadline; the worker's bound is a
+			// backstop a little later, so it never outlives a call for long.
+			ctx, stopTimer = context.WithTimeout(ctx, timeout+timeout/10+time.Second)
+		}
+		s.mu.Lock()
+		s.calls[creq.ID] = cancel
+		s.mu.Unlock()
+		ack, _ := EncodeFrame(&Frame{T: FrameAck, ID: creq.ID, Worker: s.Name(), Cancel: s.subjects.Cancel(s.id), HeartbeatMS: s.cfg.Heartbeat.Milliseconds()})
+		if err := s.nc.Publish(req.Reply(), ack); err != nil {
+			s.log.Warn("ack", "tool", t.Name, "tool_call_id", creq.ID, "err", err)
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer func() {
+				stopTimer()
+				cancel(nil)
+				s.mu.Lock()
+				delete(s.calls, creq.ID)
+				s.mu.Unlock()
+				s.inFlight.Add(-1)
+				<-s.slots
+			}()
+			outcome := s.run(ctx, t, creq, req)
+			s.observe(t.Name, outcome, time.Since(start))
+		}()
+	})
+}
+
+// run executes one call, with heartbeats, and sends its final frame.
+func (s *ToolServer) run(ctx context.Context, t *agentfleet.Tool, creq *CallRequest, req micro.Request) (outcome string) {
+	reply := req.Reply()
+	log := s.log.With("tool", t.Name, "tool_call_id", creq.ID, "run_id", creq.RunID, "session", creq.Session)
+	var pubMu sync.Mutex // frames of one call go out in order
+	publish := func(f *Frame) {
+		b, err := EncodeFrame(f)
+		if err != nil {
+			log.Warn("encode frame", "type", f.T, "err", err)
+			return
+		}
+		pubMu.Lock()
+		defer pubMu.Unlock()
+		if err := s.nc.Publish(reply, b); err != nil {
+			log.Warn("publish frame", "type", f.T, "err", err)
+		}
+	}
+	hbDone := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(s.cfg.Heartbeat)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				publish(&Frame{T: FrameHeartbeat, ID: creq.ID})
+			case <-hbDone:
+				return
+			}
+		}
+	}()
+	res, err := s.call(ctx, t, creq, func(partial any) {
+		publish(&Frame{T: FrameProgress, ID: creq.ID, Partial: partial})
+	})
+	close(hbDone)
+
+	f := &Frame{T: FrameResult, ID: creq.ID, Worker: s.Name(), Result: res}
+	outcome = "ok"
+	if err != nil {
+		outcome = "error"
+		msg := err.Error()
+		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
+			outcome = "canceled"
+			msg = fmt.Sprintf("Tool %s stopped: %v", t.Name, cause)
+		}
+		f.Result, f.IsError = agentfleet.ErrorResult(msg), true
+	}
+	if f.Result == nil {
+		f.Result = &agentfleet.ToolResult{Content: []agentfleet.Content{}}
+	}
+	b, err := EncodeFrame(f)
+	if err != nil {
+		s.respondError(req, creq.ID, CodeInternal, fmt.Sprintf("Tool %s: result does not encode: %v", t.Name, err))
+		return "error"
+	}
+	if max := s.nc.MaxPayload(); int64(len(b)) > max-1024 {
+		s.respondError(req, creq.ID, CodeTooLarge, fmt.Sprintf("Tool %s: result of %d bytes exceeds the NATS max payload of %d bytes", t.Name, len(b), max))
+		return "too_large"
+	}
+	pubMu.Lock()
+	defer pubMu.Unlock()
+	if f.IsError {
+		err = req.Error(CodeInternal, "tool error", b)
+	} else {
+		err = req.Respond(b)
+	}
+	if err != nil {
+		log.Warn("send result", "err", err)
+	}
+	return outcome
+}
+
+// call runs the handler, turning a panic into an error.
+func (s *ToolServer) call(ctx context.Context, t *agentfleet.Tool, creq *CallRequest, progress func(any)) (res *agentfleet.ToolResult, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			res, err = nil, fmt.Errorf("Tool %s panicked: %v", t.Name, v)
+		}
+	}()
+	return t.Handler.Call(ctx, &agentfleet.Call{ID: creq.ID, Name: creq.Tool, Arguments: creq.Args, Progress: progress})
+}
+
+func (s *ToolServer) respondError(req micro.Request, id, code, msg string) {
+	b, _ := EncodeFrame(&Frame{T: FrameError, ID: id, Worker: s.Name(), Error: msg, Code: code})
+	if err := req.Error(code, headerSafe(msg), b); err != nil {
+		s.log.Warn("send error frame", "err", err)
+	}
+}
+
+// headerSafe makes s fit a header value: one line, at most 256 bytes.
+func headerSafe(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r == '\r' || r == '\n' {
+			return ' '
+		}
+		return r
+	}, s)
+	if len(s) > 256 {
+		s = s[:256]
+	}
+	return s
+}

@@ -1,0 +1,337 @@
+// Package orchestrator runs agent sessions for the fleet: it takes user
+// input from the client subjects, runs each session's agent loop, executes
+// tool calls on the workers through the bus, and publishes events and final
+// messages.
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/loop"
+	"github.com/agentfleet/agentfleet/internal/pipeline"
+	"github.com/agentfleet/agentfleet/internal/tools"
+)
+
+// Config configures an Orchestrator. Model is required; every other field is
+// optional and its zero value means the documented default.
+type Config struct {
+	// Prefix of every subject; default bus.DefaultPrefix.
+	Prefix string
+	// Profiles are the agents; default one DefaultProfile.
+	Profiles []Profile
+	// Model answers every agent, unless ModelFor gives one for a profile.
+	Model    loop.Model
+	ModelFor func(p *Profile) loop.Model
+	// ModelName is the model of profiles that name none.
+	ModelName string
+	// LocalTools are served by the orchestrator itself to every agent that
+	// allows them (list_tools always is).
+	LocalTools []*agentfleet.Tool
+	// Discovery configures the fleet watcher.
+	Discovery bus.FleetConfig
+	// Tools configures the tool client.
+	Tools bus.ClientConfig
+	// Before and After are tool call hooks applied to every agent.
+	Before pipeline.BeforeHook
+	After  pipeline.AfterHook
+	Logger *slog.Logger
+	// Observer, if set, receives the orchestrator's measurements.
+	Observer Observer
+}
+
+// Observer receives measurements, for metrics. Every method may be called
+// from many goroutines at once.
+type Observer interface {
+	Event(e *agentfleet.Event)
+	Input(outcome string)
+	ToolAttempt(tool, outcome string)
+}
+
+// Orchestrator serves the agents of its profiles on one NATS connection.
+type Orchestrator struct {
+	nc       *bus.Conn
+	cfg      Config
+	subjects bus.Subjects
+	log      *slog.Logger
+	pub      *bus.Publisher
+	client   *bus.ToolClient
+	fleet    *bus.Fleet
+	input    *bus.Input
+	agents   map[string]*agent
+
+	mu       sync.Mutex
+	sessions map[string]*loop.Session
+	closed   bool
+}
+
+// agent is one profile with its own tool store (spec section 4: per-agent
+// isolation).
+type agent struct {
+	profile Profile
+	store   *tools.Store
+	model   loop.Model
+	mu      sync.Mutex
+	remote  map[string]agentfleet.ToolDef // fleet tools in store
+}
+
+// New checks cfg and prepares an orchestrator on nc; Start begins serving.
+func New(nc *bus.Conn, cfg Config) (*Orchestrator, error) {
+	if cfg.Model == nil && cfg.ModelFor == nil {
+		return nil, errors.New("orchestrator: no model configured")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if len(cfg.Profiles) == 0 {
+		cfg.Profiles = []Profile{DefaultProfile()}
+	}
+	profiles, err := checkProfiles(slices.Clone(cfg.Profiles))
+	if err != nil {
+		return nil, fmt.Errorf("orchestrator: %w", err)
+	}
+	subjects, err := bus.NewSubjects(cfg.Prefix)
+	if err != nil {
+		return nil, fmt.Errorf("orchestrator: %w", err)
+	}
+	o := &Orchestrator{
+		nc: nc, cfg: cfg, subjects: subjects, log: cfg.Logger,
+		agents: map[string]*agent{}, sessions: map[string]*loop.Session{},
+	}
+	for _, p := range profiles {
+		a := &agent{profile: p, remote: map[string]agentfleet.ToolDef{}, model: cfg.Model}
+		if cfg.ModelFor != nil {
+			if m := cfg.ModelFor(&a.profile); m != nil {
+				a.model = m
+			}
+		}
+		if a.profile.Model == "" {
+			a.profile.Model = cfg.ModelName
+		}
+		a.store = tools.NewStore(p.Name)
+		for _, t := range cfg.LocalTools {
+			if p.Allows(t.Name) {
+				if err := a.store.Register(t); err != nil {
+					return nil, fmt.Errorf("orchestrator: agent %q: %w", p.Name, err)
+				}
+			}
+		}
+		if err := a.store.Register(tools.ListTool(a.store)); err != nil {
+			return nil, fmt.Errorf("orchestrator: agent %q: %w", p.Name, err)
+		}
+		o.agents[p.Name] = a
+	}
+	o.pub = bus.NewPublisher(nc, subjects, cfg.Logger)
+	if cfg.Observer != nil {
+		o.pub.OnPublish = func(agentfleet.EventType) {}
+	}
+	return o, nil
+}
+
+// Start connects the tool client, discovers the fleet and subscribes the
+// client subjects.
+func (o *Orchestrator) Start(ctx context.Context) error {
+	var err error
+	tc := o.cfg.Tools
+	tc.Prefix = o.subjects.Prefix
+	if o.cfg.Observer != nil {
+		tc.Observe = func(tool, outcome, _ string) { o.cfg.Observer.ToolAttempt(tool, outcome) }
+	}
+	if o.client, err = bus.NewToolClient(o.nc, tc); err != nil {
+		return fmt.Errorf("orchestrator: %w", err)
+	}
+	dc := o.cfg.Discovery
+	dc.Logger = o.log
+	dc.OnChange = o.updateTools
+	if o.fleet, err = bus.WatchFleet(ctx, o.nc, o.subjects, dc); err != nil {
+		return errors.Join(fmt.Errorf("orchestrator: %w", err), o.client.Close())
+	}
+	o.input = bus.NewInput(o.nc, o.subjects, bus.InputHandlerFunc(o.HandleInput), o.pub, o.log)
+	if o.cfg.Observer != nil {
+		o.input.OnInput = o.cfg.Observer.Input
+	}
+	if err := o.input.Start(); err != nil {
+		return errors.Join(fmt.Errorf("orchestrator: %w", err), o.fleet.Close(), o.client.Close())
+	}
+	o.log.Info("orchestrator serving", "prefix", o.subjects.Prefix, "agents", slices.Sorted(maps.Keys(o.agents)), "tools", len(o.fleet.Tools()), "workers", o.fleet.Workers())
+	return nil
+}
+
+// Ready reports whether the orchestrator serves: connected to NATS, with
+// the fleet discovered.
+func (o *Orchestrator) Ready() bool {
+	return o.nc.IsConnected() && o.fleet != nil
+}
+
+// Fleet returns the fleet watcher (after Start).
+func (o *Orchestrator) Fleet() *bus.Fleet { return o.fleet }
+
+// Publisher returns the event publisher.
+func (o *Orchestrator) Publisher() *bus.Publisher { return o.pub }
+
+// Tools returns the tools agent sees, in order.
+func (o *Orchestrator) Tools(agentName string) ([]agentfleet.ToolDef, bool) {
+	a, ok := o.agents[agentName]
+	if !ok {
+		return nil, false
+	}
+	return a.store.Defs(), true
+}
+
+// updateTools brings every agent's store in line with the fleet: tools that
+// appeared are added where the profile allows them, tools that changed are
+// replaced, tools no worker serves any more are removed. Local tools stay.
+func (o *Orchestrator) updateTools(defs []agentfleet.ToolDef) {
+	byName := map[string]agentfleet.ToolDef{}
+	for _, d := range defs {
+		byName[d.Name] = d
+	}
+	for _, a := range o.agents {
+		a.mu.Lock()
+		for name, old := range a.remote {
+			if d, ok := byName[name]; !ok || !sameDef(d, old) {
+				a.store.Remove(name)
+				delete(a.remote, name)
+			}
+		}
+		for _, d := range defs {
+			if _, ok := a.remote[d.Name]; ok || !a.profile.Allows(d.Name) {
+				continue
+			}
+			if _, local := a.store.Get(d.Name); local {
+				continue // an orchestrator tool of the same name wins
+			}
+			if err := a.store.Register(&agentfleet.Tool{ToolDef: d}); err != nil {
+				o.log.Warn("fleet tool rejected", "agent", a.profile.Name, "tool", d.Name, "err", err)
+				continue
+			}
+			a.remote[d.Name] = d
+		}
+		a.mu.Unlock()
+	}
+	names := make([]string, len(defs))
+	for i, d := range defs {
+		names[i] = d.Name
+	}
+	o.log.Info("fleet tools changed", "tools", strings.Join(names, ","))
+}
+
+func sameDef(a, b agentfleet.ToolDef) bool {
+	return a.Name == b.Name && a.Label == b.Label && a.Description == b.Description &&
+		string(a.InputSchema) == string(b.InputSchema) && string(a.OutputSchema) == string(b.OutputSchema) &&
+		a.Annotations == b.Annotations && a.Parallel == b.Parallel && a.TimeoutMS == b.TimeoutMS
+}
+
+// Session returns the session of agentName, creating it on first use.
+func (o *Orchestrator) Session(agentName, session string) (*loop.Session, error) {
+	a, ok := o.agents[agentName]
+	if !ok {
+		return nil, fmt.Errorf("unknown agent %q (agents: %s)", agentName, strings.Join(slices.Sorted(maps.Keys(o.agents)), ", "))
+	}
+	if err := bus.CheckToken("session", session); err != nil {
+		return nil, err
+	}
+	key := agentName + "." + session
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return nil, errors.New("orchestrator is shutting down")
+	}
+	if s, ok := o.sessions[key]; ok {
+		return s, nil
+	}
+	p := &a.profile
+	s := loop.New(loop.Config{
+		Agent: agentName, Session: session, Model: a.model, ModelName: p.Model,
+		SystemPrompt: p.SystemPrompt, Tools: a.store, MaxTurns: p.MaxTurns,
+		Pipeline: pipeline.Config{
+			Mode: pipeline.Mode(p.Mode), MaxParallel: p.MaxParallel, DefaultTimeout: p.toolTimeout,
+			Executor: o.client, Before: o.cfg.Before, After: o.cfg.After,
+		},
+		Sink: o.sink(),
+		OnRunEnd: func(final *agentfleet.AssistantMessage) {
+			o.pub.PublishOut(agentName, session, final)
+		},
+	})
+	o.sessions[key] = s
+	return s, nil
+}
+
+func (o *Orchestrator) sink() agentfleet.EventSink {
+	if o.cfg.Observer == nil {
+		return o.pub
+	}
+	return agentfleet.EventSinkFunc(func(e *agentfleet.Event) {
+		o.cfg.Observer.Event(e)
+		o.pub.Emit(e)
+	})
+}
+
+// Sessions returns the number of sessions in memory.
+func (o *Orchestrator) Sessions() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.sessions)
+}
+
+// HandleInput takes one message from a client subject. It never blocks on a
+// run: ask replies are sent when the run ends.
+func (o *Orchestrator) HandleInput(in *bus.Inbound) error {
+	s, err := o.Session(in.Agent, in.Session)
+	if err != nil {
+		return err
+	}
+	switch in.Kind {
+	case bus.KindIn:
+		s.Send(in.Message)
+	case bus.KindAsk:
+		reply := s.Send(in.Message)
+		go func() { in.Reply(<-reply) }()
+	case bus.KindSteer:
+		s.Steer(in.Message)
+	case bus.KindAbort:
+		if !s.Abort(in.Reason) {
+			return fmt.Errorf("session %s of agent %s has no active run to abort", in.Session, in.Agent)
+		}
+	default:
+		return fmt.Errorf("unknown input kind %q", in.Kind)
+	}
+	return nil
+}
+
+// Close stops taking input, waits for active runs to end (aborting them when
+// ctx ends first) and stops the fleet watcher and the tool client.
+func (o *Orchestrator) Close(ctx context.Context) error {
+	var errs []error
+	if o.input != nil {
+		errs = append(errs, o.input.Stop())
+	}
+	o.mu.Lock()
+	o.closed = true
+	sessions := slices.Collect(maps.Values(o.sessions))
+	o.mu.Unlock()
+	for _, s := range sessions {
+		if err := s.Wait(ctx); err != nil {
+			s.Abort("orchestrator shutting down")
+			wctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			errs = append(errs, s.Wait(wctx))
+			cancel()
+		}
+	}
+	if o.fleet != nil {
+		errs = append(errs, o.fleet.Close())
+	}
+	if o.client != nil {
+		errs = append(errs, o.client.Close())
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,145 @@
+package orchestrator
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"time"
+
+	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/pipeline"
+	"go.yaml.in/yaml/v3"
+)
+
+// Profile is one agent: its prompt, model, tools and limits. Agents are
+// addressed by Name in the second token of the client subjects.
+type Profile struct {
+	Name         string `yaml:"name" json:"name"`
+	SystemPrompt string `yaml:"system_prompt" json:"system_prompt"`
+	// Model is the model name sent to the LLM; empty means the default.
+	Model string `yaml:"model" json:"model"`
+	// Tools lists the tools the agent may see, by name or glob ("get_*");
+	// empty means every tool of the fleet.
+	Tools []string `yaml:"tools" json:"tools"`
+	// Mode is "parallel" (default) or "sequential".
+	Mode string `yaml:"mode" json:"mode"`
+	// MaxTurns bounds one run; default 25.
+	MaxTurns int `yaml:"max_turns" json:"max_turns"`
+	// ToolTimeout bounds calls of tools that set no timeout of their own,
+	// as a Go duration ("30s"); default 60s.
+	ToolTimeout string `yaml:"tool_timeout" json:"tool_timeout"`
+	// MaxParallel caps the calls of one parallel batch; default 16.
+	MaxParallel int `yaml:"max_parallel" json:"max_parallel"`
+	// Stream chooses streaming model calls; default the orchestrator's
+	// setting.
+	Stream *bool `yaml:"stream" json:"stream"`
+
+	toolTimeout time.Duration
+}
+
+// DefaultProfile is the one profile of an orchestrator started without a
+// config file: every tool, parallel execution.
+func DefaultProfile() Profile {
+	return Profile{Name: "default", Mode: string(pipeline.Parallel)}
+}
+
+// Allows reports whether the profile lets its agent see the tool name.
+func (p *Profile) Allows(name string) bool {
+	if len(p.Tools) == 0 {
+		return true
+	}
+	for _, pat := range p.Tools {
+		if ok, _ := path.Match(pat, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// check validates p and fills in its defaults. The error names the profile
+// and the field.
+func (p *Profile) check(i int) error {
+	where := fmt.Sprintf("agent %d", i+1)
+	if p.Name != "" {
+		where = fmt.Sprintf("agent %q", p.Name)
+	}
+	if err := bus.CheckToken("agent", p.Name); err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	switch p.Mode {
+	case "":
+		p.Mode = string(pipeline.Parallel)
+	case string(pipeline.Parallel), string(pipeline.Sequential):
+	default:
+		return fmt.Errorf("%s: mode %q is not parallel or sequential", where, p.Mode)
+	}
+	for _, pat := range p.Tools {
+		if _, err := path.Match(pat, ""); err != nil {
+			return fmt.Errorf("%s: tool pattern %q: %w", where, pat, err)
+		}
+	}
+	if p.MaxTurns < 0 {
+		return fmt.Errorf("%s: max_turns %d is negative", where, p.MaxTurns)
+	}
+	if p.MaxParallel < 0 {
+		return fmt.Errorf("%s: max_parallel %d is negative", where, p.MaxParallel)
+	}
+	if p.ToolTimeout != "" {
+		d, err := time.ParseDuration(p.ToolTimeout)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("%s: tool_timeout %q is not a positive duration such as \"30s\"", where, p.ToolTimeout)
+		}
+		p.toolTimeout = d
+	}
+	return nil
+}
+
+// ProfileFile is the layout of an agents file (YAML or JSON).
+type ProfileFile struct {
+	Agents []Profile `yaml:"agents" json:"agents"`
+}
+
+// LoadProfiles reads agent profiles from a YAML or JSON file. Unknown fields,
+// duplicate names and bad values are errors that name the file, the agent
+// and the field.
+func LoadProfiles(file string) ([]Profile, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("agent profiles: %w", err)
+	}
+	ps, err := ParseProfiles(data)
+	if err != nil {
+		return nil, fmt.Errorf("agent profiles %s: %w", file, err)
+	}
+	return ps, nil
+}
+
+// ParseProfiles parses agent profiles from YAML or JSON.
+func ParseProfiles(data []byte) ([]Profile, error) {
+	var f ProfileFile
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil {
+		return nil, err
+	}
+	if len(f.Agents) == 0 {
+		return nil, errors.New(`no agents: the file must hold "agents:" with at least one profile`)
+	}
+	return checkProfiles(f.Agents)
+}
+
+func checkProfiles(ps []Profile) ([]Profile, error) {
+	seen := map[string]bool{}
+	for i := range ps {
+		if err := ps[i].check(i); err != nil {
+			return nil, err
+		}
+		if seen[ps[i].Name] {
+			return nil, fmt.Errorf("agent %q is defined twice", ps[i].Name)
+		}
+		seen[ps[i].Name] = true
+	}
+	return ps, nil
+}
