@@ -43,8 +43,8 @@ type Event struct {
 	StopReason StopReason `json:"stop_reason,omitempty"`
 	// message.update: the text delta.
 	Delta string `json:"delta,omitempty"`
-	// message.end, run.end: the assistant message.
-	Message *AssistantMessage `json:"message,omitempty"`
+	// message.end, run.end: the assistant message, as "assistant".
+	Message *AssistantMessage `json:"assistant,omitempty"`
 
 	// tool.start, tool.update, tool.end
 	ToolCallID string         `json:"tool_call_id,omitempty"`

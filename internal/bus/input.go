@@ -82,6 +82,10 @@ func (in *Input) Start() error {
 		}
 		in.subs = append(in.subs, sub)
 	}
+	// Make sure the server has the subscriptions before callers send.
+	if err := in.nc.Flush(); err != nil {
+		return errors.Join(fmt.Errorf("input: %w", err), in.Stop())
+	}
 	return nil
 }
 

@@ -176,11 +176,11 @@ func (c *ToolClient) attempt(ctx context.Context, prep *pipeline.Prepared, data 
 	c.mu.Lock()
 	c.calls[token] = call
 	c.mu.Unlock()
+	handedOff := false
 	defer func() {
-		close(call.done)
-		c.mu.Lock()
-		delete(c.calls, token)
-		c.mu.Unlock()
+		if !handedOff {
+			c.forget(token, call)
+		}
 	}()
 
 	msg := nats.NewMsg(c.subjects.Tool(prep.Call.Name))
@@ -207,7 +207,15 @@ func (c *ToolClient) attempt(ctx context.Context, prep *pipeline.Prepared, data 
 	for {
 		select {
 		case <-ctx.Done():
-			c.cancel(cancelSubject, prep.Call.ID)
+			if cancelSubject == "" {
+				// The worker may have taken the call without its ack
+				// having reached us yet: wait for that ack elsewhere, so
+				// that the cancel still reaches the worker.
+				handedOff = true
+				go c.cancelLate(token, call, prep.Call.ID)
+			} else {
+				c.cancel(cancelSubject, prep.Call.ID)
+			}
 			return nil, false, c.ctxErr(ctx, prep, worker, "")
 		case <-watchdog.C:
 			c.cancel(cancelSubject, prep.Call.ID)
@@ -274,6 +282,38 @@ func (c *ToolClient) ctxErr(ctx context.Context, prep *pipeline.Prepared, worker
 	}
 	c.observe(prep.Call.Name, "aborted", worker)
 	return ctx.Err()
+}
+
+func (c *ToolClient) forget(token string, call *inflight) {
+	close(call.done)
+	c.mu.Lock()
+	delete(c.calls, token)
+	c.mu.Unlock()
+}
+
+// cancelLate waits up to AckTimeout for the ack of an abandoned call and
+// cancels the call on the worker that took it.
+func (c *ToolClient) cancelLate(token string, call *inflight, id string) {
+	defer c.forget(token, call)
+	t := time.NewTimer(c.cfg.AckTimeout)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			return
+		case d := <-call.frames:
+			if d.f == nil {
+				return
+			}
+			switch d.f.T {
+			case FrameAck:
+				c.cancel(d.f.Cancel, id)
+				return
+			case FrameResult, FrameError, FrameBusy:
+				return
+			}
+		}
+	}
 }
 
 // cancel tells the worker to stop a call; best effort.

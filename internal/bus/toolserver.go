@@ -130,6 +130,9 @@ func Serve(nc *nats.Conn, cfg ServerConfig) (*ToolServer, error) {
 			return nil, errors.Join(fmt.Errorf("tool server: tool %q: %w", t.Name, err), s.svc.Stop())
 		}
 	}
+	if err := nc.Flush(); err != nil {
+		return nil, errors.Join(fmt.Errorf("tool server: %w", err), s.svc.Stop())
+	}
 	s.announce("joined")
 	return s, nil
 }
@@ -168,6 +171,10 @@ func (s *ToolServer) announce(event string) {
 // Drain stops taking calls, waits for the calls in flight to finish (or ctx
 // to end, which cancels them) and stops the service.
 func (s *ToolServer) Drain(ctx context.Context) error {
+	return s.drain(ctx, false)
+}
+
+func (s *ToolServer) drain(ctx context.Context, force bool) error {
 	err := s.svc.Stop()
 	s.announce("left")
 	done := make(chan struct{})
@@ -180,7 +187,9 @@ func (s *ToolServer) Drain(ctx context.Context) error {
 	case <-ctx.Done():
 		s.cancelAll(ctx.Err())
 		<-done
-		err = errors.Join(err, fmt.Errorf("tool server: drain: %w", ctx.Err()))
+		if !force {
+			err = errors.Join(err, fmt.Errorf("tool server: drain: %w", ctx.Err()))
+		}
 	}
 	return errors.Join(err, s.cancelSub.Unsubscribe())
 }
@@ -189,7 +198,7 @@ func (s *ToolServer) Drain(ctx context.Context) error {
 func (s *ToolServer) Stop() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	return s.Drain(ctx)
+	return s.drain(ctx, true)
 }
 
 func (s *ToolServer) cancelAll(cause error) {

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/pipeline"
+	"github.com/nats-io/nats.go"
+)
+
+// The test binary doubles as the toolworker program: a child started with
+// TOOLWORKER_CHILD_ARGS runs main with those arguments.
+func TestMain(m *testing.M) {
+	if args, ok := os.LookupEnv("TOOLWORKER_CHILD_ARGS"); ok {
+		os.Args = append([]string{"toolworker"}, strings.Fields(args)...)
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// startChild runs a toolworker process and waits until it has joined.
+func startChild(t *testing.T, nc *nats.Conn, args string) *exec.Cmd {
+	t.Helper()
+	joined, err := nc.SubscribeSync("agent.fleet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer joined.Unsubscribe()
+	nc.Flush()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "TOOLWORKER_CHILD_ARGS="+args)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	for {
+		m, err := joined.NextMsg(20 * time.Second)
+		if err != nil {
+			t.Fatalf("worker did not join: %v", err)
+		}
+		var n bus.FleetNotice
+		if json.Unmarshal(m.Data, &n) == nil && n.Event == "joined" {
+			return cmd
+		}
+	}
+}
+
+func sleepCall(ms int, timeout time.Duration) *pipeline.Prepared {
+	args := map[string]any{"ms": ms}
+	return &pipeline.Prepared{
+		Tool: &agentfleet.Tool{ToolDef: agentfleet.ToolDef{Name: "sleep"}},
+		Call: agentfleet.ToolCall{ID: "call-sleep", Name: "sleep", Arguments: args}, Args: args, Timeout: timeout,
+	}
+}
+
+// TestKilledWorkerIsDetectedByHeartbeats kills a worker process with
+// SIGKILL in the middle of a call: the call fails as worker_lost after a few
+// heartbeat intervals, long before its 30 s timeout.
+func TestKilledWorkerIsDetectedByHeartbeats(t *testing.T) {
+	srv := bustest.MustRunNATS(t)
+	nc := bustest.MustConnect(t, srv)
+	child := startChild(t, nc, "--nats-url "+srv.ClientURL()+" --tools sleep --heartbeat 100ms --name victim")
+	client, err := bus.NewToolClient(nc, bus.ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+
+	progress := make(chan struct{}, 1)
+	type result struct {
+		err error
+		at  time.Time
+	}
+	done := make(chan result, 1)
+	go func() {
+		_, err := client.Execute(context.Background(), sleepCall(60_000, 30*time.Second), func(any) {
+			select {
+			case progress <- struct{}{}:
+			default:
+			}
+		})
+		done <- result{err, time.Now()}
+	}()
+	<-progress // the call runs on the worker
+	killed := time.Now()
+	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if !errors.Is(r.err, pipeline.ErrWorkerLost) || !strings.Contains(r.err.Error(), "worker victim/") {
+		t.Fatalf("err = %v, want worker lost naming the worker", r.err)
+	}
+	if d := r.at.Sub(killed); d > 10*time.Second {
+		t.Errorf("loss detected after %v; the heartbeat is 100ms", d)
+	}
+	t.Logf("worker loss detected %v after SIGKILL", r.at.Sub(killed).Round(time.Millisecond))
+}
+
+// TestSIGTERMDrains sends SIGTERM during a call: the worker finishes the
+// call, stops taking new ones and exits 0.
+func TestSIGTERMDrains(t *testing.T) {
+	srv := bustest.MustRunNATS(t)
+	nc := bustest.MustConnect(t, srv)
+	child := startChild(t, nc, "--nats-url "+srv.ClientURL()+" --tools sleep --heartbeat 100ms")
+	client, err := bus.NewToolClient(nc, bus.ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	progress := make(chan struct{}, 1)
+	done := make(chan error, 1)
+	go func() {
+		res, err := client.Execute(context.Background(), sleepCall(400, 30*time.Second), func(any) {
+			select {
+			case progress <- struct{}{}:
+			default:
+			}
+		})
+		if err == nil && agentfleet.JoinText(res.Content) != "slept 400 ms" {
+			err = errors.New("unexpected result " + agentfleet.JoinText(res.Content))
+		}
+		done <- err
+	}()
+	<-progress
+	if err := child.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("call in flight during SIGTERM: %v", err)
+	}
+	if err := child.Wait(); err != nil {
+		t.Errorf("worker exit: %v, want status 0", err)
+	}
+	// Nothing serves sleep any more.
+	_, err = client.Execute(context.Background(), sleepCall(1, time.Second), func(any) {})
+	if !errors.Is(err, pipeline.ErrNoResponders) {
+		t.Errorf("after drain: %v, want no responders", err)
+	}
+}
+
+func TestFlags(t *testing.T) {
+	tests := []struct {
+		args string
+		want string
+	}{
+		{"--concurrency 0", "--concurrency 0: must be at least 1"},
+		{"--log-level loud", `--log-level "loud"`},
+		{"extra", `unexpected argument "extra"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.args, func(t *testing.T) {
+			m := NewMain()
+			m.Stderr = new(strings.Builder)
+			err := m.ParseFlags(strings.Fields(tt.args))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}

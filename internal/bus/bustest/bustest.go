@@ -1,0 +1,51 @@
+// Package bustest starts real NATS servers and clients for tests.
+package bustest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// MustRunNATS starts an embedded NATS server with JetStream on a random
+// loopback port, stopped when the test ends.
+func MustRunNATS(tb testing.TB) *server.Server {
+	tb.Helper()
+	s, err := bus.RunEmbedded(bus.EmbeddedConfig{Listen: "127.0.0.1:-1", DataDir: tb.TempDir()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		s.Shutdown()
+		s.WaitForShutdown()
+	})
+	return s
+}
+
+// MustConnect connects to s, closed when the test ends.
+func MustConnect(tb testing.TB, s *server.Server) *nats.Conn {
+	tb.Helper()
+	nc, err := bus.Connect(bus.ConnectConfig{URL: s.ClientURL(), Name: tb.Name()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(nc.Close)
+	return nc
+}
+
+// Eventually waits until cond holds, checking it every few milliseconds, and
+// fails the test if it does not within 10 seconds. Use it for state that has
+// no event to wait on.
+func Eventually(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
