@@ -96,10 +96,45 @@ func EncodeRequest(r *CallRequest) ([]byte, error) { return encode(r) }
 // EncodeFrame encodes a frame.
 func EncodeFrame(f *Frame) ([]byte, error) { return encode(f) }
 
+// decode decodes data into v. Maps inside untyped values decode as
+// map[string]any whatever their keys, since MessagePack allows keys that JSON
+// does not.
+func decode(data []byte, v any) error {
+	dec := msgpack.GetDecoder()
+	defer msgpack.PutDecoder(dec)
+	dec.Reset(bytes.NewReader(data))
+	dec.SetMapDecoder(decodeMap)
+	return dec.Decode(v)
+}
+
+func decodeMap(d *msgpack.Decoder) (any, error) {
+	n, err := d.DecodeMapLen()
+	if err != nil || n < 0 {
+		return nil, err
+	}
+	m := make(map[string]any, min(n, 64))
+	for range n {
+		k, err := d.DecodeInterface()
+		if err != nil {
+			return nil, err
+		}
+		v, err := d.DecodeInterface()
+		if err != nil {
+			return nil, err
+		}
+		if ks, ok := k.(string); ok {
+			m[ks] = v
+		} else {
+			m[fmt.Sprint(k)] = v
+		}
+	}
+	return m, nil
+}
+
 // DecodeRequest decodes a call request; the error says what is wrong.
 func DecodeRequest(data []byte) (*CallRequest, error) {
 	var r CallRequest
-	if err := msgpack.Unmarshal(data, &r); err != nil {
+	if err := decode(data, &r); err != nil {
 		return nil, fmt.Errorf("call request is not a MessagePack map of the call frame: %w", err)
 	}
 	if r.V > ProtocolVersion {
@@ -121,7 +156,7 @@ func DecodeRequest(data []byte) (*CallRequest, error) {
 // DecodeFrame decodes a frame; the error says what is wrong.
 func DecodeFrame(data []byte) (*Frame, error) {
 	var f Frame
-	if err := msgpack.Unmarshal(data, &f); err != nil {
+	if err := decode(data, &f); err != nil {
 		return nil, fmt.Errorf("frame is not a MessagePack map of a tool frame: %w", err)
 	}
 	switch f.T {

@@ -350,7 +350,11 @@ func TestManySessionsDoNotBlockEachOther(t *testing.T) {
 	block := make(chan struct{})
 	var blocked atomic.Bool
 	model := newScript().
-		on("slow", func(req *loopRequest) *agentfleet.AssistantMessage { blocked.Store(true); <-block; return say("slow")(req) }).
+		on("slow", func(req *loopRequest) *agentfleet.AssistantMessage {
+			blocked.Store(true)
+			<-block
+			return say("slow")(req)
+		}).
 		on("fast", say("fast"))
 	f := startFleet(t, orchestrator.Config{Model: model}, bus.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}})
 	slow := make(chan *agentfleet.AssistantMessage)

@@ -1,0 +1,208 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/llm/llmtest"
+	"github.com/nats-io/nats.go"
+)
+
+// run starts the orchestrator program in-process with args.
+func run(t *testing.T, args ...string) *Main {
+	t.Helper()
+	m := NewMain()
+	m.Stderr = new(strings.Builder)
+	args = append([]string{"--listen", "127.0.0.1:0", "--data-dir", t.TempDir()}, args...)
+	if err := m.ParseFlags(args); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		m.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := m.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return m
+}
+
+func connect(t *testing.T, m *Main) *nats.Conn {
+	t.Helper()
+	nc, err := bus.Connect(bus.ConnectConfig{URL: m.NATSURL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+func ask(t *testing.T, nc *nats.Conn, subject, text string) *agentfleet.AssistantMessage {
+	t.Helper()
+	reply, err := nc.Request(subject, []byte(text), 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m agentfleet.AssistantMessage
+	if err := json.Unmarshal(reply.Data, &m); err != nil {
+		t.Fatal(err)
+	}
+	return &m
+}
+
+// TestDefaultRun is the README's run command with no API key: the offline
+// model asks for two tools in one batch and the in-process workers run them.
+func TestDefaultRun(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("OPENAI_BASE_URL", "")
+	m := run(t, "--workers", "2")
+	nc := connect(t, m)
+	ends := make(chan agentfleet.Event, 8)
+	sub, err := nc.Subscribe("agent.events.default.demo.tool.end", func(msg *nats.Msg) {
+		var e agentfleet.Event
+		if json.Unmarshal(msg.Data, &e) == nil {
+			ends <- e
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	nc.Flush()
+	final := ask(t, nc, "agent.ask.default.demo", "what time is it in Tokyo and what is 2*(3+4)?")
+	text := agentfleet.JoinText(final.Content)
+	if !strings.Contains(text, "calculator: 14") || !strings.Contains(text, "+09:00") {
+		t.Errorf("answer = %q", text)
+	}
+	if final.Model != "offline" || final.StopReason != agentfleet.StopReasonStop {
+		t.Errorf("final = %+v", final)
+	}
+	for range 2 {
+		select {
+		case e := <-ends:
+			if e.IsError || !strings.HasPrefix(e.Worker, "toolworker/") {
+				t.Errorf("tool.end = %+v", e)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("missing tool.end event")
+		}
+	}
+	if got := len(m.Orchestrator().Fleet().Tools()); got != 6 {
+		t.Errorf("fleet tools = %d, want 6", got)
+	}
+}
+
+// TestOpenAICompatibleServer runs the system against an OpenAI-compatible
+// server through go-openai: the model asks for two tools in parallel, the
+// workers run them, and the model answers from their results.
+func TestOpenAICompatibleServer(t *testing.T) {
+	llm := llmtest.NewServer(t)
+	t.Setenv("OPENAI_BASE_URL", llm.BaseURL())
+	t.Setenv("OPENAI_API_KEY", "test-key")
+	llm.Enqueue(
+		llmtest.ToolCallsReply(
+			llmtest.ToolCall{ID: "call_a", Name: "calculator", Arguments: `{"expression":"6*7"}`},
+			llmtest.ToolCall{ID: "call_b", Name: "echo", Arguments: `{"text":"parallel"}`},
+		).Response(),
+		llmtest.TextReply("The answer is 42.").Response(),
+	)
+	m := run(t, "--workers", "2", "--model", "test-model")
+	nc := connect(t, m)
+	final := ask(t, nc, "agent.ask.default.oa", "what is 6*7?")
+	if got, want := agentfleet.JoinText(final.Content), "The answer is 42."; got != want {
+		t.Errorf("answer = %q, want %q", got, want)
+	}
+	reqs := llm.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("model requests = %d, want 2", len(reqs))
+	}
+	if reqs[0].Model != "test-model" || !reqs[0].Stream || len(reqs[0].Tools) != 7 {
+		t.Errorf("first request: model %q stream %v tools %d", reqs[0].Model, reqs[0].Stream, len(reqs[0].Tools))
+	}
+	if got := reqs[0].Header.Get("Authorization"); got != "Bearer test-key" {
+		t.Errorf("authorization = %q", got)
+	}
+	results := map[string]string{}
+	for _, msg := range reqs[1].Messages {
+		if msg.Role == "tool" {
+			results[msg.ToolCallID] = msg.Text()
+		}
+	}
+	if results["call_a"] != "42" || results["call_b"] != "parallel" {
+		t.Errorf("tool results sent to the model = %v", results)
+	}
+}
+
+func TestListenTaken(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	m := NewMain()
+	m.Stderr = new(strings.Builder)
+	if err := m.ParseFlags([]string{"--listen", l.Addr().String(), "--data-dir", t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	err = m.Run(context.Background())
+	m.Close()
+	if err == nil || !strings.Contains(err.Error(), "--listen") || !strings.Contains(err.Error(), "--nats-url") || !strings.Contains(err.Error(), l.Addr().String()) {
+		t.Errorf("err = %v, want one naming the address, --listen and --nats-url", err)
+	}
+}
+
+func TestBadProfiles(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct{ file, want string }{
+		{"agents:\n  - name: ok\n    mode: turbo\n", `agent "ok": mode "turbo" is not parallel or sequential`},
+		{"agents:\n  - name: a.b\n", `agent name "a.b" may hold only letters`},
+		{"agents:\n  - name: x\n    colour: red\n", "field colour not found"},
+		{"agents:\n  - name: x\n  - name: x\n", `agent "x" is defined twice`},
+		{"agents:\n  - name: x\n    tool_timeout: soon\n", `tool_timeout "soon" is not a positive duration`},
+		{"{}", "no agents"},
+	}
+	for i, tt := range tests {
+		path := filepath.Join(dir, "agents.yaml")
+		if err := os.WriteFile(path, []byte(tt.file), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		m := NewMain()
+		m.Stderr = new(strings.Builder)
+		err := m.ParseFlags([]string{"--config", path})
+		if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), path) {
+			t.Errorf("case %d: err = %v, want %q naming the file", i, err, tt.want)
+		}
+	}
+}
+
+func TestProfilesFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "agents.json")
+	os.WriteFile(path, []byte(`{"agents":[{"name":"math","system_prompt":"Only do math.","tools":["calculator"],"mode":"sequential","max_turns":3}]}`), 0o644)
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("OPENAI_BASE_URL", "")
+	m := run(t, "--workers", "1", "--config", path)
+	defs, ok := m.Orchestrator().Tools("math")
+	if !ok {
+		t.Fatal("agent math missing")
+	}
+	var names []string
+	for _, d := range defs {
+		names = append(names, d.Name)
+	}
+	if got, want := strings.Join(names, ","), "list_tools,calculator"; got != want {
+		t.Errorf("math tools = %s, want %s", got, want)
+	}
+	if _, ok := m.Orchestrator().Tools("default"); ok {
+		t.Error("a config file with agents still has the default agent")
+	}
+}
