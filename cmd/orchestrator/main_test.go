@@ -113,6 +113,7 @@ func TestOpenAICompatibleServer(t *testing.T) {
 		llmtest.ToolCallsReply(
 			llmtest.ToolCall{ID: "call_a", Name: "calculator", Arguments: `{"expression":"6*7"}`},
 			llmtest.ToolCall{ID: "call_b", Name: "echo", Arguments: `{"text":"parallel"}`},
+			llmtest.ToolCall{ID: "call_c", Name: "echo", Arguments: `{"text": "unterminated`},
 		).Response(),
 		llmtest.TextReply("The answer is 42.").Response(),
 	)
@@ -140,6 +141,10 @@ func TestOpenAICompatibleServer(t *testing.T) {
 	}
 	if results["call_a"] != "42" || results["call_b"] != "parallel" {
 		t.Errorf("tool results sent to the model = %v", results)
+	}
+	// Malformed arguments become an error result for that call alone.
+	if got := results["call_c"]; !strings.Contains(got, "Tool echo: arguments are not valid JSON") {
+		t.Errorf("result of the malformed call = %q", got)
 	}
 }
 

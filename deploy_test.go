@@ -1,0 +1,101 @@
+package agentfleet_test
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/agentfleet/agentfleet/internal/orchestrator"
+	"go.yaml.in/yaml/v3"
+)
+
+// TestDeployFilesParse loads every YAML file of the repository's deployment
+// (there is no container engine to run them here, so they are checked by
+// parsing) and checks what the README promises of them.
+func TestDeployFilesParse(t *testing.T) {
+	files := []string{"docker-compose.yml"}
+	filepath.WalkDir("deploy", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && (strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".yml")) {
+			files = append(files, path)
+		}
+		return nil
+	})
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := yaml.NewDecoder(strings.NewReader(string(data)))
+		for i := 0; ; i++ {
+			var doc any
+			if err := dec.Decode(&doc); err != nil {
+				if err.Error() == "EOF" {
+					break
+				}
+				t.Errorf("%s: document %d: %v", f, i+1, err)
+				break
+			}
+		}
+	}
+
+	var compose struct {
+		Services map[string]struct {
+			Build   any      `yaml:"build"`
+			Image   string   `yaml:"image"`
+			Command []string `yaml:"command"`
+			Deploy  struct {
+				Replicas int `yaml:"replicas"`
+			} `yaml:"deploy"`
+		} `yaml:"services"`
+	}
+	data, _ := os.ReadFile("docker-compose.yml")
+	if err := yaml.Unmarshal(data, &compose); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"nats", "orchestrator", "toolworker"} {
+		if _, ok := compose.Services[name]; !ok {
+			t.Errorf("docker-compose.yml has no service %q", name)
+		}
+	}
+	if got := compose.Services["toolworker"].Deploy.Replicas; got != 3 {
+		t.Errorf("toolworker replicas = %d, want 3", got)
+	}
+	if cmd := strings.Join(compose.Services["nats"].Command, " "); !strings.Contains(cmd, "-js") {
+		t.Errorf("nats runs without JetStream: %s", cmd)
+	}
+
+	profiles, err := orchestrator.LoadProfiles("deploy/agents.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(profiles) == 0 {
+		t.Error("deploy/agents.yaml has no agents")
+	}
+}
+
+func TestDockerfile(t *testing.T) {
+	data, err := os.ReadFile("Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(data)
+	if n := len(regexp.MustCompile(`(?m)^FROM `).FindAllString(s, -1)); n < 2 {
+		t.Errorf("Dockerfile has %d stages, want a multi-stage build", n)
+	}
+	for _, want := range []string{"./cmd/orchestrator", "./cmd/toolworker", "COPY --from=build"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("Dockerfile lacks %q", want)
+		}
+	}
+	for _, line := range strings.Split(s, "\n") {
+		if strings.HasPrefix(line, "COPY ") && !strings.Contains(line, "--from") {
+			src := strings.Fields(line)[1]
+			if _, err := os.Stat(src); err != nil {
+				t.Errorf("Dockerfile copies %s, which does not exist", src)
+			}
+		}
+	}
+}
