@@ -74,6 +74,9 @@ type Main struct {
 	MaxRetryDelay time.Duration
 	Heartbeat     time.Duration
 	ShutdownWait  time.Duration
+	Durable       string
+	Streams       bus.DurableConfig
+	SessionIdle   time.Duration
 	llmCfg        llm.Config
 	Stderr        io.Writer
 
@@ -108,12 +111,25 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.DurationVar(&m.LLMTimeout, "llm-timeout", llm.DefaultRequestTimeout, "bound of one model request")
 	fs.DurationVar(&m.MaxRetryDelay, "max-retry-delay", llm.DefaultMaxRetryDelay, "cap of the wait between model retries")
 	fs.DurationVar(&m.Heartbeat, "heartbeat", time.Second, "heartbeat interval of the in-process workers")
-	fs.DurationVar(&m.ShutdownWait, "shutdown-timeout", 30*time.Second, "on SIGTERM, how long active runs may take to finish")
+	fs.DurationVar(&m.ShutdownWait, "shutdown-timeout", 30*time.Second, "on SIGTERM, how long active runs may take to finish before they are left for a restart to resume")
+	fs.StringVar(&m.Durable, "durable", "auto", "JetStream durability of input, sessions and events: auto (when the server has JetStream), true or false")
+	fs.DurationVar(&m.Streams.AckWait, "ack-wait", 30*time.Second, "redeliver input not acknowledged (nor kept alive) for this long")
+	fs.IntVar(&m.Streams.MaxDeliver, "max-deliver", 5, "deliveries of one input message before it is dropped with an error event")
+	fs.DurationVar(&m.Streams.EventsMaxAge, "events-max-age", 24*time.Hour, "how long the event stream keeps events for late observers")
+	fs.Int64Var(&m.Streams.EventsMaxBytes, "events-max-bytes", 1<<30, "size bound of the event stream")
+	fs.DurationVar(&m.Streams.HistoryMaxAge, "history-max-age", 0, "how long session histories are kept (0: forever)")
+	fs.IntVar(&m.Streams.Replicas, "stream-replicas", 1, "replicas of the JetStream streams (3 in a cluster)")
+	fs.DurationVar(&m.SessionIdle, "session-idle", 10*time.Minute, "evict sessions idle this long from memory (durable only)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	switch m.Durable {
+	case "auto", "true", "false":
+	default:
+		return fmt.Errorf("--durable %q: want auto, true or false", m.Durable)
 	}
 	if m.Workers < 0 {
 		return fmt.Errorf("--workers %d: must not be negative", m.Workers)
@@ -170,6 +186,8 @@ func (m *Main) Run(ctx context.Context) error {
 	m.orch, err = orchestrator.New(m.nc, orchestrator.Config{
 		Prefix: m.Prefix, Profiles: m.profiles, Model: model, ModelName: name, Logger: m.logger,
 		ModelFor: m.modelFor(model),
+		Durable:  m.Durable != "false", DurableOptional: m.Durable == "auto",
+		DurableConfig: m.Streams, SessionIdle: m.SessionIdle,
 	})
 	if err != nil {
 		return err

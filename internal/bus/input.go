@@ -23,7 +23,25 @@ type Inbound struct {
 	// Reason is the reason of an abort.
 	Reason string
 
+	// Delivery is the JetStream delivery count of durable input (1 for the
+	// first delivery); 0 for core NATS input.
+	Delivery uint64
+
 	reply func(*agentfleet.AssistantMessage)
+	done  func(ok bool)
+}
+
+// Durable reports whether the input came from the durable input stream, so
+// that Done must be called once it is safely handled.
+func (in *Inbound) Durable() bool { return in.done != nil }
+
+// Done settles durable input: ok acknowledges it (its run ended and the
+// history holding it is stored); !ok asks for it to be delivered again. It
+// is a no-op for core NATS input.
+func (in *Inbound) Done(ok bool) {
+	if in.done != nil {
+		in.done(ok)
+	}
 }
 
 // Reply answers an ask with the final message of the run that took it. It is
@@ -55,6 +73,9 @@ type Input struct {
 	pub      *Publisher
 	log      *slog.Logger
 	subs     []*nats.Subscription
+	// Kinds are the input kinds subscribed; default all four. With durable
+	// input, in and steer come from the stream instead.
+	Kinds []string
 	// OnInput, if set, is called with the outcome of every input:
 	// "accepted" or "rejected".
 	OnInput func(outcome string)
@@ -75,7 +96,11 @@ func NewInput(nc *nats.Conn, subjects Subjects, h InputHandler, pub *Publisher, 
 
 // Start subscribes in, ask, steer and abort.
 func (in *Input) Start() error {
-	for _, kind := range []string{KindIn, KindAsk, KindSteer, KindAbort} {
+	kinds := in.Kinds
+	if len(kinds) == 0 {
+		kinds = []string{KindIn, KindAsk, KindSteer, KindAbort}
+	}
+	for _, kind := range kinds {
 		sub, err := in.nc.Subscribe(in.subjects.ClientWildcard(kind), in.receive)
 		if err != nil {
 			return errors.Join(fmt.Errorf("input: subscribe %s: %w", kind, err), in.Stop())
@@ -103,6 +128,19 @@ func (in *Input) receive(m *nats.Msg) {
 	msg, err := in.parse(m)
 	if err == nil {
 		err = in.handler.HandleInput(msg)
+	}
+	if errors.Is(err, ErrDuplicate) || errors.Is(err, ErrInProgress) {
+		if in.OnInput != nil {
+			in.OnInput("duplicate")
+		}
+		if m.Reply != "" {
+			b, _ := json.Marshal(&agentfleet.AssistantMessage{
+				Role: agentfleet.RoleAssistant, Content: []agentfleet.Content{}, StopReason: agentfleet.StopReasonError,
+				ErrorMessage: fmt.Sprintf("message %s was already handled (%v)", msg.Message.ID, err), Timestamp: time.Now().UTC(),
+			})
+			_ = in.nc.Publish(m.Reply, b)
+		}
+		return
 	}
 	if err != nil {
 		in.reject(m, msg, err)

@@ -37,6 +37,13 @@ type ClientConfig struct {
 	// MaxBusyBackoff caps the wait before a call refused by a busy worker is
 	// sent again; default 50ms.
 	MaxBusyBackoff time.Duration
+	// MaxAttempts bounds the attempts of a call to an idempotent or
+	// read-only tool whose attempt timed out or whose worker was lost;
+	// default 3. Other tools are never retried.
+	MaxAttempts int
+	// RetryBackoff is the wait before the second attempt, doubled for each
+	// further one, with jitter; default 100ms.
+	RetryBackoff time.Duration
 	// Observe, if set, is called for every attempt that ends, with the tool,
 	// its outcome and the worker. For metrics.
 	Observe func(tool, outcome, worker string)
@@ -80,6 +87,12 @@ func NewToolClient(nc *nats.Conn, cfg ClientConfig) (*ToolClient, error) {
 	}
 	if cfg.MaxBusyBackoff <= 0 {
 		cfg.MaxBusyBackoff = 50 * time.Millisecond
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = 3
+	}
+	if cfg.RetryBackoff <= 0 {
+		cfg.RetryBackoff = 100 * time.Millisecond
 	}
 	subjects, err := NewSubjects(cfg.Prefix)
 	if err != nil {
@@ -133,10 +146,47 @@ func (c *ToolClient) route(m *nats.Msg) {
 
 // Execute implements pipeline.Executor. It sends the call to a worker,
 // streams its progress, and returns its result. A busy worker's refusal
-// sends the call again, to whichever worker the queue group picks. It fails
-// with ErrNoResponders when no worker serves the tool, ErrTimeout when the
-// call's timeout passes, and ErrWorkerLost when the worker stops answering.
+// sends the call again, to whichever worker the queue group picks. Each
+// attempt is bounded by the call's timeout; an attempt that times out or
+// whose worker is lost is retried, with backoff, up to MaxAttempts when the
+// tool is idempotent or read-only, and reported as of unknown outcome
+// otherwise. Every retry is announced as a partial result
+// {"retry": {"attempt", "reason"}}. It fails with ErrNoResponders when no
+// worker serves the tool, ErrTimeout or ErrWorkerLost when the attempts are
+// spent.
 func (c *ToolClient) Execute(ctx context.Context, prep *pipeline.Prepared, progress pipeline.ProgressFunc) (*agentfleet.ToolResult, error) {
+	retryable := prep.Tool.Annotations.Idempotent || prep.Tool.Annotations.ReadOnly
+	for attempt := 1; ; attempt++ {
+		res, err := c.execute(ctx, prep, attempt, progress)
+		lost := errors.Is(err, pipeline.ErrWorkerLost) || errors.Is(err, pipeline.ErrTimeout)
+		if !lost || ctx.Err() != nil {
+			if res != nil {
+				res.Attempts = attempt
+			}
+			return res, err
+		}
+		if !retryable {
+			return nil, fmt.Errorf("%w; the call's outcome is unknown and it was not retried, because tool %s is not marked idempotent or read_only", err, prep.Call.Name)
+		}
+		if attempt >= c.cfg.MaxAttempts {
+			return nil, fmt.Errorf("%w (after %d attempts)", err, attempt)
+		}
+		progress(map[string]any{"retry": map[string]any{"attempt": attempt + 1, "reason": err.Error()}})
+		wait := c.cfg.RetryBackoff << (attempt - 1)
+		wait = wait/2 + time.Duration(rand.Int64N(int64(wait/2)+1))
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// execute makes one attempt, bounded by the call's timeout, sending it again
+// while workers refuse it as busy.
+func (c *ToolClient) execute(ctx context.Context, prep *pipeline.Prepared, attempt int, progress pipeline.ProgressFunc) (*agentfleet.ToolResult, error) {
 	if prep.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, prep.Timeout, pipeline.ErrTimeout)
@@ -144,7 +194,7 @@ func (c *ToolClient) Execute(ctx context.Context, prep *pipeline.Prepared, progr
 	}
 	req := &CallRequest{
 		V: ProtocolVersion, ID: prep.Call.ID, Tool: prep.Call.Name, Args: prep.Args,
-		TimeoutMS: prep.Timeout.Milliseconds(), Attempt: 1,
+		TimeoutMS: prep.Timeout.Milliseconds(), Attempt: attempt,
 		Agent: prep.Agent, Session: prep.Session, RunID: prep.RunID,
 	}
 	data, err := EncodeRequest(req)
@@ -152,7 +202,7 @@ func (c *ToolClient) Execute(ctx context.Context, prep *pipeline.Prepared, progr
 		return nil, fmt.Errorf("Tool %s: arguments do not encode: %w", prep.Call.Name, err)
 	}
 	for busy := 0; ; busy++ {
-		res, again, err := c.attempt(ctx, prep, data, progress)
+		res, again, err := c.attempt(ctx, prep, attempt, data, progress)
 		if !again {
 			return res, err
 		}
@@ -170,7 +220,7 @@ func (c *ToolClient) Execute(ctx context.Context, prep *pipeline.Prepared, progr
 
 // attempt sends one request and follows it to its end. again reports a busy
 // refusal.
-func (c *ToolClient) attempt(ctx context.Context, prep *pipeline.Prepared, data []byte, progress pipeline.ProgressFunc) (res *agentfleet.ToolResult, again bool, err error) {
+func (c *ToolClient) attempt(ctx context.Context, prep *pipeline.Prepared, attempt int, data []byte, progress pipeline.ProgressFunc) (res *agentfleet.ToolResult, again bool, err error) {
 	token := strconv.FormatUint(c.seq.Add(1), 36)
 	call := &inflight{frames: make(chan delivery, 64), done: make(chan struct{})}
 	c.mu.Lock()
@@ -187,7 +237,7 @@ func (c *ToolClient) attempt(ctx context.Context, prep *pipeline.Prepared, data 
 	msg.Reply = c.inbox + token
 	msg.Data = data
 	msg.Header.Set(HeaderCallID, prep.Call.ID)
-	msg.Header.Set(HeaderAttempt, "1")
+	msg.Header.Set(HeaderAttempt, strconv.Itoa(attempt))
 	if prep.RunID != "" {
 		msg.Header.Set(HeaderRunID, prep.RunID)
 	}
@@ -223,7 +273,7 @@ func (c *ToolClient) attempt(ctx context.Context, prep *pipeline.Prepared, data 
 			if worker == "" {
 				return nil, false, fmt.Errorf("Tool %s: %w: no worker took the call within %v", prep.Call.Name, pipeline.ErrWorkerLost, c.cfg.AckTimeout)
 			}
-			return nil, false, fmt.Errorf("Tool %s: %w: worker %s sent nothing for %v (%d heartbeat intervals); the call's outcome is unknown", prep.Call.Name, pipeline.ErrWorkerLost, worker, window, c.cfg.HeartbeatMisses)
+			return nil, false, fmt.Errorf("Tool %s: %w: worker %s sent nothing for %v (%d heartbeat intervals)", prep.Call.Name, pipeline.ErrWorkerLost, worker, window, c.cfg.HeartbeatMisses)
 		case d := <-call.frames:
 			switch {
 			case d.noResponder:
@@ -252,7 +302,7 @@ func (c *ToolClient) attempt(ctx context.Context, prep *pipeline.Prepared, data 
 			case FrameResult:
 				r := f.Result
 				r.Worker = orDefault(f.Worker, worker)
-				r.Attempts = 1
+				r.Attempts = attempt
 				if f.IsError {
 					c.observe(prep.Call.Name, "error", r.Worker)
 					return nil, false, &pipeline.ResultError{Result: r}

@@ -550,3 +550,59 @@ func TestSessionsAreIndependent(t *testing.T) {
 	close(block)
 	wait(t, r1)
 }
+
+// TestResume continues a run that a stopped process left with tool calls in
+// flight: the idempotent call runs again, the other gets an error result,
+// the answered one is not run again, and the user message is not appended
+// twice.
+func TestResume(t *testing.T) {
+	var ranSafe, ranUnsafe, ranDone int
+	safe := tool("safe", false, func(ctx context.Context, c *agentfleet.Call) (*agentfleet.ToolResult, error) {
+		ranSafe++
+		return agentfleet.TextResult("safe again"), nil
+	})
+	safe.Annotations.Idempotent = true
+	unsafe := tool("unsafe", false, func(ctx context.Context, c *agentfleet.Call) (*agentfleet.ToolResult, error) {
+		ranUnsafe++
+		return agentfleet.TextResult("charged twice"), nil
+	})
+	done := tool("done", false, func(ctx context.Context, c *agentfleet.Call) (*agentfleet.ToolResult, error) {
+		ranDone++
+		return agentfleet.TextResult("again?"), nil
+	})
+	user := agentfleet.NewUserMessage("pay and check")
+	user.ID = "m1"
+	history := []agentfleet.Message{
+		user,
+		&agentfleet.AssistantMessage{Role: "assistant", Content: []agentfleet.Content{
+			{Type: agentfleet.ContentToolCall, ID: "c1", Name: "done", Arguments: json.RawMessage(`{}`)},
+			{Type: agentfleet.ContentToolCall, ID: "c2", Name: "safe", Arguments: json.RawMessage(`{}`)},
+			{Type: agentfleet.ContentToolCall, ID: "c3", Name: "unsafe", Arguments: json.RawMessage(`{}`)},
+		}},
+		&agentfleet.ToolResultMessage{Role: "tool", ToolCallID: "c1", ToolName: "done", Content: []agentfleet.Content{agentfleet.Text("done before")}},
+	}
+	m := &script{steps: []step{say("resumed")}}
+	s, _ := newSession(t, m, loop.Config{History: history}, safe, unsafe, done)
+	final := wait(t, s.Resume("run-1", user))
+	if final.RunID != "run-1" || agentfleet.JoinText(final.Content) != "resumed" {
+		t.Errorf("final = %+v", final)
+	}
+	if ranSafe != 1 || ranUnsafe != 0 || ranDone != 0 {
+		t.Errorf("ran safe %d, unsafe %d, done %d; want 1, 0, 0", ranSafe, ranUnsafe, ranDone)
+	}
+	if got, want := roles(s.History()), "user:pay and check assistant tool:done tool:safe tool:unsafe assistant"; got != want {
+		t.Errorf("history = %s, want %s", got, want)
+	}
+	var unsafeResult string
+	for _, msg := range m.request(0).Messages {
+		if tr, ok := msg.(*agentfleet.ToolResultMessage); ok && tr.ToolCallID == "c3" {
+			unsafeResult = agentfleet.JoinText(tr.Content)
+			if !tr.IsError {
+				t.Error("the unsafe call's result is not an error")
+			}
+		}
+	}
+	if !strings.Contains(unsafeResult, "outcome is unknown") {
+		t.Errorf("unsafe result = %q", unsafeResult)
+	}
+}

@@ -37,13 +37,21 @@ func (r *run) emit(e *agentfleet.Event) { r.s.emit(r.id, r.turn, e) }
 func (r *run) take(ps []*pending) {
 	for _, p := range ps {
 		r.took = append(r.took, p)
-		r.s.append(r.id, p.msg)
+		if p.resume == "" {
+			r.s.append(r.id, p.msg)
+		}
 	}
 }
 
 func (r *run) execute(first []*pending) (final *agentfleet.AssistantMessage) {
 	cfg := &r.s.cfg
 	r.id = uuid.NewString()
+	for _, p := range first {
+		if p.resume != "" {
+			r.id = p.resume
+			break
+		}
+	}
 	r.emit(&agentfleet.Event{Type: agentfleet.EventRunStart})
 	defer func() {
 		final.RunID = r.id
@@ -54,6 +62,7 @@ func (r *run) execute(first []*pending) (final *agentfleet.AssistantMessage) {
 		r.emit(&agentfleet.Event{Type: agentfleet.EventRunEnd, StopReason: final.StopReason, Message: final})
 	}()
 	r.take(first)
+	r.settleInterrupted()
 
 	for {
 		// Step 1 of spec section 6: steering enters before every model call.
@@ -242,4 +251,59 @@ func (s *Session) hasSteering() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.steering) > 0
+}
+
+// settleInterrupted answers the tool calls of the last assistant message that
+// have no result: the process stopped while they were in flight. Calls of
+// idempotent or read-only tools run again; the others get an error result,
+// since running them twice could do harm.
+func (r *run) settleInterrupted() {
+	h := r.s.History()
+	last := -1
+	for i := len(h) - 1; i >= 0; i-- {
+		if _, ok := h[i].(*agentfleet.AssistantMessage); ok {
+			last = i
+			break
+		}
+	}
+	if last < 0 {
+		return
+	}
+	answered := map[string]bool{}
+	for _, m := range h[last+1:] {
+		if tr, ok := m.(*agentfleet.ToolResultMessage); ok {
+			answered[tr.ToolCallID] = true
+		}
+	}
+	msg := h[last].(*agentfleet.AssistantMessage)
+	probe := &agentfleet.AssistantMessage{Content: slices.Clone(msg.Content)}
+	var missing []agentfleet.ToolCall
+	for _, c := range ExtractToolCalls(probe) {
+		if !answered[c.ID] {
+			missing = append(missing, c)
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	cfg := &r.s.cfg
+	pc := cfg.Pipeline
+	pc.Sink, pc.Agent, pc.Session, pc.RunID = r, cfg.Agent, cfg.Session, r.id
+	before := pc.Before
+	pc.Before = func(ctx context.Context, in *pipeline.BeforeContext) (*pipeline.BeforeResult, error) {
+		if t, ok := cfg.Tools.Get(in.Call.Name); ok && !t.Annotations.Idempotent && !t.Annotations.ReadOnly {
+			return &pipeline.BeforeResult{Block: true, Reason: fmt.Sprintf(
+				"Tool %s: the orchestrator stopped while this call was in flight; its outcome is unknown, and it was not run again because the tool is not marked idempotent or read_only", in.Call.Name)}, nil
+		}
+		if before != nil {
+			return before(ctx, in)
+		}
+		return nil, nil
+	}
+	r.last = msg
+	pctx := &pipeline.Context{SystemPrompt: cfg.SystemPrompt, Messages: h, Tools: cfg.Tools}
+	batch := pipeline.New(pc).Run(r.ctx, pctx, msg, missing)
+	for _, m := range batch.Messages {
+		r.s.append(r.id, m)
+	}
 }

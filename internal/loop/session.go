@@ -76,6 +76,7 @@ type Session struct {
 	running  bool
 	abort    context.CancelCauseFunc
 	idle     chan struct{} // closed when the session becomes idle
+	lastIdle time.Time
 	runs     atomic.Uint64
 }
 
@@ -83,6 +84,9 @@ type pending struct {
 	msg     *agentfleet.UserMessage
 	arrival uint64
 	reply   chan *agentfleet.AssistantMessage
+	// resume names the run that took msg before a restart: msg is in the
+	// history already, and that run goes on.
+	resume string
 }
 
 // ErrAborted is the cause of a run's context when Abort ends it.
@@ -105,7 +109,7 @@ func New(cfg Config) *Session {
 	if cfg.Format == nil {
 		cfg.Format = DefaultFormat
 	}
-	s := &Session{cfg: cfg, history: slices.Clone(cfg.History), idle: make(chan struct{})}
+	s := &Session{cfg: cfg, history: slices.Clone(cfg.History), idle: make(chan struct{}), lastIdle: time.Now()}
 	close(s.idle)
 	return s
 }
@@ -124,14 +128,28 @@ func (s *Session) Steer(m *agentfleet.UserMessage) <-chan *agentfleet.AssistantM
 	return s.enqueue(m, true)
 }
 
+// Resume continues the run runID, which took m before the process stopped:
+// m is already in the history (Config.History) and is not appended again.
+// Tool calls of that run left without results are settled first: calls of
+// idempotent or read-only tools run again, others get an error result saying
+// their outcome is unknown. The returned channel receives the run's final
+// message.
+func (s *Session) Resume(runID string, m *agentfleet.UserMessage) <-chan *agentfleet.AssistantMessage {
+	return s.enqueuePending(&pending{msg: m, resume: runID, reply: make(chan *agentfleet.AssistantMessage, 1)}, false)
+}
+
 func (s *Session) enqueue(m *agentfleet.UserMessage, steer bool) <-chan *agentfleet.AssistantMessage {
+	return s.enqueuePending(&pending{msg: m, reply: make(chan *agentfleet.AssistantMessage, 1)}, steer)
+}
+
+func (s *Session) enqueuePending(p *pending, steer bool) <-chan *agentfleet.AssistantMessage {
+	m := p.msg
 	if m.Role == "" {
 		m.Role = agentfleet.RoleUser
 	}
 	if m.Timestamp.IsZero() {
 		m.Timestamp = time.Now().UTC()
 	}
-	p := &pending{msg: m, reply: make(chan *agentfleet.AssistantMessage, 1)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.arrivals++
@@ -199,6 +217,13 @@ func (s *Session) History() []agentfleet.Message {
 	return slices.Clone(s.history)
 }
 
+// IdleSince reports whether the session is idle and, if so, since when.
+func (s *Session) IdleSince() (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastIdle, !s.running
+}
+
 // Runs returns the number of runs the session has finished.
 func (s *Session) Runs() uint64 { return s.runs.Load() }
 
@@ -209,6 +234,7 @@ func (s *Session) serve() {
 		if len(s.inbox) == 0 && len(s.steering) == 0 {
 			s.running = false
 			s.abort = nil
+			s.lastIdle = time.Now()
 			close(s.idle)
 			s.mu.Unlock()
 			return
@@ -227,11 +253,13 @@ func (s *Session) serve() {
 		s.abort = nil
 		s.mu.Unlock()
 		s.runs.Add(1)
-		for _, p := range r.took {
-			p.reply <- final
-		}
+		// OnRunEnd (which stores the end of the run) comes before the
+		// replies, so that whoever is told a run ended can rely on it.
 		if s.cfg.OnRunEnd != nil {
 			s.cfg.OnRunEnd(final)
+		}
+		for _, p := range r.took {
+			p.reply <- final
 		}
 	}
 }

@@ -47,6 +47,17 @@ type Config struct {
 	Logger *slog.Logger
 	// Observer, if set, receives the orchestrator's measurements.
 	Observer Observer
+	// Durable turns on JetStream: input through a durable consumer, session
+	// histories stored, recent events kept. Start fails if the server has
+	// no JetStream.
+	Durable       bool
+	DurableConfig bus.DurableConfig
+	// DurableOptional lets Start go on without durability, with a warning,
+	// when the server has no JetStream.
+	DurableOptional bool
+	// SessionIdle is how long a session stays in memory after its last run
+	// when durable; it is loaded again on its next message. Default 10m.
+	SessionIdle time.Duration
 }
 
 // Observer receives measurements, for metrics. Every method may be called
@@ -67,11 +78,27 @@ type Orchestrator struct {
 	client   *bus.ToolClient
 	fleet    *bus.Fleet
 	input    *bus.Input
+	durable  *bus.Durable
+	dinput   *bus.DurableInput
 	agents   map[string]*agent
+	sweep    chan struct{}
+	swept    chan struct{}
 
 	mu       sync.Mutex
-	sessions map[string]*loop.Session
+	sessions map[string]*session
 	closed   bool
+	stopping bool // past the shutdown grace: store nothing, settle nothing
+}
+
+// session is a loop session with what the orchestrator knows of its stored
+// input: which run took each message id, and which runs ended.
+type session struct {
+	*loop.Session
+	agent, name string
+	mu          sync.Mutex
+	runOf       map[string]string
+	ended       map[string]bool
+	storeFailed map[string]bool
 }
 
 // agent is one profile with its own tool store (spec section 4: per-agent
@@ -105,7 +132,7 @@ func New(nc *bus.Conn, cfg Config) (*Orchestrator, error) {
 	}
 	o := &Orchestrator{
 		nc: nc, cfg: cfg, subjects: subjects, log: cfg.Logger,
-		agents: map[string]*agent{}, sessions: map[string]*loop.Session{},
+		agents: map[string]*agent{}, sessions: map[string]*session{},
 	}
 	for _, p := range profiles {
 		a := &agent{profile: p, remote: map[string]agentfleet.ToolDef{}, model: cfg.Model}
@@ -159,10 +186,20 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 	if o.cfg.Observer != nil {
 		o.input.OnInput = o.cfg.Observer.Input
 	}
+	if o.cfg.Durable {
+		err := o.startDurable(ctx)
+		if errors.Is(err, bus.ErrNoJetStream) && o.cfg.DurableOptional {
+			o.log.Warn("the NATS server has no JetStream: input is not durable and sessions are kept in memory only", "err", err)
+			o.durable, o.cfg.Durable = nil, false
+			o.input.Kinds = nil
+		} else if err != nil {
+			return errors.Join(fmt.Errorf("orchestrator: %w", err), o.fleet.Close(), o.client.Close())
+		}
+	}
 	if err := o.input.Start(); err != nil {
 		return errors.Join(fmt.Errorf("orchestrator: %w", err), o.fleet.Close(), o.client.Close())
 	}
-	o.log.Info("orchestrator serving", "prefix", o.subjects.Prefix, "agents", slices.Sorted(maps.Keys(o.agents)), "tools", len(o.fleet.Tools()), "workers", o.fleet.Workers())
+	o.log.Info("orchestrator serving", "prefix", o.subjects.Prefix, "durable", o.cfg.Durable, "agents", slices.Sorted(maps.Keys(o.agents)), "tools", len(o.fleet.Tools()), "workers", o.fleet.Workers())
 	return nil
 }
 
@@ -231,16 +268,25 @@ func sameDef(a, b agentfleet.ToolDef) bool {
 		a.Annotations == b.Annotations && a.Parallel == b.Parallel && a.TimeoutMS == b.TimeoutMS
 }
 
-// Session returns the session of agentName, creating it on first use.
+// Session returns the session of agentName, creating it on first use (and,
+// when durable, loading its stored history).
 func (o *Orchestrator) Session(agentName, session string) (*loop.Session, error) {
+	s, err := o.session(agentName, session)
+	if err != nil {
+		return nil, err
+	}
+	return s.Session, nil
+}
+
+func (o *Orchestrator) session(agentName, name string) (*session, error) {
 	a, ok := o.agents[agentName]
 	if !ok {
 		return nil, fmt.Errorf("unknown agent %q (agents: %s)", agentName, strings.Join(slices.Sorted(maps.Keys(o.agents)), ", "))
 	}
-	if err := bus.CheckToken("session", session); err != nil {
+	if err := bus.CheckToken("session", name); err != nil {
 		return nil, err
 	}
-	key := agentName + "." + session
+	key := agentName + "." + name
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed {
@@ -249,21 +295,91 @@ func (o *Orchestrator) Session(agentName, session string) (*loop.Session, error)
 	if s, ok := o.sessions[key]; ok {
 		return s, nil
 	}
+	sess := &session{agent: agentName, name: name, runOf: map[string]string{}, ended: map[string]bool{}, storeFailed: map[string]bool{}}
+	var history []agentfleet.Message
+	if o.durable != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		stored, err := o.durable.History.Load(ctx, agentName, name)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		history, sess.runOf, sess.ended = stored.Messages, stored.RunOf, stored.Ended
+	}
 	p := &a.profile
-	s := loop.New(loop.Config{
-		Agent: agentName, Session: session, Model: a.model, ModelName: p.Model,
+	sess.Session = loop.New(loop.Config{
+		Agent: agentName, Session: name, Model: a.model, ModelName: p.Model,
 		SystemPrompt: p.SystemPrompt, Tools: a.store, MaxTurns: p.MaxTurns,
 		Pipeline: pipeline.Config{
 			Mode: pipeline.Mode(p.Mode), MaxParallel: p.MaxParallel, DefaultTimeout: p.toolTimeout,
 			Executor: o.client, Before: o.cfg.Before, After: o.cfg.After,
 		},
-		Sink: o.sink(),
-		OnRunEnd: func(final *agentfleet.AssistantMessage) {
-			o.pub.PublishOut(agentName, session, final)
-		},
+		Sink:     o.sink(),
+		History:  history,
+		OnAppend: func(runID string, m agentfleet.Message) { o.stored(sess, runID, m) },
+		OnRunEnd: func(final *agentfleet.AssistantMessage) { o.runEnded(sess, final) },
 	})
-	o.sessions[key] = s
-	return s, nil
+	o.sessions[key] = sess
+	return sess, nil
+}
+
+// stored records an appended message: in memory, and in the history store
+// when durable. A failed store marks the run so its input is not acked.
+func (o *Orchestrator) stored(s *session, runID string, m agentfleet.Message) {
+	if u, ok := m.(*agentfleet.UserMessage); ok && u.ID != "" {
+		s.mu.Lock()
+		s.runOf[u.ID] = runID
+		s.mu.Unlock()
+	}
+	if o.durable == nil || o.isStopping() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := o.durable.History.Append(ctx, s.agent, s.name, runID, m); err != nil {
+		o.log.Error("store message", "session", s.name, "run_id", runID, "err", err)
+		s.mu.Lock()
+		s.storeFailed[runID] = true
+		s.mu.Unlock()
+	}
+}
+
+// runEnded stores the end of a run and publishes its final message.
+func (o *Orchestrator) runEnded(s *session, final *agentfleet.AssistantMessage) {
+	if o.isStopping() {
+		return // the run was cut short by shutdown: it resumes elsewhere
+	}
+	if o.durable != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := o.durable.History.AppendRunEnd(ctx, s.agent, s.name, final.RunID, final)
+		cancel()
+		if err != nil {
+			o.log.Error("store end of run", "session", s.name, "run_id", final.RunID, "err", err)
+			s.mu.Lock()
+			s.storeFailed[final.RunID] = true
+			s.mu.Unlock()
+		}
+	}
+	s.mu.Lock()
+	s.ended[final.RunID] = true
+	s.mu.Unlock()
+	o.pub.PublishOut(s.agent, s.name, final)
+}
+
+// settled reports whether the input of run runID may be acknowledged.
+func (o *Orchestrator) settled(s *session, runID string) bool {
+	if o.isStopping() {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ended[runID] && !s.storeFailed[runID]
+}
+
+func (o *Orchestrator) isStopping() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.stopping
 }
 
 func (o *Orchestrator) sink() agentfleet.EventSink {
@@ -284,36 +400,71 @@ func (o *Orchestrator) Sessions() int {
 }
 
 // HandleInput takes one message from a client subject. It never blocks on a
-// run: ask replies are sent when the run ends.
+// run: ask replies are sent, and durable input settled, when the run ends.
 func (o *Orchestrator) HandleInput(in *bus.Inbound) error {
-	s, err := o.Session(in.Agent, in.Session)
+	s, err := o.session(in.Agent, in.Session)
 	if err != nil {
 		return err
 	}
-	switch in.Kind {
-	case bus.KindIn:
-		s.Send(in.Message)
-	case bus.KindAsk:
-		reply := s.Send(in.Message)
-		go func() { in.Reply(<-reply) }()
-	case bus.KindSteer:
-		s.Steer(in.Message)
-	case bus.KindAbort:
+	if in.Kind == bus.KindAbort {
 		if !s.Abort(in.Reason) {
 			return fmt.Errorf("session %s of agent %s has no active run to abort", in.Session, in.Agent)
 		}
-	default:
-		return fmt.Errorf("unknown input kind %q", in.Kind)
+		return nil
+	}
+	var reply <-chan *agentfleet.AssistantMessage
+	if id := in.Message.ID; id != "" {
+		s.mu.Lock()
+		runID, seen := s.runOf[id]
+		ended := s.ended[runID]
+		s.mu.Unlock()
+		switch {
+		case seen && ended:
+			return bus.ErrDuplicate
+		case seen && s.Running():
+			return bus.ErrInProgress
+		case seen:
+			// Taken by a run that never ended: the process stopped during
+			// it. The message is in the history; the run goes on.
+			o.log.Info("resuming run", "session", in.Session, "run_id", runID, "message_id", id)
+			reply = s.Resume(runID, in.Message)
+		}
+	}
+	if reply == nil {
+		switch in.Kind {
+		case bus.KindIn, bus.KindAsk:
+			reply = s.Send(in.Message)
+		case bus.KindSteer:
+			reply = s.Steer(in.Message)
+		default:
+			return fmt.Errorf("unknown input kind %q", in.Kind)
+		}
+	}
+	if in.Kind == bus.KindAsk || in.Durable() {
+		go func() {
+			final := <-reply
+			in.Reply(final)
+			in.Done(o.settled(s, final.RunID))
+		}()
 	}
 	return nil
 }
 
-// Close stops taking input, waits for active runs to end (aborting them when
-// ctx ends first) and stops the fleet watcher and the tool client.
+// Close stops taking input and waits for active runs to end. Runs still
+// active when ctx ends are abandoned at a safe point: nothing more of them is
+// stored or acknowledged, so that a restart (or another orchestrator)
+// resumes them from their stored history.
 func (o *Orchestrator) Close(ctx context.Context) error {
 	var errs []error
+	if o.dinput != nil {
+		o.dinput.Stop()
+	}
 	if o.input != nil {
 		errs = append(errs, o.input.Stop())
+	}
+	if o.sweep != nil {
+		close(o.sweep)
+		<-o.swept
 	}
 	o.mu.Lock()
 	o.closed = true
@@ -321,7 +472,17 @@ func (o *Orchestrator) Close(ctx context.Context) error {
 	o.mu.Unlock()
 	for _, s := range sessions {
 		if err := s.Wait(ctx); err != nil {
+			o.mu.Lock()
+			o.stopping = true
+			o.mu.Unlock()
+			break
+		}
+	}
+	if o.isStopping() {
+		for _, s := range sessions {
 			s.Abort("orchestrator shutting down")
+		}
+		for _, s := range sessions {
 			wctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			errs = append(errs, s.Wait(wctx))
 			cancel()
@@ -334,4 +495,49 @@ func (o *Orchestrator) Close(ctx context.Context) error {
 		errs = append(errs, o.client.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// startDurable opens the streams, takes in and steer from the durable
+// consumer, and starts evicting idle sessions.
+func (o *Orchestrator) startDurable(ctx context.Context) error {
+	var err error
+	if o.durable, err = bus.OpenDurable(ctx, o.nc, o.subjects, o.cfg.DurableConfig); err != nil {
+		return err
+	}
+	o.input.Kinds = []string{bus.KindAsk, bus.KindAbort}
+	if o.dinput, err = o.durable.Input(ctx, o.input); err != nil {
+		return err
+	}
+	if err := o.dinput.Start(ctx); err != nil {
+		return err
+	}
+	idle := o.cfg.SessionIdle
+	if idle <= 0 {
+		idle = 10 * time.Minute
+	}
+	o.sweep, o.swept = make(chan struct{}), make(chan struct{})
+	go o.evict(idle)
+	return nil
+}
+
+// evict drops sessions idle for longer than idle from memory; their history
+// is in the store and is loaded again on their next message.
+func (o *Orchestrator) evict(idle time.Duration) {
+	defer close(o.swept)
+	t := time.NewTicker(max(idle/4, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-o.sweep:
+			return
+		case <-t.C:
+		}
+		o.mu.Lock()
+		for key, s := range o.sessions {
+			if since, ok := s.IdleSince(); ok && time.Since(since) > idle {
+				delete(o.sessions, key)
+			}
+		}
+		o.mu.Unlock()
+	}
 }
