@@ -5,15 +5,19 @@ import (
 	"encoding/json"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"syscall"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/llm/llmtest"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // run starts the orchestrator program in-process with args.
@@ -209,5 +213,109 @@ func TestProfilesFile(t *testing.T) {
 	}
 	if _, ok := m.Orchestrator().Tools("default"); ok {
 		t.Error("a config file with agents still has the default agent")
+	}
+}
+
+// The test binary doubles as the orchestrator program for crash tests.
+func TestMain(m *testing.M) {
+	if args, ok := os.LookupEnv("ORCHESTRATOR_CHILD_ARGS"); ok {
+		os.Args = append([]string{"orchestrator"}, strings.Fields(args)...)
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func startOrchestrator(t *testing.T, args string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "ORCHESTRATOR_CHILD_ARGS="+args, "OPENAI_API_KEY=", "OPENAI_BASE_URL=")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	return cmd
+}
+
+// TestOrchestratorKilledMidRun kills the orchestrator process with SIGKILL
+// while its run waits for a tool, and starts it again on the same NATS: the
+// input is delivered again, the run completes, the final message is
+// published, and the stored history holds the user message once and no tool
+// result twice.
+func TestOrchestratorKilledMidRun(t *testing.T) {
+	srv := bustest.MustRunNATS(t)
+	nc, err := bus.Connect(bus.ConnectConfig{URL: srv.ClientURL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	toolStart, _ := nc.SubscribeSync("agent.events.default.crash.tool.start")
+	out, _ := nc.SubscribeSync("agent.out.default.crash")
+	serving, _ := nc.SubscribeSync("agent.fleet")
+	nc.Flush()
+	args := "--nats-url " + srv.ClientURL() + " --workers 1 --durable true --ack-wait 1s --log-level warn"
+	first := startOrchestrator(t, args)
+	if _, err := serving.NextMsg(20 * time.Second); err != nil {
+		t.Fatalf("first orchestrator's worker did not join: %v", err)
+	}
+	// Input is durable once the orchestrator has made its input stream.
+	js, _ := jetstream.New(nc)
+	bustest.Eventually(t, "the input stream", func() bool {
+		_, err := js.Stream(context.Background(), "AGENT_INPUT")
+		return err == nil
+	})
+	if err := nc.Publish("agent.in.default.crash", []byte(`{"content":"sleep 1500","id":"crash-1"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := toolStart.NextMsg(20 * time.Second); err != nil {
+		t.Fatalf("no tool.start: %v", err)
+	}
+	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	first.Wait()
+
+	startOrchestrator(t, args)
+	m, err := out.NextMsg(30 * time.Second)
+	if err != nil {
+		t.Fatalf("no final message after the restart: %v", err)
+	}
+	var final agentfleet.AssistantMessage
+	json.Unmarshal(m.Data, &final)
+	if final.StopReason != agentfleet.StopReasonStop || !strings.Contains(agentfleet.JoinText(final.Content), "slept 1500 ms") {
+		t.Errorf("final = %s %q", final.StopReason, agentfleet.JoinText(final.Content))
+	}
+	subjects, _ := bus.NewSubjects("")
+	h, err := bus.NewHistoryStore(context.Background(), js, subjects, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := h.Load(context.Background(), "default", "crash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	users, results := 0, map[string]int{}
+	for _, msg := range st.Messages {
+		switch msg := msg.(type) {
+		case *agentfleet.UserMessage:
+			users++
+		case *agentfleet.ToolResultMessage:
+			results[msg.ToolCallID]++
+		}
+	}
+	if users != 1 {
+		t.Errorf("user messages in history = %d, want 1", users)
+	}
+	for id, n := range results {
+		if n != 1 {
+			t.Errorf("tool result %s stored %d times", id, n)
+		}
+	}
+	if len(results) != 1 {
+		t.Errorf("tool results = %v, want one", results)
 	}
 }

@@ -173,3 +173,58 @@ func TestFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestLostWorkerRetryPolicy kills the worker running a call while another
+// worker serves the same tool: a call to an idempotent tool completes on the
+// other worker; a call to a tool that is not idempotent ends at once with an
+// error result saying its outcome is unknown.
+func TestLostWorkerRetryPolicy(t *testing.T) {
+	for _, idempotent := range []bool{true, false} {
+		t.Run(map[bool]string{true: "idempotent", false: "not idempotent"}[idempotent], func(t *testing.T) {
+			srv := bustest.MustRunNATS(t)
+			nc := bustest.MustConnect(t, srv)
+			args := "--nats-url " + srv.ClientURL() + " --tools sleep --heartbeat 100ms --name "
+			victim := startChild(t, nc, args+"victim")
+			client, err := bus.NewToolClient(nc, bus.ClientConfig{RetryBackoff: 10 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer client.Close()
+			call := sleepCall(600, 30*time.Second)
+			call.Tool.Annotations.Idempotent = idempotent
+			progress := make(chan any, 64)
+			type result struct {
+				res *agentfleet.ToolResult
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				res, err := client.Execute(context.Background(), call, func(p any) {
+					select {
+					case progress <- p:
+					default:
+					}
+				})
+				done <- result{res, err}
+			}()
+			<-progress // running on the victim, the only worker so far
+			startChild(t, nc, args+"survivor")
+			if err := victim.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			r := <-done
+			if idempotent {
+				if r.err != nil {
+					t.Fatalf("idempotent call: %v", r.err)
+				}
+				if !strings.HasPrefix(r.res.Worker, "survivor/") || r.res.Attempts != 2 {
+					t.Errorf("result from %s after %d attempts, want survivor after 2", r.res.Worker, r.res.Attempts)
+				}
+				return
+			}
+			if !errors.Is(r.err, pipeline.ErrWorkerLost) || !strings.Contains(r.err.Error(), "outcome is unknown and it was not retried") {
+				t.Errorf("err = %v, want worker lost, not retried", r.err)
+			}
+		})
+	}
+}

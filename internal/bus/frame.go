@@ -66,6 +66,8 @@ type Frame struct {
 	// error
 	Error string `msgpack:"error,omitempty"`
 	Code  string `msgpack:"code,omitempty"`
+	// cancel: the reply inbox of the call to cancel
+	Inbox string `msgpack:"inbox,omitempty"`
 }
 
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}

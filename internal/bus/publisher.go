@@ -32,7 +32,9 @@ func NewPublisher(nc *nats.Conn, subjects Subjects, log *slog.Logger) *Publisher
 // session that are not valid tokens (an error about a rejected subject) are
 // published under "_".
 func (p *Publisher) Emit(e *agentfleet.Event) {
-	b, err := json.Marshal(e)
+	// MarshalJSON directly: json.Marshal would validate and compact its
+	// output once more.
+	b, err := e.MarshalJSON()
 	if err != nil {
 		p.log.Error("encode event", "type", e.Type, "err", err)
 		return

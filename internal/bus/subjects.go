@@ -28,7 +28,18 @@ var tokenRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 // ValidToken reports whether s may stand as an agent, session or tool name:
 // one NATS subject token of letters, digits, '-' and '_'.
-func ValidToken(s string) bool { return len(s) <= 128 && tokenRE.MatchString(s) }
+func ValidToken(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
 
 // CheckToken returns an error saying why s is not a valid token; what names
 // the token ("agent", "session", "tool").

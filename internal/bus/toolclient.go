@@ -155,10 +155,14 @@ func (c *ToolClient) route(m *nats.Msg) {
 // worker serves the tool, ErrTimeout or ErrWorkerLost when the attempts are
 // spent.
 func (c *ToolClient) Execute(ctx context.Context, prep *pipeline.Prepared, progress pipeline.ProgressFunc) (*agentfleet.ToolResult, error) {
-	retryable := prep.Tool.Annotations.Idempotent || prep.Tool.Annotations.ReadOnly
+	retryable := prep.Tool != nil && (prep.Tool.Annotations.Idempotent || prep.Tool.Annotations.ReadOnly)
 	for attempt := 1; ; attempt++ {
 		res, err := c.execute(ctx, prep, attempt, progress)
-		lost := errors.Is(err, pipeline.ErrWorkerLost) || errors.Is(err, pipeline.ErrTimeout)
+		// A retry that finds no worker (one may be reconnecting) waits and
+		// tries again like a lost one; a first attempt that finds none fails
+		// at once.
+		lost := errors.Is(err, pipeline.ErrWorkerLost) || errors.Is(err, pipeline.ErrTimeout) ||
+			attempt > 1 && errors.Is(err, pipeline.ErrNoResponders)
 		if !lost || ctx.Err() != nil {
 			if res != nil {
 				res.Attempts = attempt
@@ -264,11 +268,11 @@ func (c *ToolClient) attempt(ctx context.Context, prep *pipeline.Prepared, attem
 				handedOff = true
 				go c.cancelLate(token, call, prep.Call.ID)
 			} else {
-				c.cancel(cancelSubject, prep.Call.ID)
+				c.cancel(cancelSubject, prep.Call.ID, token)
 			}
 			return nil, false, c.ctxErr(ctx, prep, worker, "")
 		case <-watchdog.C:
-			c.cancel(cancelSubject, prep.Call.ID)
+			c.cancel(cancelSubject, prep.Call.ID, token)
 			c.observe(prep.Call.Name, "worker_lost", worker)
 			if worker == "" {
 				return nil, false, fmt.Errorf("Tool %s: %w: no worker took the call within %v", prep.Call.Name, pipeline.ErrWorkerLost, c.cfg.AckTimeout)
@@ -280,7 +284,7 @@ func (c *ToolClient) attempt(ctx context.Context, prep *pipeline.Prepared, attem
 				c.observe(prep.Call.Name, "no_responders", "")
 				return nil, false, fmt.Errorf("Tool %s: %w (no worker is subscribed to %s)", prep.Call.Name, pipeline.ErrNoResponders, c.subjects.Tool(prep.Call.Name))
 			case d.err != nil:
-				c.cancel(cancelSubject, prep.Call.ID)
+				c.cancel(cancelSubject, prep.Call.ID, token)
 				c.observe(prep.Call.Name, "error", worker)
 				return nil, false, fmt.Errorf("Tool %s: worker %s sent a bad frame: %v", prep.Call.Name, orUnknown(worker), d.err)
 			}
@@ -357,7 +361,7 @@ func (c *ToolClient) cancelLate(token string, call *inflight, id string) {
 			}
 			switch d.f.T {
 			case FrameAck:
-				c.cancel(d.f.Cancel, id)
+				c.cancel(d.f.Cancel, id, token)
 				return
 			case FrameResult, FrameError, FrameBusy:
 				return
@@ -367,11 +371,11 @@ func (c *ToolClient) cancelLate(token string, call *inflight, id string) {
 }
 
 // cancel tells the worker to stop a call; best effort.
-func (c *ToolClient) cancel(subject, id string) {
+func (c *ToolClient) cancel(subject, id, token string) {
 	if subject == "" {
 		return
 	}
-	b, _ := EncodeFrame(&Frame{T: FrameCancel, ID: id})
+	b, _ := EncodeFrame(&Frame{T: FrameCancel, ID: id, Inbox: c.inbox + token})
 	_ = c.nc.Publish(subject, b)
 }
 

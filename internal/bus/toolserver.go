@@ -216,10 +216,17 @@ func (s *ToolServer) onCancel(m *nats.Msg) {
 		return
 	}
 	s.mu.Lock()
-	cancel := s.calls[f.ID]
-	s.mu.Unlock()
-	if cancel != nil {
-		cancel(ErrCanceledByOrchestrator)
+	defer s.mu.Unlock()
+	if f.Inbox != "" {
+		if cancel := s.calls[callKey(f.ID, f.Inbox)]; cancel != nil {
+			cancel(ErrCanceledByOrchestrator)
+		}
+		return
+	}
+	for key, cancel := range s.calls { // a client that names no inbox
+		if strings.HasPrefix(key, f.ID+"|") {
+			cancel(ErrCanceledByOrchestrator)
+		}
 	}
 }
 
@@ -261,13 +268,12 @@ func (s *ToolServer) handler(t *agentfleet.Tool) micro.Handler {
 			// backstop a little later, so it never outlives a call for long.
 			ctx, stopTimer = context.WithTimeout(ctx, timeout+timeout/10+time.Second)
 		}
+		// Calls are keyed by id and reply inbox: ids come from models and
+		// may repeat across sessions; the inbox is unique per attempt.
+		key := callKey(creq.ID, req.Reply())
 		s.mu.Lock()
-		s.calls[creq.ID] = cancel
+		s.calls[key] = cancel
 		s.mu.Unlock()
-		ack, _ := EncodeFrame(&Frame{T: FrameAck, ID: creq.ID, Worker: s.Name(), Cancel: s.subjects.Cancel(s.id), HeartbeatMS: s.cfg.Heartbeat.Milliseconds()})
-		if err := s.nc.Publish(req.Reply(), ack); err != nil {
-			s.log.Warn("ack", "tool", t.Name, "tool_call_id", creq.ID, "err", err)
-		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -275,36 +281,55 @@ func (s *ToolServer) handler(t *agentfleet.Tool) micro.Handler {
 				stopTimer()
 				cancel(nil)
 				s.mu.Lock()
-				delete(s.calls, creq.ID)
+				delete(s.calls, key)
 				s.mu.Unlock()
 				s.inFlight.Add(-1)
 				<-s.slots
 			}()
-			outcome := s.run(ctx, t, creq, req)
+			outcome := s.run(ctx, t, creq, req.Reply())
 			s.observe(t.Name, outcome, time.Since(start))
 		}()
 	})
 }
 
-// run executes one call, with heartbeats, and sends its final frame.
-func (s *ToolServer) run(ctx context.Context, t *agentfleet.Tool, creq *CallRequest, req micro.Request) (outcome string) {
-	reply := req.Reply()
-	log := s.log.With("tool", t.Name, "tool_call_id", creq.ID, "run_id", creq.RunID, "session", creq.Session)
+func callKey(id, inbox string) string { return id + "|" + inbox }
+
+// AckDelay is how long a call may run before the worker acknowledges it. A
+// call that ends sooner sends its result alone, which saves a message on the
+// short calls that make up most of the traffic.
+const AckDelay = 20 * time.Millisecond
+
+// run executes one call, with its ack and heartbeats, and sends its final
+// frame.
+func (s *ToolServer) run(ctx context.Context, t *agentfleet.Tool, creq *CallRequest, reply string) (outcome string) {
+	logger := func() *slog.Logger {
+		return s.log.With("tool", t.Name, "tool_call_id", creq.ID, "run_id", creq.RunID, "session", creq.Session)
+	}
 	var pubMu sync.Mutex // frames of one call go out in order
 	publish := func(f *Frame) {
 		b, err := EncodeFrame(f)
 		if err != nil {
-			log.Warn("encode frame", "type", f.T, "err", err)
+			logger().Warn("encode frame", "type", f.T, "err", err)
 			return
 		}
 		pubMu.Lock()
 		defer pubMu.Unlock()
 		if err := s.nc.Publish(reply, b); err != nil {
-			log.Warn("publish frame", "type", f.T, "err", err)
+			logger().Warn("publish frame", "type", f.T, "err", err)
 		}
 	}
 	hbDone := make(chan struct{})
+	hbExited := make(chan struct{})
 	go func() {
+		defer close(hbExited)
+		ack := time.NewTimer(AckDelay)
+		defer ack.Stop()
+		select {
+		case <-ack.C:
+			publish(&Frame{T: FrameAck, ID: creq.ID, Worker: s.Name(), Cancel: s.subjects.Cancel(s.id), HeartbeatMS: s.cfg.Heartbeat.Milliseconds()})
+		case <-hbDone:
+			return
+		}
 		tick := time.NewTicker(s.cfg.Heartbeat)
 		defer tick.Stop()
 		for {
@@ -320,6 +345,7 @@ func (s *ToolServer) run(ctx context.Context, t *agentfleet.Tool, creq *CallRequ
 		publish(&Frame{T: FrameProgress, ID: creq.ID, Partial: partial})
 	})
 	close(hbDone)
+	<-hbExited // no ack or heartbeat after the final frame
 
 	f := &Frame{T: FrameResult, ID: creq.ID, Worker: s.Name(), Result: res}
 	outcome = "ok"
@@ -337,24 +363,37 @@ func (s *ToolServer) run(ctx context.Context, t *agentfleet.Tool, creq *CallRequ
 	}
 	b, err := EncodeFrame(f)
 	if err != nil {
-		s.respondError(req, creq.ID, CodeInternal, fmt.Sprintf("Tool %s: result does not encode: %v", t.Name, err))
+		s.sendError(reply, creq.ID, CodeInternal, fmt.Sprintf("Tool %s: result does not encode: %v", t.Name, err))
 		return "error"
 	}
 	if max := s.nc.MaxPayload(); int64(len(b)) > max-1024 {
-		s.respondError(req, creq.ID, CodeTooLarge, fmt.Sprintf("Tool %s: result of %d bytes exceeds the NATS max payload of %d bytes", t.Name, len(b), max))
+		s.sendError(reply, creq.ID, CodeTooLarge, fmt.Sprintf("Tool %s: result of %d bytes exceeds the NATS max payload of %d bytes", t.Name, len(b), max))
 		return "too_large"
 	}
-	pubMu.Lock()
-	defer pubMu.Unlock()
+	m := nats.NewMsg(reply)
+	m.Data = b
 	if f.IsError {
-		err = req.Error(CodeInternal, "tool error", b)
-	} else {
-		err = req.Respond(b)
+		m.Header.Set(micro.ErrorHeader, "tool error")
+		m.Header.Set(micro.ErrorCodeHeader, CodeInternal)
 	}
-	if err != nil {
-		log.Warn("send result", "err", err)
+	if err := s.nc.PublishMsg(m); err != nil {
+		logger().Warn("send result", "err", err)
 	}
 	return outcome
+}
+
+// sendError sends a final error frame from the call's goroutine, with the
+// micro error headers. (micro.Request.Error may only be called from the
+// handler itself.)
+func (s *ToolServer) sendError(reply, id, code, msg string) {
+	b, _ := EncodeFrame(&Frame{T: FrameError, ID: id, Worker: s.Name(), Error: msg, Code: code})
+	m := nats.NewMsg(reply)
+	m.Data = b
+	m.Header.Set(micro.ErrorHeader, headerSafe(msg))
+	m.Header.Set(micro.ErrorCodeHeader, code)
+	if err := s.nc.PublishMsg(m); err != nil {
+		s.log.Warn("send error frame", "err", err)
+	}
 }
 
 // call runs the handler, turning a panic into an error.

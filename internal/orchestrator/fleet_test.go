@@ -271,3 +271,15 @@ func prepared(name string, timeout time.Duration) *pipeline.Prepared {
 		Timeout: timeout,
 	}
 }
+
+func roles(ms []agentfleet.Message) string {
+	var out []string
+	for _, m := range ms {
+		s := m.MessageRole()
+		if u, ok := m.(*agentfleet.UserMessage); ok {
+			s += ":" + agentfleet.JoinText(u.Content)
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, " ")
+}

@@ -84,6 +84,9 @@ type Orchestrator struct {
 	sweep    chan struct{}
 	swept    chan struct{}
 
+	closeOnce sync.Once
+	closeErr  error
+
 	mu       sync.Mutex
 	sessions map[string]*session
 	closed   bool
@@ -455,9 +458,15 @@ func (o *Orchestrator) HandleInput(in *bus.Inbound) error {
 // stored or acknowledged, so that a restart (or another orchestrator)
 // resumes them from their stored history.
 func (o *Orchestrator) Close(ctx context.Context) error {
+	o.closeOnce.Do(func() { o.closeErr = o.close(ctx) })
+	return o.closeErr
+}
+
+func (o *Orchestrator) close(ctx context.Context) error {
 	var errs []error
 	if o.dinput != nil {
 		o.dinput.Stop()
+		o.dinput = nil
 	}
 	if o.input != nil {
 		errs = append(errs, o.input.Stop())
@@ -465,6 +474,7 @@ func (o *Orchestrator) Close(ctx context.Context) error {
 	if o.sweep != nil {
 		close(o.sweep)
 		<-o.swept
+		o.sweep = nil
 	}
 	o.mu.Lock()
 	o.closed = true
