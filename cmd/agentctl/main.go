@@ -1,0 +1,375 @@
+// Command agentctl talks to an agentfleet from a terminal: it asks agents
+// questions, follows their events, chats with them, and lists and calls the
+// fleet's tools, all over the public NATS subjects (docs/PROTOCOL.md).
+//
+//	agentctl ask default demo "what time is it in Tokyo?"
+//	agentctl tail default
+//	agentctl chat default
+//	agentctl call calculator '{"expression":"2*(3+4)"}'
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/cli"
+)
+
+func main() {
+	m := NewMain()
+	if err := m.ParseFlags(os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	// SIGINT goes to Run, which decides: chat aborts the running run on the
+	// first Ctrl-C and exits on the second, every other command stops at
+	// once. SIGTERM always stops.
+	interrupt := make(chan os.Signal, 2)
+	signal.Notify(interrupt, os.Interrupt)
+	m.Interrupt = interrupt
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	err := m.Run(ctx)
+	stop()
+	if cerr := m.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("agentctl: %w", cerr)
+	}
+	var code exitCode
+	switch {
+	case errors.As(err, &code):
+		os.Exit(int(code))
+	case err != nil:
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+// exitCode is the error of a command that has already said on Stderr what
+// went wrong; the program exits with the code and prints nothing more.
+type exitCode int
+
+func (c exitCode) Error() string { return fmt.Sprintf("exit status %d", int(c)) }
+
+// Main is the agentctl program: ParseFlags, then Run, then Close. Tests set
+// Stdin, Stdout, Stderr and Interrupt to drive it in-process.
+type Main struct {
+	NATS cli.NATSFlags
+	Log  cli.LogFlags
+	// Prefix is the first token of every subject.
+	Prefix string
+	// Timeout bounds the wait for an answer; zero means the command's own
+	// default (see the usage text).
+	Timeout time.Duration
+	// JSON prints raw JSON instead of readable text.
+	JSON bool
+	// ID is the client message id of ask, send and steer; the orchestrator
+	// drops a second message with the same id.
+	ID string
+
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Interrupt delivers Ctrl-C. In chat, the first one during a run aborts
+	// the run and the next one exits; every other command stops. Nil means
+	// no interrupts.
+	Interrupt <-chan os.Signal
+
+	cmd      *command
+	pos      []string // positional arguments of the command
+	subjects bus.Subjects
+	logger   *slog.Logger
+	nc       *bus.Conn
+	denied   chan error // permission violations reported by the server
+}
+
+// NewMain returns a Main with the defaults of its flags, on the process's
+// standard streams.
+func NewMain() *Main {
+	return &Main{
+		NATS:   cli.NATSFlags{URL: "nats://127.0.0.1:4222"},
+		Log:    cli.LogFlags{Format: "text", Level: "info"},
+		Prefix: bus.DefaultPrefix,
+		Stdin:  os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+	}
+}
+
+// command describes one subcommand: its arguments, its own flags and how
+// to check its positional arguments.
+type command struct {
+	name, args, help string
+	json, id         bool // takes --json, --id
+	check            func(m *Main, pos []string) error
+	run              func(m *Main, ctx context.Context) error
+}
+
+var commands = []*command{
+	{name: "ask", args: "<agent> <session> <text>", help: "send a message and print the answer (agent.ask)", json: true, id: true, check: checkMessage, run: (*Main).ask},
+	{name: "send", args: "<agent> <session> <text>", help: "send a message without waiting (agent.in)", id: true, check: checkMessage, run: (*Main).send},
+	{name: "steer", args: "<agent> <session> <text>", help: "steer the running run before its next model call (agent.steer)", id: true, check: checkMessage, run: (*Main).steer},
+	{name: "abort", args: "<agent> <session> [reason]", help: "abort the session's running run (agent.abort)", check: checkAbort, run: (*Main).abort},
+	{name: "tail", args: "[agent [session]]", help: "follow events as readable lines; '*' matches any agent or session", json: true, check: checkTail, run: (*Main).tail},
+	{name: "chat", args: "<agent> [session]", help: "chat in the terminal, with the answer and tool calls as they stream", check: checkChat, run: (*Main).chat},
+	{name: "tools", args: "[agent]", help: "list the fleet's tools with their argument schemas", json: true, check: checkTools, run: (*Main).tools},
+	{name: "call", args: "<tool> [json-args]", help: "run one tool on the fleet directly, printing its progress", json: true, check: checkCall, run: (*Main).call},
+}
+
+func lookup(name string) *command {
+	for _, c := range commands {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// usage writes the program's usage text to w.
+func (m *Main) usage(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprint(w, `Usage: agentctl [flags] <command> [arguments]
+
+agentctl talks to an agentfleet over NATS.
+
+Commands:
+`)
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-34s %s\n", c.name+" "+c.args, c.help)
+	}
+	fmt.Fprint(w, `
+A <text> of "-" is read from standard input. Put "--" before a text that
+starts with "-". Flags may also follow the command.
+
+Command flags:
+  --json       print raw JSON (ask, tail, tools, call)
+  --id string  client message id, for de-duplication (ask, send, steer)
+
+Flags:
+`)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(m.Stderr)
+}
+
+// globalFlags registers the flags every command takes on fs, with the
+// current values as defaults, so that flags given before the command stay
+// set when the command's own flag set registers them again.
+func (m *Main) globalFlags(fs *flag.FlagSet) {
+	nf, lf := m.NATS, m.Log
+	m.NATS.Register(fs, nf.URL)
+	m.Log.Register(fs)
+	m.NATS, m.Log = nf, lf
+	fs.StringVar(&m.Prefix, "prefix", m.Prefix, "subject prefix")
+	fs.DurationVar(&m.Timeout, "timeout", m.Timeout, "how long to wait for an answer (default: 5m for ask, the tool's own timeout for call, 2s for tools, none for chat)")
+}
+
+// ParseFlags reads the command line: global flags, the command, its flags
+// and arguments. The error names the command and the argument at fault;
+// flag.ErrHelp means the usage was asked for and printed.
+func (m *Main) ParseFlags(args []string) error {
+	top := flag.NewFlagSet("agentctl", flag.ContinueOnError)
+	top.SetOutput(m.Stderr)
+	top.Usage = func() { m.usage(m.Stderr, top) }
+	m.globalFlags(top)
+	if err := top.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("agentctl: %w", err)
+	}
+	if top.NArg() == 0 {
+		m.usage(m.Stderr, top)
+		return errors.New("agentctl: no command given")
+	}
+	name := top.Arg(0)
+	if name == "help" {
+		m.usage(m.Stdout, top)
+		return flag.ErrHelp
+	}
+	m.cmd = lookup(name)
+	if m.cmd == nil {
+		names := make([]string, len(commands))
+		for i, c := range commands {
+			names[i] = c.name
+		}
+		return fmt.Errorf("agentctl: unknown command %q (commands: %s)", name, strings.Join(names, ", "))
+	}
+
+	fs := flag.NewFlagSet("agentctl "+name, flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	fs.Usage = func() {
+		help := strings.ToUpper(m.cmd.help[:1]) + m.cmd.help[1:]
+		fmt.Fprintf(m.Stderr, "Usage: agentctl %s [flags] %s\n\n%s.\n\nFlags:\n", name, m.cmd.args, help)
+		fs.PrintDefaults()
+	}
+	m.globalFlags(fs)
+	if m.cmd.json {
+		fs.BoolVar(&m.JSON, "json", false, "print raw JSON")
+	}
+	if m.cmd.id {
+		fs.StringVar(&m.ID, "id", "", "client message id; the orchestrator drops a repeated id")
+	}
+	pos, err := parseInterspersed(fs, top.Args()[1:])
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("agentctl %s: %w", name, err)
+	}
+	if m.subjects, err = bus.NewSubjects(m.Prefix); err != nil {
+		return fmt.Errorf("agentctl %s: --prefix: %w", name, err)
+	}
+	if m.Timeout < 0 {
+		return fmt.Errorf("agentctl %s: --timeout %v: must not be negative", name, m.Timeout)
+	}
+	if err := m.cmd.check(m, pos); err != nil {
+		return fmt.Errorf("agentctl %s: %w", name, err)
+	}
+	m.pos = pos
+	if m.logger, err = m.Log.Logger(m.Stderr); err != nil {
+		return fmt.Errorf("agentctl %s: %w", name, err)
+	}
+	return nil
+}
+
+// parseInterspersed parses flags that may stand between positional
+// arguments, and returns the positional ones. Everything after "--" is
+// positional.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// Run connects to NATS and runs the command. It returns when the command
+// is done, ctx ends, or (except in chat) an interrupt arrives. A command
+// that ends because of ctx or an interrupt returns nil.
+func (m *Main) Run(ctx context.Context) error {
+	if m.cmd == nil {
+		return errors.New("agentctl: Run before ParseFlags")
+	}
+	if err := m.connect(); err != nil {
+		return fmt.Errorf("agentctl %s: %w", m.cmd.name, err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if m.Interrupt != nil && m.cmd.name != "chat" {
+		go func() {
+			select {
+			case <-m.Interrupt:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	err := m.cmd.run(m, ctx)
+	var code exitCode
+	if err != nil && !errors.As(err, &code) {
+		err = fmt.Errorf("agentctl %s: %w", m.cmd.name, err)
+	}
+	return err
+}
+
+// Close disconnects from NATS; it may be called whether or not Run was.
+func (m *Main) Close() error {
+	if m.nc != nil {
+		m.nc.Close()
+	}
+	return nil
+}
+
+// checkName checks a positional argument that names an agent, a session or
+// a tool.
+func checkName(what, s string) error { return bus.CheckToken(what, s) }
+
+func checkMessage(m *Main, pos []string) error {
+	if len(pos) < 3 {
+		return fmt.Errorf("want <agent> <session> <text>, got %d argument(s)", len(pos))
+	}
+	if err := checkName("agent", pos[0]); err != nil {
+		return err
+	}
+	return checkName("session", pos[1])
+}
+
+func checkAbort(m *Main, pos []string) error {
+	if len(pos) < 2 {
+		return fmt.Errorf("want <agent> <session> [reason], got %d argument(s)", len(pos))
+	}
+	if err := checkName("agent", pos[0]); err != nil {
+		return err
+	}
+	return checkName("session", pos[1])
+}
+
+func checkTail(m *Main, pos []string) error {
+	if len(pos) > 2 {
+		return fmt.Errorf("want [agent [session]], got %d arguments", len(pos))
+	}
+	for i, what := range []string{"agent", "session"}[:len(pos)] {
+		if pos[i] != "*" {
+			if err := checkName(what, pos[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func checkChat(m *Main, pos []string) error {
+	if len(pos) < 1 || len(pos) > 2 {
+		return fmt.Errorf("want <agent> [session], got %d argument(s)", len(pos))
+	}
+	if err := checkName("agent", pos[0]); err != nil {
+		return err
+	}
+	if len(pos) == 2 {
+		return checkName("session", pos[1])
+	}
+	return nil
+}
+
+func checkTools(m *Main, pos []string) error {
+	if len(pos) > 1 {
+		return fmt.Errorf("want [agent], got %d arguments", len(pos))
+	}
+	if len(pos) == 1 {
+		return checkName("agent", pos[0])
+	}
+	return nil
+}
+
+func checkCall(m *Main, pos []string) error {
+	if len(pos) < 1 || len(pos) > 2 {
+		return fmt.Errorf("want <tool> [json-args], got %d argument(s)", len(pos))
+	}
+	if err := checkName("tool", pos[0]); err != nil {
+		return err
+	}
+	if len(pos) == 2 {
+		if _, err := parseArgs(pos[1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}

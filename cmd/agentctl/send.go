@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/bus"
+)
+
+// defaultAskTimeout bounds an ask when --timeout is not given: long enough
+// for a run of several turns with slow tools.
+const defaultAskTimeout = 5 * time.Minute
+
+// text returns the message text of ask, send and steer: the arguments after
+// agent and session joined by spaces, or standard input for "-".
+func (m *Main) text() (string, error) {
+	text := strings.Join(m.pos[2:], " ")
+	if text == "-" {
+		b, err := io.ReadAll(m.Stdin)
+		if err != nil {
+			return "", fmt.Errorf("reading the text from standard input: %w", err)
+		}
+		text = strings.TrimRight(string(b), "\n")
+	}
+	if strings.TrimSpace(text) == "" {
+		return "", errors.New("the text is empty")
+	}
+	if len(text) > bus.MaxTextBytes {
+		return "", fmt.Errorf("the text of %d bytes exceeds the limit of %d", len(text), bus.MaxTextBytes)
+	}
+	return text, nil
+}
+
+// payload returns the JSON body of an in, ask or steer message. It is
+// always an object, so that a text that happens to start with "{" is not
+// taken for one.
+func payload(text, id string) []byte {
+	b, _ := json.Marshal(struct {
+		Content string `json:"content"`
+		ID      string `json:"id,omitempty"`
+	}{text, id})
+	return b
+}
+
+// ask sends a message on <prefix>.ask.<agent>.<session> and prints the
+// final message of the run that answered it.
+func (m *Main) ask(ctx context.Context) error {
+	text, err := m.text()
+	if err != nil {
+		return err
+	}
+	subject := m.subjects.Client(bus.KindAsk, m.pos[0], m.pos[1])
+	timeout := m.Timeout
+	if timeout == 0 {
+		timeout = defaultAskTimeout
+	}
+	errTimeout := fmt.Errorf("no answer on %s within %v (see --timeout)", subject, timeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errTimeout)
+	defer cancel()
+
+	inbox := m.nc.NewRespInbox()
+	r, err := m.subscribe(inbox)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if err := m.publishRequest(subject, inbox, payload(text, m.ID), m.ID); err != nil {
+		return err
+	}
+	var data []byte
+	select {
+	case msg := <-r.C:
+		if isNoResponders(msg) {
+			return errNoListener(subject)
+		}
+		data = msg.Data
+	case err := <-m.denied:
+		return err
+	case <-ctx.Done():
+		if cause := context.Cause(ctx); cause == errTimeout || errors.Is(cause, context.DeadlineExceeded) {
+			return cause
+		}
+		return nil // interrupted
+	}
+	var final agentfleet.AssistantMessage
+	if err := json.Unmarshal(data, &final); err != nil {
+		return fmt.Errorf("the answer on %s is not an assistant message: %w", subject, err)
+	}
+	if m.JSON {
+		fmt.Fprintf(m.Stdout, "%s\n", data)
+	} else if text := agentfleet.JoinText(final.Content); text != "" {
+		fmt.Fprintln(m.Stdout, text)
+	}
+	return m.reportStop(&final)
+}
+
+// reportStop tells on Stderr why a run did not simply stop, and fails for
+// the stop reasons that mean the answer is missing.
+func (m *Main) reportStop(final *agentfleet.AssistantMessage) error {
+	if final.StopReason == "" || final.StopReason == agentfleet.StopReasonStop {
+		return nil
+	}
+	line := "stop_reason: " + string(final.StopReason)
+	if final.ErrorMessage != "" {
+		line += ": " + final.ErrorMessage
+	}
+	fmt.Fprintln(m.Stderr, line)
+	switch final.StopReason {
+	case agentfleet.StopReasonError, agentfleet.StopReasonAborted:
+		return exitCode(1)
+	}
+	return nil
+}
+
+// send publishes a message on <prefix>.in.<agent>.<session>.
+func (m *Main) send(ctx context.Context) error {
+	return m.sendKind(bus.KindIn)
+}
+
+// steer publishes a message on <prefix>.steer.<agent>.<session>.
+func (m *Main) steer(ctx context.Context) error {
+	return m.sendKind(bus.KindSteer)
+}
+
+func (m *Main) sendKind(kind string) error {
+	text, err := m.text()
+	if err != nil {
+		return err
+	}
+	return m.publish(m.subjects.Client(kind, m.pos[0], m.pos[1]), payload(text, m.ID), m.ID)
+}
+
+// abort publishes on <prefix>.abort.<agent>.<session>, with the rest of the
+// arguments as the reason.
+func (m *Main) abort(ctx context.Context) error {
+	return m.publishAbort(m.pos[0], m.pos[1], strings.Join(m.pos[2:], " "))
+}
+
+func (m *Main) publishAbort(agent, session, reason string) error {
+	var data []byte
+	if reason != "" {
+		data, _ = json.Marshal(map[string]string{"reason": reason})
+	}
+	return m.publish(m.subjects.Client(bus.KindAbort, agent, session), data, "")
+}

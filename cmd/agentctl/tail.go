@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentfleet/agentfleet"
+)
+
+// eventsSubject returns the wildcard of the events of agent and session,
+// either of which may be "*".
+func (m *Main) eventsSubject(agent, session string) string {
+	return m.subjects.Prefix + ".events." + agent + "." + session + ".>"
+}
+
+// tail prints the events of <prefix>.events.<agent|*>.<session|*>.> until
+// ctx ends.
+func (m *Main) tail(ctx context.Context) error {
+	agent, session := "*", "*"
+	if len(m.pos) > 0 {
+		agent = m.pos[0]
+	}
+	if len(m.pos) > 1 {
+		session = m.pos[1]
+	}
+	subject := m.eventsSubject(agent, session)
+	r, err := m.subscribe(subject)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	fmt.Fprintf(m.Stderr, "following %s (Ctrl-C to stop)\n", subject)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-m.denied:
+			return err
+		case msg := <-r.C:
+			if m.JSON {
+				fmt.Fprintf(m.Stdout, "%s\n", msg.Data)
+				continue
+			}
+			var e agentfleet.Event
+			if err := json.Unmarshal(msg.Data, &e); err != nil {
+				fmt.Fprintf(m.Stderr, "event on %s does not decode: %v\n", msg.Subject, err)
+				continue
+			}
+			fmt.Fprintln(m.Stdout, formatEvent(&e, time.Now()))
+		}
+	}
+}
+
+// formatEvent returns the readable line of an event: its time
+// (HH:MM:SS.mmm, local), agent/session, kind, and what matters for the
+// kind. received stands in for a missing event time.
+func formatEvent(e *agentfleet.Event, received time.Time) string {
+	t := e.Time
+	if t.IsZero() {
+		t = received
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s/%s %s", t.Local().Format("15:04:05.000"), e.Agent, e.Session, e.Type)
+	if d := eventDetail(e); d != "" {
+		b.WriteByte(' ')
+		b.WriteString(d)
+	}
+	return b.String()
+}
+
+func eventDetail(e *agentfleet.Event) string {
+	switch e.Type {
+	case agentfleet.EventTurnStart, agentfleet.EventTurnEnd:
+		return "turn " + strconv.Itoa(e.Turn)
+	case agentfleet.EventMessageUpdate:
+		return quote(e.Delta, 80)
+	case agentfleet.EventMessageEnd:
+		if e.Message == nil {
+			return ""
+		}
+		d := quote(agentfleet.JoinText(e.Message.Content), 80)
+		if n := len(e.Message.ToolCalls()); n > 0 {
+			d += fmt.Sprintf(" +%d tool call(s)", n)
+		}
+		return d
+	case agentfleet.EventToolStart:
+		return e.ToolName + " " + compactJSON(e.Arguments, 120)
+	case agentfleet.EventToolUpdate:
+		return e.ToolName + " " + compactJSON(e.Partial, 120)
+	case agentfleet.EventToolEnd:
+		d := e.ToolName + " " + formatMS(e.DurationMS) + " " + toolOutcome(e, 120)
+		if e.Worker != "" {
+			d += " worker=" + e.Worker
+		}
+		return d
+	case agentfleet.EventRunEnd:
+		d := string(e.StopReason)
+		if e.Message != nil && e.Message.ErrorMessage != "" {
+			d += ": " + e.Message.ErrorMessage
+		}
+		return d
+	case agentfleet.EventError:
+		d := e.ErrorMessage
+		if e.Subject != "" {
+			d += " (subject " + e.Subject + ")"
+		}
+		return d
+	}
+	return ""
+}
+
+// toolOutcome says "ok", or "error: <text>" for an error result.
+func toolOutcome(e *agentfleet.Event, max int) string {
+	if !e.IsError {
+		return "ok"
+	}
+	text := ""
+	if e.Result != nil {
+		text = agentfleet.JoinText(e.Result.Content)
+	}
+	return "error: " + shorten(oneLine(text), max)
+}
+
+// formatMS formats a duration in milliseconds: 0.4ms, 12ms, 1.25s.
+func formatMS(ms float64) string {
+	switch {
+	case ms < 10:
+		return strconv.FormatFloat(ms, 'f', 1, 64) + "ms"
+	case ms < 1000:
+		return strconv.FormatFloat(ms, 'f', 0, 64) + "ms"
+	default:
+		return strconv.FormatFloat(ms/1000, 'f', 2, 64) + "s"
+	}
+}
+
+// compactJSON returns v as one line of JSON, at most max bytes.
+func compactJSON(v any, max int) string {
+	if v == nil {
+		return "{}"
+	}
+	if s, ok := v.(string); ok {
+		return shorten(oneLine(s), max)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return shorten(string(b), max)
+}
+
+// quote returns s quoted, cut to about max bytes.
+func quote(s string, max int) string {
+	if len(s) <= max {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(shorten(s, max))
+}
+
+// shorten cuts s to at most max bytes on a rune boundary, marking the cut.
+func shorten(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}

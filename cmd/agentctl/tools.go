@@ -1,0 +1,239 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/bus"
+)
+
+// defaultDiscoveryWait bounds the wait for the first worker to answer
+// $SRV.INFO when --timeout is not given.
+const defaultDiscoveryWait = 2 * time.Second
+
+// discover returns the fleet's tools, and an error when the server refuses
+// the discovery request.
+func (m *Main) discover(ctx context.Context) (map[string]*bus.FleetTool, error) {
+	wait := m.Timeout
+	if wait == 0 {
+		wait = defaultDiscoveryWait
+	}
+	found, err := bus.Discover(ctx, m.nc, m.subjects, wait)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.checkDenied("$SRV.INFO"); err != nil {
+		return nil, err
+	}
+	return found, nil
+}
+
+// jsonTool is the --json form of a fleet tool: its definition and the ids
+// of the workers that serve it.
+type jsonTool struct {
+	agentfleet.ToolDef
+	Workers []string `json:"workers"`
+}
+
+// tools lists the tools of the fleet with their argument schemas.
+func (m *Main) tools(ctx context.Context) error {
+	found, err := m.discover(ctx)
+	if err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return nil // interrupted
+	}
+	names := slices.Sorted(maps.Keys(found))
+	if m.JSON {
+		out := make([]jsonTool, 0, len(names))
+		for _, n := range names {
+			out = append(out, jsonTool{ToolDef: found[n].ToolDef, Workers: found[n].Workers})
+		}
+		enc := json.NewEncoder(m.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("no tool worker of prefix %q answered $SRV.INFO: is a toolworker (or orchestrator --workers) running on this NATS server?", m.subjects.Prefix)
+	}
+	for i, n := range names {
+		if i > 0 {
+			fmt.Fprintln(m.Stdout)
+		}
+		writeTool(m.Stdout, found[n])
+	}
+	if len(m.pos) == 1 {
+		fmt.Fprintf(m.Stderr, "\nThese are the fleet's tools. Agent %s sees those its profile allows, and list_tools, which its orchestrator answers itself.\n", m.pos[0])
+	}
+	return nil
+}
+
+// writeTool writes one tool as readable text: name, label and traits,
+// description, and its arguments from the input schema.
+func writeTool(w io.Writer, t *bus.FleetTool) {
+	head := t.Name
+	if t.Label != "" {
+		head += " — " + t.Label
+	}
+	var traits []string
+	if t.Parallel {
+		traits = append(traits, "parallel")
+	}
+	if t.Annotations.ReadOnly {
+		traits = append(traits, "read-only")
+	}
+	if t.Annotations.Idempotent {
+		traits = append(traits, "idempotent")
+	}
+	if t.Annotations.Destructive {
+		traits = append(traits, "destructive")
+	}
+	if t.TimeoutMS > 0 {
+		traits = append(traits, "timeout "+t.Timeout().String())
+	}
+	traits = append(traits, plural(len(t.Workers), "worker"))
+	fmt.Fprintf(w, "%s  [%s]\n", head, strings.Join(traits, ", "))
+	if t.Description != "" {
+		fmt.Fprintf(w, "  %s\n", t.Description)
+	}
+	writeSchema(w, t.InputSchema)
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return strconv.Itoa(n) + " " + what + "s"
+}
+
+// writeSchema writes the arguments that a JSON Schema of an object
+// describes, one per line, the required ones first. A schema that is not a
+// plain object of properties is written as it is.
+func writeSchema(w io.Writer, raw json.RawMessage) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		fmt.Fprintln(w, "  arguments: any JSON object")
+		return
+	}
+	var s struct {
+		Type       any                        `json:"type"`
+		Properties map[string]json.RawMessage `json:"properties"`
+		Required   []string                   `json:"required"`
+	}
+	if err := json.Unmarshal(raw, &s); err != nil || s.Type != "object" && s.Type != nil {
+		fmt.Fprintf(w, "  arguments (JSON Schema): %s\n", compactRaw(raw))
+		return
+	}
+	if len(s.Properties) == 0 {
+		fmt.Fprintln(w, "  arguments: none")
+		return
+	}
+	fmt.Fprintln(w, "  arguments:")
+	var order []string
+	for _, name := range s.Required {
+		if _, ok := s.Properties[name]; ok && !slices.Contains(order, name) {
+			order = append(order, name)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.Properties)) {
+		if !slices.Contains(order, name) {
+			order = append(order, name)
+		}
+	}
+	width := 0
+	for _, name := range order {
+		width = max(width, len(name))
+	}
+	for _, name := range order {
+		desc, about := describeProperty(s.Properties[name], slices.Contains(s.Required, name))
+		if about != "" {
+			desc += " — " + about
+		}
+		fmt.Fprintf(w, "    %-*s  %s\n", width, name, desc)
+	}
+}
+
+// describeProperty returns the type, whether it is required, and the
+// constraints of one property of a schema, and its description.
+func describeProperty(raw json.RawMessage, required bool) (desc, about string) {
+	var p map[string]any
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return compactRaw(raw), ""
+	}
+	desc = typeName(p["type"])
+	if desc == "array" {
+		if items, ok := p["items"].(map[string]any); ok {
+			if t := typeName(items["type"]); t != "any" {
+				desc = "array of " + t
+			}
+		}
+	}
+	if f, ok := p["format"].(string); ok {
+		desc += " (" + f + ")"
+	}
+	if required {
+		desc += ", required"
+	}
+	if enum, ok := p["enum"].([]any); ok {
+		vals := make([]string, len(enum))
+		for i, v := range enum {
+			vals[i] = jsonValue(v)
+		}
+		desc += ", one of " + strings.Join(vals, ", ")
+	}
+	lo, hasLo := p["minimum"]
+	hi, hasHi := p["maximum"]
+	switch {
+	case hasLo && hasHi:
+		desc += ", " + jsonValue(lo) + " to " + jsonValue(hi)
+	case hasLo:
+		desc += ", at least " + jsonValue(lo)
+	case hasHi:
+		desc += ", at most " + jsonValue(hi)
+	}
+	if d, ok := p["default"]; ok {
+		desc += ", default " + jsonValue(d)
+	}
+	about, _ = p["description"].(string)
+	return desc, about
+}
+
+// jsonValue returns v in JSON: 1048576, not 1.048576e+06.
+func jsonValue(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+func typeName(t any) string {
+	switch t := t.(type) {
+	case string:
+		return t
+	case []any:
+		names := make([]string, 0, len(t))
+		for _, n := range t {
+			names = append(names, fmt.Sprint(n))
+		}
+		return strings.Join(names, " or ")
+	}
+	return "any"
+}
+
+func compactRaw(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return b.String()
+}

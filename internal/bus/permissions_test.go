@@ -1,0 +1,404 @@
+package bus_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/pipeline"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// deployConf is the server configuration that operators deploy.
+var deployConf = filepath.Join("..", "..", "deploy", "nats", "nats.conf")
+
+// roles is a server running deploy/nats/nats.conf, and the passwords of its
+// users as the file sets them.
+type roles struct {
+	s         *server.Server
+	passwords map[string]string
+}
+
+func runDeployConf(t *testing.T) *roles {
+	t.Helper()
+	opts, err := server.ProcessConfigFile(deployConf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &roles{passwords: map[string]string{}}
+	for _, u := range opts.Users {
+		r.passwords[u.Username] = u.Password
+	}
+	for _, role := range []string{"orchestrator", "toolworker", "client", "dashboard", "standalone"} {
+		if r.passwords[role] == "" {
+			t.Fatalf("%s defines no user %q", deployConf, role)
+		}
+	}
+	r.s, err = bus.RunEmbedded(bus.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: t.TempDir(), ConfigFile: deployConf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		r.s.Shutdown()
+		r.s.WaitForShutdown()
+	})
+	return r
+}
+
+// connect connects as user; the server's asynchronous errors, such as
+// permission violations, arrive on the returned channel.
+func (r *roles) connect(t *testing.T, user string) (*nats.Conn, <-chan error) {
+	t.Helper()
+	errs := make(chan error, 64)
+	nc, err := nats.Connect(r.s.ClientURL(), nats.Name(t.Name()+"/"+user), nats.UserInfo(user, r.passwords[user]),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			select {
+			case errs <- err:
+			default:
+			}
+		}))
+	if err != nil {
+		t.Fatalf("connect as %s: %v", user, err)
+	}
+	t.Cleanup(nc.Close)
+	return nc, errs
+}
+
+// wantViolation waits for the server to report that the connection may not
+// do op ("Publish" or "Subscription") on subject.
+func wantViolation(t *testing.T, errs <-chan error, op, subject string) {
+	t.Helper()
+	want := fmt.Sprintf("Permissions Violation for %s to %q", op, subject)
+	timeout := time.NewTimer(10 * time.Second)
+	defer timeout.Stop()
+	for {
+		select {
+		case err := <-errs:
+			if errors.Is(err, nats.ErrPermissionViolation) && strings.Contains(err.Error(), want) {
+				return
+			}
+			t.Logf("other async error: %v", err)
+		case <-timeout.C:
+			t.Fatalf("no %q from the server", want)
+		}
+	}
+}
+
+// TestDeployConfDenies shows what each role of deploy/nats/nats.conf may
+// not do: every case is refused by the server with a permission violation.
+func TestDeployConfDenies(t *testing.T) {
+	r := runDeployConf(t)
+	tests := []struct {
+		user, op, subject string
+	}{
+		// A worker serves tools; it cannot talk to agents, forge events or
+		// final messages, call other tools, or read user input.
+		{"toolworker", "Publish", "agent.in.default.demo"},
+		{"toolworker", "Publish", "agent.ask.default.demo"},
+		{"toolworker", "Publish", "agent.events.default.demo.run.end"},
+		{"toolworker", "Publish", "agent.out.default.demo"},
+		{"toolworker", "Publish", "agent.tool.echo"},
+		{"toolworker", "Publish", "_INBOX.somebody.else"},
+		{"toolworker", "Subscription", "agent.in.>"},
+		{"toolworker", "Subscription", "agent.events.>"},
+		// A dashboard publishes nothing that reaches an agent, a tool, a
+		// worker or another client.
+		{"dashboard", "Publish", "agent.in.default.demo"},
+		{"dashboard", "Publish", "agent.ask.default.demo"},
+		{"dashboard", "Publish", "agent.steer.default.demo"},
+		{"dashboard", "Publish", "agent.abort.default.demo"},
+		{"dashboard", "Publish", "agent.events.default.demo.error"},
+		{"dashboard", "Publish", "agent.out.default.demo"},
+		{"dashboard", "Publish", "agent.tool.echo"},
+		{"dashboard", "Publish", "agent.worker.w1.cancel"},
+		{"dashboard", "Publish", "agent.fleet"},
+		{"dashboard", "Publish", "_INBOX.somebody.else"},
+		{"dashboard", "Publish", "$JS.API.INFO"},
+		{"dashboard", "Publish", "anything.else"},
+		{"dashboard", "Subscription", "agent.in.>"},
+		{"dashboard", "Subscription", "agent.tool.>"},
+		// A client talks to agents, never to tools or workers.
+		{"client", "Subscription", "agent.tool.>"},
+		{"client", "Subscription", "agent.tool.echo"},
+		{"client", "Subscription", "agent.worker.*.cancel"},
+		{"client", "Subscription", "agent.in.>"},
+		{"client", "Subscription", ">"},
+		{"client", "Publish", "agent.tool.echo"},
+		{"client", "Publish", "agent.events.default.demo.run.end"},
+		{"client", "Publish", "agent.out.default.demo"},
+		{"client", "Publish", "agent.worker.w1.cancel"},
+		{"client", "Publish", "agent.fleet"},
+		{"client", "Publish", "$JS.API.INFO"},
+		// The orchestrator cannot take tool calls meant for workers.
+		{"orchestrator", "Subscription", "agent.tool.>"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.user+"/"+tt.op+"/"+tt.subject, func(t *testing.T) {
+			nc, errs := r.connect(t, tt.user)
+			var err error
+			switch tt.op {
+			case "Publish":
+				err = nc.Publish(tt.subject, []byte("x"))
+			case "Subscription":
+				_, err = nc.Subscribe(tt.subject, func(*nats.Msg) {})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := nc.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			wantViolation(t, errs, tt.op, tt.subject)
+		})
+	}
+}
+
+// TestDeployConfFleet runs the fleet's traffic under the roles of
+// deploy/nats/nats.conf: a worker serves a tool that streams frames and
+// honours a cancel, and the orchestrator discovers it and calls it.
+func TestDeployConfFleet(t *testing.T) {
+	r := runDeployConf(t)
+	orch, orchErrs := r.connect(t, "orchestrator")
+	worker, workerErrs := r.connect(t, "toolworker")
+	subjects, _ := bus.NewSubjects("")
+
+	// The worker's announcement reaches the orchestrator.
+	joined := make(chan *nats.Msg, 4)
+	if _, err := orch.ChanSubscribe(subjects.Fleet(), joined); err != nil {
+		t.Fatal(err)
+	}
+	if err := orch.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	started, stopped := make(chan struct{}), make(chan error, 1)
+	ts, err := bus.Serve(worker, bus.ServerConfig{
+		Name: "permtest",
+		Tools: []*agentfleet.Tool{
+			{
+				ToolDef: agentfleet.ToolDef{Name: "count", Description: "counts to 3 in progress frames"},
+				Handler: agentfleet.HandlerFunc(func(ctx context.Context, call *agentfleet.Call) (*agentfleet.ToolResult, error) {
+					for i := 1; i <= 3; i++ {
+						call.Progress(i)
+					}
+					return agentfleet.TextResult("counted"), nil
+				}),
+			},
+			{
+				ToolDef: agentfleet.ToolDef{Name: "block", Description: "runs until cancelled"},
+				Handler: agentfleet.HandlerFunc(func(ctx context.Context, call *agentfleet.Call) (*agentfleet.ToolResult, error) {
+					close(started)
+					<-ctx.Done()
+					stopped <- context.Cause(ctx)
+					return nil, ctx.Err()
+				}),
+			},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ts.Stop() })
+	select {
+	case m := <-joined:
+		var n bus.FleetNotice
+		if err := json.Unmarshal(m.Data, &n); err != nil || n.Event != "joined" || n.ID != ts.ID() {
+			t.Errorf("fleet notice = %s (%v)", m.Data, err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the worker's announcement did not reach the orchestrator")
+	}
+
+	ctx := context.Background()
+	for _, user := range []string{"orchestrator", "dashboard", "client"} {
+		nc := orch
+		if user != "orchestrator" {
+			nc, _ = r.connect(t, user)
+		}
+		found, err := bus.Discover(ctx, nc, subjects, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if found["count"] == nil || found["block"] == nil {
+			t.Errorf("%s discovered %v, want count and block", user, found)
+		}
+	}
+
+	client, err := bus.NewToolClient(orch, bus.ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	var progress []any
+	res, err := client.Execute(ctx, &pipeline.Prepared{
+		Tool: &agentfleet.Tool{}, Call: agentfleet.ToolCall{ID: "c1", Name: "count"}, Args: map[string]any{}, Timeout: 10 * time.Second,
+	}, func(p any) { progress = append(progress, p) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := agentfleet.JoinText(res.Content), "counted"; got != want {
+		t.Errorf("result = %q, want %q", got, want)
+	}
+	if got, want := fmt.Sprint(progress), "[1 2 3]"; got != want {
+		t.Errorf("progress = %s, want %s", got, want)
+	}
+
+	// An aborted call is cancelled on the worker through
+	// agent.worker.<id>.cancel.
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := client.Execute(cctx, &pipeline.Prepared{
+			Tool: &agentfleet.Tool{}, Call: agentfleet.ToolCall{ID: "c2", Name: "block"}, Args: map[string]any{}, Timeout: time.Minute,
+		}, func(any) {})
+		done <- err
+	}()
+	<-started
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("aborted call: err = %v", err)
+	}
+	select {
+	case cause := <-stopped:
+		if !errors.Is(cause, bus.ErrCanceledByOrchestrator) {
+			t.Errorf("the tool stopped because of %v, want the orchestrator's cancel", cause)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the cancel did not reach the worker")
+	}
+
+	for who, errs := range map[string]<-chan error{"orchestrator": orchErrs, "toolworker": workerErrs} {
+		select {
+		case err := <-errs:
+			t.Errorf("%s: %v", who, err)
+		default:
+		}
+	}
+}
+
+// TestDeployConfClient shows a client's ask reaching the orchestrator and
+// its answer, events and final message coming back to the client and the
+// dashboard.
+func TestDeployConfClient(t *testing.T) {
+	r := runDeployConf(t)
+	orch, orchErrs := r.connect(t, "orchestrator")
+	client, clientErrs := r.connect(t, "client")
+	dash, _ := r.connect(t, "dashboard")
+	subjects, _ := bus.NewSubjects("")
+
+	pub := bus.NewPublisher(orch, subjects, nil)
+	got := make(chan *bus.Inbound, 1)
+	in := bus.NewInput(orch, subjects, bus.InputHandlerFunc(func(in *bus.Inbound) error {
+		got <- in
+		pub.Emit(&agentfleet.Event{Type: agentfleet.EventRunEnd, Agent: in.Agent, Session: in.Session, StopReason: agentfleet.StopReasonStop})
+		final := &agentfleet.AssistantMessage{Role: agentfleet.RoleAssistant, Content: []agentfleet.Content{agentfleet.Text("hello, client")}, StopReason: agentfleet.StopReasonStop}
+		pub.PublishOut(in.Agent, in.Session, final)
+		in.Reply(final)
+		return nil
+	}), pub, nil)
+	if err := in.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Stop() })
+
+	watch := func(nc *nats.Conn, subject string) chan *nats.Msg {
+		ch := make(chan *nats.Msg, 8)
+		if _, err := nc.ChanSubscribe(subject, ch); err != nil {
+			t.Fatal(err)
+		}
+		if err := nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		return ch
+	}
+	clientEvents, clientOut := watch(client, "agent.events.>"), watch(client, "agent.out.>")
+	dashEvents, dashOut := watch(dash, "agent.events.>"), watch(dash, "agent.out.>")
+
+	reply, err := client.Request(subjects.Client(bus.KindAsk, "default", "demo"), []byte(`{"content":"hi"}`), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var final agentfleet.AssistantMessage
+	if err := json.Unmarshal(reply.Data, &final); err != nil || agentfleet.JoinText(final.Content) != "hello, client" {
+		t.Errorf("answer = %s (%v)", reply.Data, err)
+	}
+	select {
+	case in := <-got:
+		if in.Kind != bus.KindAsk || in.Agent != "default" || in.Session != "demo" || agentfleet.JoinText(in.Message.Content) != "hi" {
+			t.Errorf("orchestrator received %+v", in)
+		}
+	default:
+		t.Error("the orchestrator's input handler did not run")
+	}
+	for name, ch := range map[string]chan *nats.Msg{"client events": clientEvents, "client out": clientOut, "dashboard events": dashEvents, "dashboard out": dashOut} {
+		select {
+		case m := <-ch:
+			if !strings.HasSuffix(m.Subject, ".default.demo") && !strings.HasSuffix(m.Subject, ".default.demo.run.end") {
+				t.Errorf("%s: message on %s", name, m.Subject)
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("%s: nothing arrived", name)
+		}
+	}
+	for who, errs := range map[string]<-chan error{"orchestrator": orchErrs, "client": clientErrs} {
+		select {
+		case err := <-errs:
+			t.Errorf("%s: %v", who, err)
+		default:
+		}
+	}
+}
+
+// TestDeployConfStandalone runs what `orchestrator --workers N` does on one
+// user: a worker and a tool client, and the input subscriptions, on the
+// standalone user's connection.
+func TestDeployConfStandalone(t *testing.T) {
+	r := runDeployConf(t)
+	nc, errs := r.connect(t, "standalone")
+	ts, err := bus.Serve(nc, bus.ServerConfig{Tools: []*agentfleet.Tool{{
+		ToolDef: agentfleet.ToolDef{Name: "echo", Description: "echo"},
+		Handler: agentfleet.HandlerFunc(func(ctx context.Context, call *agentfleet.Call) (*agentfleet.ToolResult, error) {
+			return agentfleet.TextResult(fmt.Sprint(call.Arguments["text"])), nil
+		}),
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ts.Stop() })
+	subjects, _ := bus.NewSubjects("")
+	in := bus.NewInput(nc, subjects, bus.InputHandlerFunc(func(*bus.Inbound) error { return nil }), nil, nil)
+	if err := in.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Stop() })
+	found, err := bus.Discover(context.Background(), nc, subjects, 10*time.Second)
+	if err != nil || found["echo"] == nil {
+		t.Fatalf("discovered %v (%v)", found, err)
+	}
+	client, err := bus.NewToolClient(nc, bus.ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	res, err := client.Execute(context.Background(), &pipeline.Prepared{
+		Tool: &agentfleet.Tool{}, Call: agentfleet.ToolCall{ID: "s1", Name: "echo"}, Args: map[string]any{"text": "alone"}, Timeout: 10 * time.Second,
+	}, func(any) {})
+	if err != nil || agentfleet.JoinText(res.Content) != "alone" {
+		t.Fatalf("echo = %v, %v", res, err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errs:
+		t.Errorf("standalone: %v", err)
+	default:
+	}
+}
