@@ -1,0 +1,289 @@
+// Command fleetbench measures the cost of a tool call that crosses NATS, the
+// throughput of a fleet of workers and how it grows with the fleet, and how
+// many sessions one orchestrator holds. Every ratio it prints comes from
+// numbers measured side by side in the same run, so that they hold from one
+// machine to another even where absolute times do not.
+//
+//	fleetbench dispatch   raw NATS request-reply vs the full dispatch path vs in-process
+//	fleetbench scale      sleep-like tools on 1, 2 and 4 worker processes, and one slow worker
+//	fleetbench sessions   N concurrent sessions on one orchestrator: runs/s, latency, memory
+//
+// Unless --nats-url is given, fleetbench runs its own NATS server in the
+// process, on a free loopback port with JetStream off. Workers and the raw
+// responder run in child processes: fleetbench starts itself again with the
+// hidden subcommands "worker" and "responder", and stops them when it ends.
+// --json prints the results as JSON; otherwise they are printed as tables.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/pprof"
+	"sync"
+	"syscall"
+
+	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+func main() {
+	m := NewMain()
+	if err := m.ParseFlags(os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "fleetbench:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	err := m.Run(ctx)
+	stop()
+	err = errors.Join(err, m.Close())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fleetbench:", err)
+		os.Exit(1)
+	}
+}
+
+// Subcommands. Responder and worker are the child processes that the
+// benchmarks start; they are not meant to be run by hand, though they can be.
+const (
+	cmdDispatch  = "dispatch"
+	cmdScale     = "scale"
+	cmdSessions  = "sessions"
+	cmdResponder = "responder"
+	cmdWorker    = "worker"
+)
+
+// Main is the fleetbench program: ParseFlags, then Run, then Close.
+type Main struct {
+	// Command is the subcommand.
+	Command string
+	// NATSURL is the server to use; empty starts an embedded one.
+	NATSURL string
+	// JSON prints the report as JSON instead of tables.
+	JSON bool
+	// ProfileDir, if set, receives CPU profiles of this process and of the
+	// worker processes, and a heap profile at the end of the run.
+	ProfileDir string
+
+	Dispatch  DispatchConfig
+	Scale     ScaleConfig
+	Sessions  SessionsConfig
+	Responder ResponderConfig
+	Worker    WorkerConfig
+
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Exe is the program started for child processes; default this one.
+	Exe string
+
+	// Report is the result of the last benchmark Run, for tests.
+	Report any
+
+	logger   *slog.Logger
+	embedded *server.Server
+	url      string
+}
+
+// NewMain returns a Main with the defaults of its flags.
+func NewMain() *Main {
+	return &Main{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+}
+
+const usage = `usage: fleetbench <command> [flags]
+
+commands:
+  dispatch   the cost of one tool call: raw NATS, the full dispatch path, in-process
+  scale      throughput of sleep-like tools on 1, 2 and 4 workers, and with one slow worker
+  sessions   N concurrent sessions on one orchestrator: runs/s, tool calls/s, latency, memory
+
+Run "fleetbench <command> -h" for the flags of a command.
+`
+
+// ParseFlags reads the subcommand and its flags.
+func (m *Main) ParseFlags(args []string) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
+		fmt.Fprint(m.Stderr, usage)
+		if len(args) == 0 {
+			return errors.New("no command given")
+		}
+		return flag.ErrHelp
+	}
+	m.Command = args[0]
+	fs := flag.NewFlagSet("fleetbench "+m.Command, flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	fs.StringVar(&m.NATSURL, "nats-url", "", "NATS server URL; default an embedded server on a free loopback port")
+	switch m.Command {
+	case cmdDispatch, cmdScale, cmdSessions:
+		fs.BoolVar(&m.JSON, "json", false, "print the results as JSON")
+		fs.StringVar(&m.ProfileDir, "profile-dir", "", "write CPU profiles of this process and its workers, and a heap profile, to this directory")
+	}
+	switch m.Command {
+	case cmdDispatch:
+		m.Dispatch.register(fs)
+	case cmdScale:
+		m.Scale.register(fs)
+	case cmdSessions:
+		m.Sessions.register(fs)
+	case cmdResponder:
+		m.Responder.register(fs)
+	case cmdWorker:
+		m.Worker.register(fs)
+	default:
+		fmt.Fprint(m.Stderr, usage)
+		return fmt.Errorf("unknown command %q", m.Command)
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%s: unexpected argument %q", m.Command, fs.Arg(0))
+	}
+	var err error
+	switch m.Command {
+	case cmdDispatch:
+		err = m.Dispatch.check()
+	case cmdScale:
+		err = m.Scale.check()
+	case cmdSessions:
+		err = m.Sessions.check()
+	case cmdResponder, cmdWorker:
+		if m.NATSURL == "" {
+			err = errors.New("--nats-url is required")
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", m.Command, err)
+	}
+	if _, ok := m.Stderr.(*os.File); !ok {
+		// Child processes copy their stderr here from goroutines of their own.
+		m.Stderr = &lockedWriter{w: m.Stderr}
+	}
+	m.logger = slog.New(slog.NewTextHandler(m.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return nil
+}
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// Run runs the subcommand. A benchmark returns when it has printed its
+// report; a child process (responder, worker) serves until ctx ends or its
+// standard input closes, which is how its parent stops it.
+func (m *Main) Run(ctx context.Context) (err error) {
+	switch m.Command {
+	case cmdResponder:
+		return m.runResponder(ctx)
+	case cmdWorker:
+		return m.runWorker(ctx)
+	}
+	if m.Exe == "" {
+		if m.Exe, err = os.Executable(); err != nil {
+			return fmt.Errorf("finding this program to start workers: %w", err)
+		}
+	}
+	if err := m.startNATS(); err != nil {
+		return err
+	}
+	if m.ProfileDir != "" {
+		stop, err := startCPUProfile(filepath.Join(m.ProfileDir, "fleetbench-"+m.Command+".cpu.pprof"))
+		if err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, stop()) }()
+	}
+	var rep report
+	switch m.Command {
+	case cmdDispatch:
+		rep, err = m.runDispatch(ctx)
+	case cmdScale:
+		rep, err = m.runScale(ctx)
+	case cmdSessions:
+		rep, err = m.runSessions(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	m.Report = rep
+	// The sessions benchmark writes its heap profile itself, while its
+	// sessions are still in memory.
+	if m.ProfileDir != "" && m.Command != cmdSessions {
+		if err := writeHeapProfile(filepath.Join(m.ProfileDir, "fleetbench-"+m.Command+".heap.pprof")); err != nil {
+			return err
+		}
+	}
+	return printReport(m.Stdout, rep, m.JSON)
+}
+
+// startNATS starts the embedded server unless --nats-url names one.
+func (m *Main) startNATS() error {
+	if m.NATSURL != "" {
+		m.url = m.NATSURL
+		return nil
+	}
+	s, err := bus.RunEmbedded(bus.EmbeddedConfig{Listen: "127.0.0.1:0", NoJetStream: true})
+	if err != nil {
+		return err
+	}
+	m.embedded, m.url = s, s.ClientURL()
+	return nil
+}
+
+// connect opens a client connection to the benchmark's server.
+func (m *Main) connect(name string) (*bus.Conn, error) {
+	return bus.Connect(bus.ConnectConfig{URL: m.url, Name: name, Logger: m.logger})
+}
+
+// Close stops the embedded NATS server. Child processes are stopped by the
+// benchmark that started them.
+func (m *Main) Close() error {
+	if m.embedded != nil {
+		m.embedded.Shutdown()
+		m.embedded.WaitForShutdown()
+		m.embedded = nil
+	}
+	return nil
+}
+
+func startCPUProfile(file string) (stop func() error, err error) {
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile %s: %w", file, err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
+}
+
+func writeHeapProfile(file string) error {
+	f, err := os.Create(file)
+	if err != nil {
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		f.Close()
+		return fmt.Errorf("heap profile %s: %w", file, err)
+	}
+	return f.Close()
+}

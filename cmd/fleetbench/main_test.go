@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The test binary doubles as fleetbench: a child process started with
+// FLEETBENCH_CHILD set runs main with its own arguments.
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// runBench runs fleetbench with args and --json, decodes its report into
+// rep, and returns the tables the same report prints.
+func runBench(t *testing.T, rep any, args ...string) string {
+	t.Helper()
+	var out bytes.Buffer
+	m := NewMain()
+	m.Stdout, m.Stderr = &out, os.Stderr
+	if err := m.ParseFlags(append(args, "--json")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	err := m.Run(ctx)
+	if cerr := m.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatalf("fleetbench %s: %v", strings.Join(args, " "), err)
+	}
+	if err := json.Unmarshal(out.Bytes(), rep); err != nil {
+		t.Fatalf("JSON report does not decode: %v\n%s", err, out.Bytes())
+	}
+	var tables bytes.Buffer
+	m.Report.(report).writeTables(&tables)
+	return tables.String()
+}
+
+func TestDispatch(t *testing.T) {
+	var rep DispatchReport
+	tables := runBench(t, &rep, "dispatch", "--calls", "20", "--rounds", "2", "--warmup", "2",
+		"--duration", "100ms", "--in-flight", "1,4")
+	for _, name := range []string{methodRaw, methodFull, methodLocal} {
+		if got, want := rep.Latency[name].N, 20; got != want {
+			t.Errorf("%s latency samples = %d, want %d", name, got, want)
+		}
+	}
+	if got, want := len(rep.Throughput), 2; got != want {
+		t.Fatalf("throughput rows = %d, want %d", got, want)
+	}
+	for _, row := range rep.Throughput {
+		if row.Raw <= 0 || row.Full <= 0 || row.Local <= 0 {
+			t.Errorf("throughput at %d in flight = %+v, want every method to complete calls", row.InFlight, row)
+		}
+	}
+	if got, want := rep.EventsPerCall, 2.0; got != want {
+		t.Errorf("events per call = %v, want %v (tool.start and tool.end)", got, want)
+	}
+	if got, want := len(rep.Targets), 3; got != want {
+		t.Errorf("targets = %d, want %d", got, want)
+	}
+	for _, want := range []string{"Sequential latency", "full/raw", "Targets"} {
+		if !strings.Contains(tables, want) {
+			t.Errorf("tables lack %q:\n%s", want, tables)
+		}
+	}
+}
+
+func TestScale(t *testing.T) {
+	var rep ScaleReport
+	tables := runBench(t, &rep, "scale", "--workers", "1,2", "--concurrency", "2", "--sleep", "5ms",
+		"--duration", "300ms", "--slow-factor", "4")
+	if got, want := len(rep.Runs), 2; got != want {
+		t.Fatalf("runs = %d, want %d", got, want)
+	}
+	for _, run := range rep.Runs {
+		if run.PerSec <= 0 || len(run.PerWkr) != run.Workers {
+			t.Errorf("run of %d workers = %+v", run.Workers, run)
+		}
+	}
+	if rep.Slow == nil || len(rep.Slow.PerWkr) != 2 {
+		t.Fatalf("slow run = %+v, want two workers", rep.Slow)
+	}
+	// The worker's limit is a hard bound, whatever the timing.
+	for _, w := range rep.Slow.PerWkr {
+		if w.PeakInFlight > int64(w.Limit) {
+			t.Errorf("worker %s ran %d calls at once, limit %d", w.Name, w.PeakInFlight, w.Limit)
+		}
+	}
+	if !strings.Contains(tables, "One slow worker") {
+		t.Errorf("tables lack the slow worker run:\n%s", tables)
+	}
+}
+
+func TestSessions(t *testing.T) {
+	var rep SessionsReport
+	tables := runBench(t, &rep, "sessions", "--sessions", "10", "--concurrency", "4", "--turns", "2", "--calls-per-turn", "2")
+	if got, want := rep.Runs, 10; got != want {
+		t.Errorf("runs = %d, want %d", got, want)
+	}
+	if got, want := rep.SessionsHeld, 10; got != want {
+		t.Errorf("sessions held = %d, want %d", got, want)
+	}
+	if got, want := rep.ToolCalls, 40; got != want {
+		t.Errorf("tool calls = %d, want %d", got, want)
+	}
+	if rep.After.HeapAlloc == 0 || rep.After.Goroutines == 0 {
+		t.Errorf("memory after = %+v", rep.After)
+	}
+	if !strings.Contains(tables, "per idle session") {
+		t.Errorf("tables lack the memory per session:\n%s", tables)
+	}
+}
+
+func TestFlags(t *testing.T) {
+	tests := []struct {
+		name, args, want string
+	}{
+		{"no command", "", "no command given"},
+		{"unknown command", "bench", `unknown command "bench"`},
+		{"bad in-flight", "dispatch --in-flight 1,x", `--in-flight: "x" is not a positive integer`},
+		{"zero calls", "dispatch --calls 0", "--calls 0: must be at least 1"},
+		{"bad workers", "scale --workers 0", `--workers: "0" is not a positive integer`},
+		{"one session", "sessions --sessions 1", "--sessions 1: must be at least 2"},
+		{"worker without server", "worker", "--nats-url is required"},
+		{"extra argument", "scale extra", `unexpected argument "extra"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := NewMain()
+			m.Stderr = new(bytes.Buffer)
+			err := m.ParseFlags(strings.Fields(tt.args))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}

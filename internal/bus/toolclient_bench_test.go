@@ -1,0 +1,83 @@
+package bus_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/pipeline"
+)
+
+// startEchoFleet starts a NATS server, a worker serving an echo tool and a
+// tool client, each on its own connection, all in this process.
+func startEchoFleet(b *testing.B) *bus.ToolClient {
+	b.Helper()
+	srv := bustest.MustRunNATS(b)
+	echo := &agentfleet.Tool{
+		ToolDef: agentfleet.ToolDef{Name: "echo", Description: "echo", Parallel: true},
+		Handler: agentfleet.HandlerFunc(func(ctx context.Context, c *agentfleet.Call) (*agentfleet.ToolResult, error) {
+			text, _ := c.Arguments["text"].(string)
+			return agentfleet.TextResult(text), nil
+		}),
+	}
+	w, err := bus.Serve(bustest.MustConnect(b, srv), bus.ServerConfig{
+		Name: "bench", Tools: []*agentfleet.Tool{echo}, Concurrency: 1024,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { w.Stop() })
+	c, err := bus.NewToolClient(bustest.MustConnect(b, srv), bus.ClientConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	return c
+}
+
+// BenchmarkToolClientExecute measures one call through the tool protocol
+// over a real NATS server: request, ack, result. Allocations count both
+// sides, client and worker, since both run in this process.
+func BenchmarkToolClientExecute(b *testing.B) {
+	c := startEchoFleet(b)
+	text := strings.Repeat("x", 200)
+	args := map[string]any{"text": text}
+	tool := &agentfleet.Tool{ToolDef: agentfleet.ToolDef{Name: "echo"}}
+	var ids atomic.Uint64
+	call := func() {
+		prep := &pipeline.Prepared{
+			Tool: tool, Args: args, Timeout: pipeline.DefaultTimeout, Agent: "bench", Session: "s1", RunID: "r1",
+			Call: agentfleet.ToolCall{ID: "call_" + strconv.FormatUint(ids.Add(1), 36), Name: "echo", Arguments: args},
+		}
+		res, err := c.Execute(context.Background(), prep, func(any) {})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if got := agentfleet.JoinText(res.Content); got != text {
+			b.Fatalf("result = %q", got)
+		}
+	}
+	b.Run("sequential", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			call()
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetParallelism(32)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				call()
+			}
+		})
+	})
+}
