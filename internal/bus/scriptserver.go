@@ -1,0 +1,363 @@
+package bus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/pipeline"
+	"github.com/agentfleet/agentfleet/internal/script"
+	"github.com/nats-io/nats.go"
+)
+
+// ScriptServerConfig configures a ScriptServer; every field is optional and
+// its zero value means the documented default.
+type ScriptServerConfig struct {
+	// Name is the micro service name; default "toolworker-scripts".
+	Name string
+	// Version is the service's SemVer version; default "0.1.0".
+	Version string
+	// Prefix is the subject prefix; default DefaultPrefix.
+	Prefix string
+	// Concurrency, Heartbeat and Observe are those of ServerConfig.
+	Concurrency int
+	Heartbeat   time.Duration
+	Observe     func(tool, outcome string, d time.Duration)
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+	// Store configures the bucket of the scripted tools.
+	Store ScriptStoreConfig
+	// Env gives the scripts' limits and clock. When its CallTool is nil,
+	// call_tool calls the fleet through a ToolClient on the server's
+	// connection (see FleetCaller).
+	Env script.Env
+	// Client configures that ToolClient; its Prefix is always Prefix.
+	Client ClientConfig
+	// Reserved names are never served as scripts, typically the tools
+	// this process serves itself: the same subject in the same queue
+	// group would split their calls between the two.
+	Reserved []string
+	// DrainTimeout bounds how long a replaced set of tools may finish its
+	// calls in flight before they are canceled; default 10s.
+	DrainTimeout time.Duration
+	// OnChange, if set, is called after every change of the tools served,
+	// with their names and revisions, once the new set takes calls and the
+	// replaced one takes no more.
+	OnChange func(served map[string]uint64)
+}
+
+// ScriptServer serves the scripted tools of the fleet's bucket as
+// endpoints of a micro service, the same protocol as Serve, and keeps them
+// in line with the bucket: a tool written, replaced or deleted is served,
+// changed or dropped within moments.
+//
+// micro cannot remove one endpoint from a running service, so every change
+// starts a new ToolServer with the new set and then drains the old one: the
+// new set takes calls before the old one stops, and the old one's calls in
+// flight may finish. Both announce themselves on the fleet subject (joined,
+// then left), so that orchestrators rediscover at once.
+type ScriptServer struct {
+	nc       *nats.Conn
+	cfg      ScriptServerConfig
+	subjects Subjects
+	store    *ScriptStore
+	client   *ToolClient // nil when cfg.Env.CallTool was given
+	env      script.Env
+	log      *slog.Logger
+	reserved map[string]bool
+
+	stop context.CancelFunc
+	done chan struct{}
+
+	mu       sync.Mutex
+	current  *ToolServer
+	served   map[string]uint64
+	built    map[string]builtTool
+	draining sync.WaitGroup
+}
+
+// builtTool is a definition turned into a tool, nil when it was rejected.
+type builtTool struct {
+	revision uint64
+	tool     *agentfleet.Tool
+}
+
+// ServeScripts binds (or creates) the bucket, serves the scripted tools it
+// holds, and keeps watching it until Close. ctx bounds the start only: it
+// returns once the tools stored at the start are served. Definitions that
+// do not pass script.Check are logged and not served.
+func ServeScripts(ctx context.Context, nc *nats.Conn, cfg ScriptServerConfig) (*ScriptServer, error) {
+	if cfg.Name == "" {
+		cfg.Name = "toolworker-scripts"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.DrainTimeout <= 0 {
+		cfg.DrainTimeout = 10 * time.Second
+	}
+	subjects, err := NewSubjects(cfg.Prefix)
+	if err != nil {
+		return nil, fmt.Errorf("script server: %w", err)
+	}
+	store, err := NewScriptStore(ctx, nc, cfg.Store)
+	if err != nil {
+		return nil, fmt.Errorf("script server: %w", err)
+	}
+	s := &ScriptServer{
+		nc: nc, cfg: cfg, subjects: subjects, store: store, env: cfg.Env, log: cfg.Logger,
+		reserved: map[string]bool{}, done: make(chan struct{}),
+		served: map[string]uint64{}, built: map[string]builtTool{},
+	}
+	for _, n := range cfg.Reserved {
+		s.reserved[n] = true
+	}
+	if s.env.CallTool == nil {
+		cc := cfg.Client
+		cc.Prefix = subjects.Prefix
+		if s.client, err = NewToolClient(nc, cc); err != nil {
+			return nil, fmt.Errorf("script server: %w", err)
+		}
+		s.env.CallTool = FleetCaller(s.client, 0)
+	}
+	wctx, stop := context.WithCancel(context.Background())
+	s.stop = stop
+	updates, err := store.Watch(wctx)
+	if err != nil {
+		stop()
+		return nil, errors.Join(fmt.Errorf("script server: %w", err), s.closeClient())
+	}
+	state := map[string]*script.Definition{}
+	for synced := false; !synced; {
+		select {
+		case <-ctx.Done():
+			stop()
+			return nil, errors.Join(fmt.Errorf("script server: reading the bucket: %w", ctx.Err()), s.closeClient())
+		case u, ok := <-updates:
+			if !ok {
+				stop()
+				return nil, errors.Join(errors.New("script server: the bucket's watcher stopped"), s.closeClient())
+			}
+			synced = s.note(state, u)
+		}
+	}
+	s.apply(state)
+	go s.watch(updates, state)
+	return s, nil
+}
+
+// note applies one update to state and reports whether it is the end of
+// the initial values.
+func (s *ScriptServer) note(state map[string]*script.Definition, u ScriptUpdate) (synced bool) {
+	switch {
+	case u.Synced:
+		return true
+	case u.Err != nil:
+		s.log.Warn("scripted tool ignored", "tool", u.Name, "revision", u.Revision, "err", u.Err)
+		delete(state, u.Name)
+	case u.Definition == nil:
+		delete(state, u.Name)
+	default:
+		state[u.Name] = u.Definition
+	}
+	return false
+}
+
+func (s *ScriptServer) watch(updates <-chan ScriptUpdate, state map[string]*script.Definition) {
+	defer close(s.done)
+	for u := range updates {
+		s.note(state, u)
+		// Take a burst of changes as one.
+	more:
+		for {
+			select {
+			case u, ok := <-updates:
+				if !ok {
+					break more
+				}
+				s.note(state, u)
+			default:
+				break more
+			}
+		}
+		s.apply(state)
+	}
+}
+
+// apply serves the tools of state, if they differ from those served.
+func (s *ScriptServer) apply(state map[string]*script.Definition) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var tools []*agentfleet.Tool
+	served := map[string]uint64{}
+	for _, name := range slices.Sorted(maps.Keys(state)) {
+		def := state[name]
+		if s.reserved[name] {
+			if b, ok := s.built[name]; !ok || b.revision != def.Revision {
+				s.log.Warn("scripted tool not served: this worker serves a tool of that name itself", "tool", name, "revision", def.Revision)
+				s.built[name] = builtTool{revision: def.Revision}
+			}
+			continue
+		}
+		b, ok := s.built[name]
+		if !ok || b.revision != def.Revision {
+			b = builtTool{revision: def.Revision, tool: s.build(def)}
+			s.built[name] = b
+		}
+		if b.tool != nil {
+			tools = append(tools, b.tool)
+			served[name] = def.Revision
+		}
+	}
+	for name := range s.built {
+		if state[name] == nil {
+			delete(s.built, name)
+		}
+	}
+	if maps.Equal(served, s.served) {
+		return
+	}
+	var next *ToolServer
+	if len(tools) > 0 {
+		var err error
+		next, err = Serve(s.nc, ServerConfig{
+			Name: s.cfg.Name, Version: s.cfg.Version, Prefix: s.subjects.Prefix, Tools: tools,
+			Concurrency: s.cfg.Concurrency, Heartbeat: s.cfg.Heartbeat, Logger: s.log, Observe: s.cfg.Observe,
+		})
+		if err != nil {
+			s.log.Error("serving scripted tools", "err", err)
+			return
+		}
+	}
+	old := s.current
+	s.current, s.served = next, served
+	if old != nil {
+		stopped := s.awaitLeft(old.ID())
+		s.draining.Add(1)
+		go func() {
+			defer s.draining.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.DrainTimeout)
+			defer cancel()
+			if err := old.Drain(ctx); err != nil {
+				s.log.Warn("draining replaced scripted tools", "worker", old.Name(), "err", err)
+			}
+		}()
+		stopped()
+	}
+	s.log.Info("scripted tools served", "tools", slices.Sorted(maps.Keys(served)))
+	if s.cfg.OnChange != nil {
+		s.cfg.OnChange(maps.Clone(served))
+	}
+}
+
+// awaitLeft returns a function that waits (two seconds at most) until the
+// ToolServer id announces that it left the fleet. The announcement follows
+// the service's unsubscriptions on the same connection, so once it is here
+// no new call reaches that server: the replaced tools take no more calls,
+// while those in flight finish in the background. A connection that may
+// not subscribe to the fleet subject waits the two seconds.
+func (s *ScriptServer) awaitLeft(id string) func() {
+	sub, err := s.nc.SubscribeSync(s.subjects.Fleet())
+	if err != nil {
+		s.log.Warn("watching the fleet subject", "err", err)
+		return func() {}
+	}
+	return func() {
+		defer sub.Unsubscribe()
+		deadline := time.Now().Add(min(s.cfg.DrainTimeout, 2*time.Second))
+		for {
+			m, err := sub.NextMsg(time.Until(deadline))
+			if err != nil {
+				s.log.Warn("replaced scripted tools did not announce that they left", "id", id, "err", err)
+				return
+			}
+			var n FleetNotice
+			if json.Unmarshal(m.Data, &n) == nil && n.Event == "left" && n.ID == id {
+				return
+			}
+		}
+	}
+}
+
+// build turns def into a served tool, nil (and a log line) when it does not
+// pass the checks.
+func (s *ScriptServer) build(def *script.Definition) *agentfleet.Tool {
+	t, err := script.New(def, s.env)
+	if err == nil {
+		t, err = script.WithChecks(t)
+	}
+	if err != nil {
+		s.log.Warn("scripted tool not served", "tool", def.Name, "revision", def.Revision, "err", err)
+		return nil
+	}
+	return t
+}
+
+// Store returns the store the server watches.
+func (s *ScriptServer) Store() *ScriptStore { return s.store }
+
+// Served returns the names and revisions of the tools served now.
+func (s *ScriptServer) Served() map[string]uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.served)
+}
+
+// Close stops watching the bucket and drains the tools served: calls in
+// flight may finish until ctx ends, when they are canceled.
+func (s *ScriptServer) Close(ctx context.Context) error {
+	s.stop()
+	<-s.done
+	s.mu.Lock()
+	cur := s.current
+	s.current, s.served = nil, map[string]uint64{}
+	s.mu.Unlock()
+	var errs []error
+	if cur != nil {
+		errs = append(errs, cur.Drain(ctx))
+	}
+	s.draining.Wait()
+	errs = append(errs, s.closeClient())
+	return errors.Join(errs...)
+}
+
+func (s *ScriptServer) closeClient() error {
+	if s.client == nil {
+		return nil
+	}
+	return s.client.Close()
+}
+
+// FleetCaller returns a script.Env CallTool that runs a script's call_tool
+// on the fleet through client. A call is bounded by the caller's deadline
+// (a script's own time limit) or, when it has none, by timeout (default
+// pipeline.DefaultTimeout). The call's ID, which carries the depth of
+// nesting, is passed on unchanged.
+func FleetCaller(client *ToolClient, timeout time.Duration) func(ctx context.Context, call *agentfleet.ToolCall) (*agentfleet.ToolResult, error) {
+	if timeout <= 0 {
+		timeout = pipeline.DefaultTimeout
+	}
+	return func(ctx context.Context, call *agentfleet.ToolCall) (*agentfleet.ToolResult, error) {
+		t := timeout
+		if dl, ok := ctx.Deadline(); ok {
+			t = time.Until(dl)
+		}
+		if t <= 0 {
+			return nil, fmt.Errorf("Tool %s: no time left for the call", call.Name)
+		}
+		prep := &pipeline.Prepared{
+			Tool:    &agentfleet.Tool{ToolDef: agentfleet.ToolDef{Name: call.Name}},
+			Call:    *call,
+			Args:    call.Arguments,
+			Timeout: t,
+		}
+		return client.Execute(ctx, prep, func(any) {})
+	}
+}
