@@ -24,6 +24,11 @@ const (
 	EventToolUpdate    EventType = "tool.update"
 	EventToolEnd       EventType = "tool.end"
 	EventError         EventType = "error"
+
+	// Fleet events, published on <prefix>.events._.fleet.<type>: a scripted
+	// tool was written (or replaced) or deleted.
+	EventToolWritten EventType = "tool.written"
+	EventToolDeleted EventType = "tool.deleted"
 )
 
 // Event is one lifecycle event. The envelope fields (type, agent, session,

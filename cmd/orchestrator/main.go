@@ -22,11 +22,14 @@ import (
 
 	_ "time/tzdata" // get_time in the in-process workers must know every zone
 
+	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/cli"
 	"github.com/agentfleet/agentfleet/internal/llm"
 	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
+	"github.com/agentfleet/agentfleet/internal/script"
+	"github.com/agentfleet/agentfleet/internal/tools"
 	"github.com/agentfleet/agentfleet/internal/tools/builtin"
 	"github.com/agentfleet/agentfleet/internal/worker"
 	"github.com/nats-io/nats-server/v2/server"
@@ -84,7 +87,7 @@ type Main struct {
 	profiles []orchestrator.Profile
 	embedded *server.Server
 	nc       *bus.Conn
-	workers  []*bus.ToolServer
+	workers  []*worker.Worker
 	wconns   []*bus.Conn
 	orch     *orchestrator.Orchestrator
 }
@@ -167,13 +170,15 @@ func (m *Main) Run(ctx context.Context) error {
 	if m.nc, err = bus.Connect(nf.Config("orchestrator", m.logger)); err != nil {
 		return err
 	}
+	// Scripted tools live in a JetStream KV bucket.
+	scripts := m.Durable != "false" && bus.HasJetStream(ctx, m.nc)
 	for i := range m.Workers {
 		wc, err := bus.Connect(nf.Config(fmt.Sprintf("toolworker-%d", i+1), m.logger))
 		if err != nil {
 			return err
 		}
 		m.wconns = append(m.wconns, wc)
-		w, err := worker.Start(wc, worker.Config{Prefix: m.Prefix, Concurrency: m.WorkerConc, Heartbeat: m.Heartbeat, Logger: m.logger, Builtin: builtin.Options{}})
+		w, err := worker.Start(wc, worker.Config{Prefix: m.Prefix, Concurrency: m.WorkerConc, Heartbeat: m.Heartbeat, Logger: m.logger, Builtin: builtin.Options{}, Scripts: scripts})
 		if err != nil {
 			return err
 		}
@@ -183,8 +188,28 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var local []*agentfleet.Tool
+	if scripts {
+		store, err := bus.NewScriptStore(ctx, m.nc, bus.ScriptStoreConfig{Replicas: m.Streams.Replicas})
+		if err != nil {
+			return err
+		}
+		// write_tool checks names against the whole fleet and this
+		// process's own tools.
+		fleet := func() []agentfleet.ToolDef {
+			defs := m.orch.Fleet().Tools()
+			for _, t := range local {
+				defs = append(defs, t.ToolDef)
+			}
+			return append(defs, agentfleet.ToolDef{Name: tools.ListToolsName})
+		}
+		local = []*agentfleet.Tool{
+			m.announced(script.WriteTool(store, fleet, script.Env{}), agentfleet.EventToolWritten),
+			m.announced(script.DeleteTool(store, fleet), agentfleet.EventToolDeleted),
+		}
+	}
 	m.orch, err = orchestrator.New(m.nc, orchestrator.Config{
-		Prefix: m.Prefix, Profiles: m.profiles, Model: model, ModelName: name, Logger: m.logger,
+		Prefix: m.Prefix, Profiles: m.profiles, Model: model, ModelName: name, Logger: m.logger, LocalTools: local,
 		ModelFor: m.modelFor(model),
 		Durable:  m.Durable != "false", DurableOptional: m.Durable == "auto",
 		DurableConfig: m.Streams, SessionIdle: m.SessionIdle,
@@ -241,6 +266,33 @@ func (m *Main) modelFor(def loop.Model) func(p *orchestrator.Profile) loop.Model
 		clients[*p.Stream] = c
 		return c
 	}
+}
+
+// announced wraps write_tool or delete_tool: after a change is stored it
+// waits (a few seconds at most) until the fleet serves it, so that the
+// model's next turn sees it, and publishes a fleet event.
+func (m *Main) announced(t *agentfleet.Tool, kind agentfleet.EventType) *agentfleet.Tool {
+	inner := t.Handler
+	wrapped := *t
+	wrapped.Handler = agentfleet.HandlerFunc(func(ctx context.Context, call *agentfleet.Call) (*agentfleet.ToolResult, error) {
+		res, err := inner.Call(ctx, call)
+		if err != nil {
+			return nil, err
+		}
+		name, _ := call.Arguments["name"].(string)
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		werr := m.orch.WaitTool(wctx, name, kind == agentfleet.EventToolWritten)
+		cancel()
+		if werr != nil && kind == agentfleet.EventToolWritten {
+			res.Content = append(res.Content, agentfleet.Text("The fleet does not serve it yet (no worker runs scripts?); try again in a moment."))
+		}
+		m.orch.Publisher().Emit(&agentfleet.Event{
+			Type: kind, Agent: "_", Session: "fleet", Time: time.Now().UTC(),
+			ToolCallID: call.ID, ToolName: name, Result: res,
+		})
+		return res, nil
+	})
+	return &wrapped
 }
 
 // Orchestrator returns the running orchestrator (after Run).

@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
-	"syscall"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/llm/llmtest"
+	"github.com/agentfleet/agentfleet/internal/worker"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -131,7 +134,7 @@ func TestOpenAICompatibleServer(t *testing.T) {
 	if len(reqs) != 2 {
 		t.Fatalf("model requests = %d, want 2", len(reqs))
 	}
-	if reqs[0].Model != "test-model" || !reqs[0].Stream || len(reqs[0].Tools) != 7 {
+	if reqs[0].Model != "test-model" || !reqs[0].Stream || len(reqs[0].Tools) != 9 { // six built-ins, list_tools, write_tool, delete_tool
 		t.Errorf("first request: model %q stream %v tools %d", reqs[0].Model, reqs[0].Stream, len(reqs[0].Tools))
 	}
 	if got := reqs[0].Header.Get("Authorization"); got != "Bearer test-key" {
@@ -218,6 +221,10 @@ func TestProfilesFile(t *testing.T) {
 
 // The test binary doubles as the orchestrator program for crash tests.
 func TestMain(m *testing.M) {
+	if url, ok := os.LookupEnv("SCRIPT_WORKER_URL"); ok {
+		runScriptWorker(url)
+		return
+	}
 	if args, ok := os.LookupEnv("ORCHESTRATOR_CHILD_ARGS"); ok {
 		os.Args = append([]string{"orchestrator"}, strings.Fields(args)...)
 		main()
@@ -317,5 +324,102 @@ func TestOrchestratorKilledMidRun(t *testing.T) {
 	}
 	if len(results) != 1 {
 		t.Errorf("tool results = %v, want one", results)
+	}
+}
+
+// runScriptWorker is a worker process that serves echo and the fleet's
+// scripted tools, as `toolworker --scripts --tools echo` does, until SIGTERM.
+func runScriptWorker(url string) {
+	nc, err := bus.Connect(bus.ConnectConfig{URL: url})
+	if err != nil {
+		os.Exit(3)
+	}
+	w, err := worker.Start(nc, worker.Config{Name: "scriptworker", Tools: []string{"echo"}, Scripts: true})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(3)
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM)
+	<-sig
+	w.Drain(context.Background())
+	os.Exit(0)
+}
+
+// TestSelfTooling is the workflow of spec section 15 as it works here: the
+// model writes a tool with write_tool and calls it in the next turn, and a
+// worker process that was started before the tool existed runs it.
+func TestSelfTooling(t *testing.T) {
+	srv := bustest.MustRunNATS(t)
+	nc, err := bus.Connect(bus.ConnectConfig{URL: srv.ClientURL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	joined, _ := nc.SubscribeSync("agent.fleet")
+	written, _ := nc.SubscribeSync("agent.events._.fleet.tool.written")
+	nc.Flush()
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), "SCRIPT_WORKER_URL="+srv.ClientURL())
+	child.Stderr = os.Stderr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		child.Process.Signal(syscall.SIGTERM)
+		child.Wait()
+	}()
+	if _, err := joined.NextMsg(20 * time.Second); err != nil {
+		t.Fatalf("the worker did not join: %v", err)
+	}
+
+	llm := llmtest.NewServer(t)
+	t.Setenv("OPENAI_BASE_URL", llm.BaseURL())
+	t.Setenv("OPENAI_API_KEY", "k")
+	def := map[string]any{
+		"name": "double", "label": "Double", "description": "Doubles n.",
+		"input_schema": map[string]any{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "integer"}}, "required": []string{"n"}},
+		"code":         "def execute(args):\n    progress({\"n\": args[\"n\"]})\n    return str(args[\"n\"] * 2)\n",
+		"annotations":  map[string]any{"read_only": true, "idempotent": true},
+	}
+	defJSON, _ := json.Marshal(def)
+	llm.Enqueue(
+		llmtest.ToolCallsReply(llmtest.ToolCall{ID: "w1", Name: "write_tool", Arguments: string(defJSON)}).Response(),
+		llmtest.ToolCallsReply(llmtest.ToolCall{ID: "d1", Name: "double", Arguments: `{"n":21}`}).Response(),
+		llmtest.TextReply("21 doubled is 42.").Response(),
+	)
+	m := run(t, "--nats-url", srv.ClientURL())
+	final := ask(t, nc, "agent.ask.default.self", "double 21 with a tool of your own")
+	if got, want := agentfleet.JoinText(final.Content), "21 doubled is 42."; got != want {
+		t.Errorf("answer = %q (%s %s), want %q", got, final.StopReason, final.ErrorMessage, want)
+	}
+	reqs := llm.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("model requests = %d, want 3", len(reqs))
+	}
+	results := map[string]string{}
+	for _, msg := range reqs[2].Messages {
+		if msg.Role == "tool" {
+			results[msg.ToolCallID] = msg.Text()
+		}
+	}
+	if !strings.Contains(results["w1"], "Tool double written") {
+		t.Errorf("write_tool result = %q", results["w1"])
+	}
+	if results["d1"] != "42" {
+		t.Errorf("double result = %q, want 42", results["d1"])
+	}
+	var names []string
+	for _, tool := range reqs[1].Tools {
+		names = append(names, tool.Function.Name)
+	}
+	if !strings.Contains(strings.Join(names, ","), "double") {
+		t.Errorf("the second turn's tools %v lack double", names)
+	}
+	if _, err := written.NextMsg(5 * time.Second); err != nil {
+		t.Errorf("no tool.written event: %v", err)
+	}
+	if _, ok := m.Orchestrator().Tools("default"); !ok {
+		t.Error("no default agent")
 	}
 }

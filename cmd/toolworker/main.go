@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/cli"
+	"github.com/agentfleet/agentfleet/internal/script"
 	"github.com/agentfleet/agentfleet/internal/tools/builtin"
 	"github.com/agentfleet/agentfleet/internal/worker"
 )
@@ -60,9 +61,12 @@ type Main struct {
 	DrainTimeout time.Duration
 	Stderr       io.Writer
 
-	logger *slog.Logger
-	nc     *bus.Conn
-	server *bus.ToolServer
+	logger      *slog.Logger
+	nc          *bus.Conn
+	server      *worker.Worker
+	Scripts     bool
+	ScriptSteps uint64
+	ScriptTime  time.Duration
 }
 
 // NewMain returns a Main with the defaults of its flags.
@@ -81,6 +85,9 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.DurationVar(&m.Heartbeat, "heartbeat", time.Second, "interval of heartbeat frames during a call")
 	fs.BoolVar(&m.AllowPrivate, "allow-private", false, "let http_fetch reach loopback and private addresses")
 	fs.StringVar(&m.WeatherURL, "weather-url", builtin.DefaultWeatherURL, "Open-Meteo-compatible API for get_weather")
+	fs.BoolVar(&m.Scripts, "scripts", false, "also serve the fleet's scripted tools (written with write_tool; needs JetStream)")
+	fs.Uint64Var(&m.ScriptSteps, "script-steps", 0, "execution step limit of one scripted call (default 10 million)")
+	fs.DurationVar(&m.ScriptTime, "script-timeout", 0, "wall-time limit of one scripted call (default 5s)")
 	fs.DurationVar(&m.DrainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM, how long calls in flight may run before they are cancelled")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -107,6 +114,7 @@ func (m *Main) Run(ctx context.Context) error {
 		Name: m.Name, Prefix: m.Prefix, Tools: worker.ParseToolList(m.Tools), Concurrency: m.Concurrency,
 		Heartbeat: m.Heartbeat, Logger: m.logger,
 		Builtin: builtin.Options{AllowPrivate: m.AllowPrivate, WeatherURL: m.WeatherURL},
+		Scripts: m.Scripts, ScriptEnv: script.Env{MaxSteps: m.ScriptSteps, Timeout: m.ScriptTime},
 	})
 	if err != nil {
 		m.nc.Close()

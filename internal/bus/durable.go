@@ -57,6 +57,16 @@ type Durable struct {
 // ErrNoJetStream is returned by OpenDurable when the server has no JetStream.
 var ErrNoJetStream = errors.New("the NATS server has no JetStream")
 
+// HasJetStream reports whether nc's server (and account) has JetStream.
+func HasJetStream(ctx context.Context, nc *nats.Conn) bool {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return false
+	}
+	_, err = js.AccountInfo(ctx)
+	return err == nil
+}
+
 // OpenDurable checks that nc's server has JetStream and creates the history
 // and event streams.
 func OpenDurable(ctx context.Context, nc *nats.Conn, subjects Subjects, cfg DurableConfig) (*Durable, error) {

@@ -227,6 +227,35 @@ func (o *Orchestrator) Tools(agentName string) ([]agentfleet.ToolDef, bool) {
 	return a.store.Defs(), true
 }
 
+// WaitTool waits until the fleet serves the tool name to every agent whose
+// profile allows it (present), or to none (!present), or ctx ends.
+func (o *Orchestrator) WaitTool(ctx context.Context, name string, present bool) error {
+	for {
+		done := true
+		for _, a := range o.agents {
+			if !a.profile.Allows(name) {
+				continue
+			}
+			if _, ok := a.store.Get(name); ok != present {
+				done = false
+			}
+		}
+		if done {
+			return nil
+		}
+		if o.fleet != nil {
+			if err := o.fleet.Refresh(ctx); err != nil {
+				return err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 // updateTools brings every agent's store in line with the fleet: tools that
 // appeared are added where the profile allows them, tools that changed are
 // replaced, tools no worker serves any more are removed. Local tools stay.

@@ -1,20 +1,23 @@
-// Package worker starts a tool worker: the built-in tools served on the
-// fleet through a bus.ToolServer. Both the toolworker command and the
+// Package worker starts a tool worker: the built-in tools, and optionally the
+// fleet's scripted tools, served on NATS. Both the toolworker command and the
 // orchestrator's in-process workers use it.
 package worker
 
 import (
+	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/script"
 	"github.com/agentfleet/agentfleet/internal/tools/builtin"
 )
 
 // Config configures a worker; the zero value serves every built-in tool
-// with the defaults of bus.ServerConfig.
+// with the defaults of bus.ServerConfig and no scripts.
 type Config struct {
 	Name        string
 	Prefix      string
@@ -25,6 +28,16 @@ type Config struct {
 	Builtin     builtin.Options
 	Logger      *slog.Logger
 	Observe     func(tool, outcome string, d time.Duration)
+	// Scripts also serves the scripted tools of the fleet's KV bucket,
+	// following its changes; it needs JetStream.
+	Scripts   bool
+	ScriptEnv script.Env
+}
+
+// Worker is a running worker.
+type Worker struct {
+	*bus.ToolServer
+	Scripts *bus.ScriptServer
 }
 
 // ParseToolList splits a comma-separated list of tool names.
@@ -39,7 +52,7 @@ func ParseToolList(s string) []string {
 }
 
 // Start serves the configured tools on nc.
-func Start(nc *bus.Conn, cfg Config) (*bus.ToolServer, error) {
+func Start(nc *bus.Conn, cfg Config) (*Worker, error) {
 	ts := builtin.All(cfg.Builtin)
 	if len(cfg.Tools) > 0 {
 		var err error
@@ -48,8 +61,47 @@ func Start(nc *bus.Conn, cfg Config) (*bus.ToolServer, error) {
 		}
 	}
 	ts = append(ts, cfg.Extra...)
-	return bus.Serve(nc, bus.ServerConfig{
+	srv, err := bus.Serve(nc, bus.ServerConfig{
 		Name: cfg.Name, Prefix: cfg.Prefix, Tools: ts, Concurrency: cfg.Concurrency,
 		Heartbeat: cfg.Heartbeat, Logger: cfg.Logger, Observe: cfg.Observe,
 	})
+	if err != nil {
+		return nil, err
+	}
+	w := &Worker{ToolServer: srv}
+	if cfg.Scripts {
+		var reserved []string
+		for _, t := range ts {
+			reserved = append(reserved, t.Name)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		w.Scripts, err = bus.ServeScripts(ctx, nc, bus.ScriptServerConfig{
+			Prefix: cfg.Prefix, Concurrency: cfg.Concurrency, Heartbeat: cfg.Heartbeat,
+			Logger: cfg.Logger, Observe: cfg.Observe, Env: cfg.ScriptEnv, Reserved: reserved,
+		})
+		if err != nil {
+			return nil, errors.Join(err, srv.Stop())
+		}
+	}
+	return w, nil
+}
+
+// Drain stops taking calls and lets those in flight finish until ctx ends.
+func (w *Worker) Drain(ctx context.Context) error {
+	var errs []error
+	if w.Scripts != nil {
+		errs = append(errs, w.Scripts.Close(ctx))
+	}
+	return errors.Join(append(errs, w.ToolServer.Drain(ctx))...)
+}
+
+// Stop cancels the calls in flight and stops at once.
+func (w *Worker) Stop() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if w.Scripts != nil {
+		w.Scripts.Close(ctx)
+	}
+	return w.ToolServer.Stop()
 }
