@@ -414,14 +414,50 @@ func (o *Orchestrator) isStopping() bool {
 	return o.stopping
 }
 
+// sink publishes events, counts them and logs them: every event at debug
+// level, failures at warn, with the run, session and tool call as
+// attributes.
 func (o *Orchestrator) sink() agentfleet.EventSink {
-	if o.cfg.Observer == nil {
-		return o.pub
-	}
 	return agentfleet.EventSinkFunc(func(e *agentfleet.Event) {
-		o.cfg.Observer.Event(e)
+		if o.cfg.Observer != nil {
+			o.cfg.Observer.Event(e)
+		}
 		o.pub.Emit(e)
+		o.logEvent(e)
 	})
+}
+
+func (o *Orchestrator) logEvent(e *agentfleet.Event) {
+	level := slog.LevelDebug
+	switch {
+	case e.Type == agentfleet.EventError, e.Type == agentfleet.EventToolEnd && e.IsError:
+		level = slog.LevelWarn
+	case e.Type == agentfleet.EventRunEnd:
+		level = slog.LevelInfo
+	}
+	ctx := context.Background()
+	if !o.log.Enabled(ctx, level) {
+		return
+	}
+	attrs := []slog.Attr{slog.String("agent", e.Agent), slog.String("session", e.Session), slog.String("run_id", e.RunID), slog.Int("turn", e.Turn)}
+	if e.ToolCallID != "" {
+		attrs = append(attrs, slog.String("tool_call_id", e.ToolCallID), slog.String("tool", e.ToolName))
+	}
+	switch e.Type {
+	case agentfleet.EventToolEnd:
+		attrs = append(attrs, slog.Float64("duration_ms", e.DurationMS), slog.String("worker", e.Worker))
+		if e.IsError && e.Result != nil {
+			attrs = append(attrs, slog.String("error", agentfleet.JoinText(e.Result.Content)))
+		}
+	case agentfleet.EventRunEnd:
+		attrs = append(attrs, slog.String("stop_reason", string(e.StopReason)))
+		if e.Message != nil && e.Message.ErrorMessage != "" {
+			attrs = append(attrs, slog.String("error", e.Message.ErrorMessage))
+		}
+	case agentfleet.EventError:
+		attrs = append(attrs, slog.String("error", e.ErrorMessage))
+	}
+	o.log.LogAttrs(ctx, level, string(e.Type), attrs...)
 }
 
 // Sessions returns the number of sessions in memory.
