@@ -226,7 +226,9 @@ func (c *ToolClient) execute(ctx context.Context, prep *pipeline.Prepared, attem
 // refusal.
 func (c *ToolClient) attempt(ctx context.Context, prep *pipeline.Prepared, attempt int, data []byte, progress pipeline.ProgressFunc) (res *agentfleet.ToolResult, again bool, err error) {
 	token := strconv.FormatUint(c.seq.Add(1), 36)
-	call := &inflight{frames: make(chan delivery, 64), done: make(chan struct{})}
+	// Progress and heartbeats beyond the buffer are dropped rather than
+	// stall the subscription; final frames always get through.
+	call := &inflight{frames: make(chan delivery, 8), done: make(chan struct{})}
 	c.mu.Lock()
 	c.calls[token] = call
 	c.mu.Unlock()

@@ -358,13 +358,13 @@ func (o *Orchestrator) session(agentName, name string) (*session, error) {
 // stored records an appended message: in memory, and in the history store
 // when durable. A failed store marks the run so its input is not acked.
 func (o *Orchestrator) stored(s *session, runID string, m agentfleet.Message) {
+	if o.durable == nil || o.isStopping() {
+		return // without a store there is nothing to de-duplicate against
+	}
 	if u, ok := m.(*agentfleet.UserMessage); ok && u.ID != "" {
 		s.mu.Lock()
 		s.runOf[u.ID] = runID
 		s.mu.Unlock()
-	}
-	if o.durable == nil || o.isStopping() {
-		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -392,9 +392,11 @@ func (o *Orchestrator) runEnded(s *session, final *agentfleet.AssistantMessage) 
 			s.mu.Unlock()
 		}
 	}
-	s.mu.Lock()
-	s.ended[final.RunID] = true
-	s.mu.Unlock()
+	if o.durable != nil {
+		s.mu.Lock()
+		s.ended[final.RunID] = true
+		s.mu.Unlock()
+	}
 	o.pub.PublishOut(s.agent, s.name, final)
 }
 
