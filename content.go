@@ -114,3 +114,27 @@ func JoinText(blocks []Content) string {
 	}
 	return b.String()
 }
+
+// ToolCallBlocks returns the tool calls held in content as tool_call blocks,
+// in order, whichever of the two forms of spec section 7 the model used: a
+// tool_call block is kept as it is, a tool_calls array gives one block per
+// entry (the entry's function name and arguments, or its top-level ones).
+// Ids are kept as given, empty ones included.
+func ToolCallBlocks(content []Content) []Content {
+	var out []Content
+	for _, c := range content {
+		switch c.Type {
+		case ContentToolCall:
+			out = append(out, c)
+		case ContentToolCalls:
+			for _, rc := range c.ToolCalls {
+				name, args := rc.Name, rc.Arguments
+				if rc.Function != nil {
+					name, args = rc.Function.Name, rc.Function.Arguments
+				}
+				out = append(out, Content{Type: ContentToolCall, ID: rc.ID, Name: name, Arguments: args})
+			}
+		}
+	}
+	return out
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/tools/builtin"
 )
 
 // The tools that benchmark workers serve.
@@ -81,7 +82,7 @@ func benchTools(g *gauge, delay time.Duration) []*agentfleet.Tool {
 		defer g.leave()
 		d := delay
 		if d <= 0 {
-			ms, err := toInt(call.Arguments["ms"])
+			ms, err := builtin.Int(call.Arguments["ms"])
 			if err != nil {
 				return nil, fmt.Errorf("%s: argument \"ms\" %v", toolSleep, err)
 			}
@@ -97,34 +98,4 @@ func benchTools(g *gauge, delay time.Duration) []*agentfleet.Tool {
 		}
 	})}
 	return []*agentfleet.Tool{echo, sleep}
-}
-
-// toInt converts a number as JSON or MessagePack decoding yields it.
-func toInt(v any) (int64, error) {
-	switch n := v.(type) {
-	case int:
-		return int64(n), nil
-	case int8:
-		return int64(n), nil
-	case int16:
-		return int64(n), nil
-	case int32:
-		return int64(n), nil
-	case int64:
-		return n, nil
-	case uint8:
-		return int64(n), nil
-	case uint16:
-		return int64(n), nil
-	case uint32:
-		return int64(n), nil
-	case uint64:
-		return int64(n), nil
-	case float32:
-		return int64(n), nil
-	case float64:
-		return int64(n), nil
-	default:
-		return 0, fmt.Errorf("must be a number, got %T", v)
-	}
 }

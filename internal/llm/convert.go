@@ -95,19 +95,8 @@ func convertAssistant(m *agentfleet.AssistantMessage) (openai.ChatCompletionMess
 			Function: openai.FunctionCall{Name: name, Arguments: argumentsText(args)},
 		})
 	}
-	for _, c := range m.Content {
-		switch c.Type {
-		case agentfleet.ContentToolCall:
-			add(c.ID, c.Name, c.Arguments)
-		case agentfleet.ContentToolCalls:
-			for _, rc := range c.ToolCalls {
-				name, args := rc.Name, rc.Arguments
-				if rc.Function != nil {
-					name, args = rc.Function.Name, rc.Function.Arguments
-				}
-				add(rc.ID, name, args)
-			}
-		}
+	for _, b := range agentfleet.ToolCallBlocks(m.Content) {
+		add(b.ID, b.Name, b.Arguments)
 	}
 	return cm, cm.Content != "" || len(cm.ToolCalls) > 0
 }

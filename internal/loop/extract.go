@@ -33,19 +33,12 @@ func ExtractToolCalls(m *agentfleet.AssistantMessage) []agentfleet.ToolCall {
 		content = append(content, agentfleet.Content{Type: agentfleet.ContentToolCall, ID: id, Name: name, Arguments: norm})
 	}
 	for _, c := range m.Content {
-		switch c.Type {
-		case agentfleet.ContentToolCall:
-			add(c.ID, c.Name, c.Arguments)
-		case agentfleet.ContentToolCalls:
-			for _, rc := range c.ToolCalls {
-				name, raw := rc.Name, rc.Arguments
-				if rc.Function != nil {
-					name, raw = rc.Function.Name, rc.Function.Arguments
-				}
-				add(rc.ID, name, raw)
-			}
-		default:
+		if c.Type != agentfleet.ContentToolCall && c.Type != agentfleet.ContentToolCalls {
 			content = append(content, c)
+			continue
+		}
+		for _, b := range agentfleet.ToolCallBlocks([]agentfleet.Content{c}) {
+			add(b.ID, b.Name, b.Arguments)
 		}
 	}
 	m.Content = content

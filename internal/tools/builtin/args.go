@@ -54,6 +54,11 @@ func intArg(tool string, args map[string]any, key string, required bool, def, lo
 	return n, nil
 }
 
+// Int converts an integral number as JSON (float64, json.Number) or
+// MessagePack (any int or uint size) decoding yields it; fractions and
+// values out of range are errors.
+func Int(v any) (int64, error) { return toInt64(v) }
+
 // toInt64 converts a number of any of the types that JSON or MessagePack
 // decoding yields to an int64. Its errors complete a sentence that starts
 // with the argument's name: "must be an integer, got 1.5".
