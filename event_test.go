@@ -90,3 +90,15 @@ func TestContentValidate(t *testing.T) {
 		}
 	}
 }
+
+func FuzzUnmarshalMessage(f *testing.F) {
+	for _, s := range []string{`{"role":"user","content":[{"type":"text","text":"hi"}]}`, `{"role":"tool","tool_call_id":"c"}`, `{"role":"assistant","content":null}`, `{`, `[]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := agentfleet.UnmarshalMessage(data)
+		if err == nil && m == nil {
+			t.Error("nil message without an error")
+		}
+	})
+}

@@ -138,3 +138,23 @@ func TestToolMetadataRoundTrip(t *testing.T) {
 		t.Errorf("bad schema: %v", err)
 	}
 }
+
+func FuzzParseAbort(f *testing.F) {
+	for _, s := range []string{"", `{"reason":"x"}`, "plain", `{"reason":`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ParseAbort(data)
+	})
+}
+
+func FuzzToolFromMetadata(f *testing.F) {
+	f.Add("echo", `{"type":"object"}`, `{"read_only":true}`, "true", "1000")
+	f.Add("x", "{", "[", "maybe", "-1")
+	f.Fuzz(func(t *testing.T, name, schema, annotations, parallel, timeout string) {
+		d, err := ToolFromMetadata(name, map[string]string{MetaInputSchema: schema, MetaAnnotations: annotations, MetaParallel: parallel, MetaTimeoutMS: timeout})
+		if err == nil && (!ValidToken(d.Name) || d.TimeoutMS < 0) {
+			t.Errorf("accepted %+v", d)
+		}
+	})
+}
