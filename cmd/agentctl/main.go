@@ -6,6 +6,16 @@
 //	agentctl tail default
 //	agentctl chat default
 //	agentctl call calculator '{"expression":"2*(3+4)"}'
+//	agentctl tools export weather > tools/weather.json
+//	agentctl tools import --replace tools/weather.json
+//
+// The scripted tools of the fleet (write_tool, issue 8) are managed with the
+// subcommands of tools: export, import, history and delete. They read and
+// write the JetStream KV bucket agent_tools directly, so they need a NATS
+// user with JetStream rights (the orchestrator's or an administrator's, not
+// the client role's). Since a first argument of tools that names one of
+// them is the subcommand, `agentctl tools export` cannot list the tools of
+// an agent named export (or import, history or delete).
 package main
 
 import (
@@ -17,6 +27,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -77,6 +88,12 @@ type Main struct {
 	// ID is the client message id of ask, send and steer; the orchestrator
 	// drops a second message with the same id.
 	ID string
+	// Revision is the revision that tools export prints; zero means the
+	// current one.
+	Revision uint64
+	// Replace lets tools import replace a scripted tool of the same name,
+	// as "replace": true in the file does.
+	Replace bool
 
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
@@ -86,7 +103,8 @@ type Main struct {
 	Interrupt <-chan os.Signal
 
 	cmd      *command
-	pos      []string // positional arguments of the command
+	sub      *command // the subcommand of cmd, if any
+	pos      []string // positional arguments of the (sub)command
 	subjects bus.Subjects
 	logger   *slog.Logger
 	nc       *bus.Conn
@@ -105,12 +123,57 @@ func NewMain() *Main {
 }
 
 // command describes one subcommand: its arguments, its own flags and how
-// to check its positional arguments.
+// to check its positional arguments. A command with subs has subcommands,
+// chosen by its first argument; without one of their names there, the
+// command itself runs.
 type command struct {
-	name, args, help string
-	json, id         bool // takes --json, --id
-	check            func(m *Main, pos []string) error
-	run              func(m *Main, ctx context.Context) error
+	name, args, help  string
+	json, id          bool // takes --json, --id
+	revision, replace bool // takes --revision, --replace
+	check             func(m *Main, pos []string) error
+	run               func(m *Main, ctx context.Context) error
+	subs              []*command
+}
+
+// takes says whether c itself takes the command flag name.
+func (c *command) takes(name string) bool {
+	switch name {
+	case "json":
+		return c.json
+	case "id":
+		return c.id
+	case "revision":
+		return c.revision
+	case "replace":
+		return c.replace
+	}
+	return false
+}
+
+// anyTakes says whether c or one of its subcommands takes the command flag
+// name.
+func (c *command) anyTakes(name string) bool {
+	if c.takes(name) {
+		return true
+	}
+	for _, s := range c.subs {
+		if s.takes(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// commandFlags are the flags that only some commands take.
+var commandFlags = []string{"json", "id", "revision", "replace"}
+
+// toolsCommands are the subcommands of tools, which manage the scripted
+// tools in the KV bucket.
+var toolsCommands = []*command{
+	{name: "export", args: "<name>", help: "print a scripted tool's definition as JSON (--revision N: an earlier one)", json: true, revision: true, check: checkToolName, run: (*Main).exportTool},
+	{name: "import", args: "<file>", help: "store a definition file ('-': stdin) after write_tool's checks (--replace)", json: true, replace: true, check: checkImport, run: (*Main).importTool},
+	{name: "history", args: "<name>", help: "list the stored revisions of a scripted tool, with their times", json: true, check: checkToolName, run: (*Main).toolHistory},
+	{name: "delete", args: "<name>", help: "delete a scripted tool (its revisions stay in the history)", json: true, check: checkToolName, run: (*Main).deleteTool},
 }
 
 var commands = []*command{
@@ -120,7 +183,7 @@ var commands = []*command{
 	{name: "abort", args: "<agent> <session> [reason]", help: "abort the session's running run (agent.abort)", check: checkAbort, run: (*Main).abort},
 	{name: "tail", args: "[agent [session]]", help: "follow events as readable lines; '*' matches any agent or session", json: true, check: checkTail, run: (*Main).tail},
 	{name: "chat", args: "<agent> [session]", help: "chat in the terminal, with the answer and tool calls as they stream", check: checkChat, run: (*Main).chat},
-	{name: "tools", args: "[agent]", help: "list the fleet's tools with their argument schemas", json: true, check: checkTools, run: (*Main).tools},
+	{name: "tools", args: "[agent]", help: "list the fleet's tools with their argument schemas", json: true, check: checkTools, run: (*Main).tools, subs: toolsCommands},
 	{name: "call", args: "<tool> [json-args]", help: "run one tool on the fleet directly, printing its progress", json: true, check: checkCall, run: (*Main).call},
 }
 
@@ -143,14 +206,33 @@ Commands:
 `)
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-34s %s\n", c.name+" "+c.args, c.help)
+		for _, s := range c.subs {
+			fmt.Fprintf(w, "  %-34s %s\n", c.name+" "+s.name+" "+s.args, s.help)
+		}
 	}
 	fmt.Fprint(w, `
 A <text> of "-" is read from standard input. Put "--" before a text that
 starts with "-". Flags may also follow the command.
 
+The tools subcommands export, import, history and delete manage the
+scripted tools (those written with write_tool) in the JetStream KV bucket
+agent_tools; they need a NATS user that may use JetStream. import makes
+exactly the checks of write_tool: the name must not be taken by a tool of
+the fleet other than a scripted one, which it replaces only with --replace
+or "replace": true in the file; the schema must compile; the scripts must
+compile and pass a dry run. To restore an earlier revision, checked again:
+
+  agentctl tools export --revision N <name> | agentctl tools import --replace -
+
+The first argument of tools is taken for a subcommand when it is export,
+import, history or delete, so no agent of those names can be given to it.
+
 Command flags:
-  --json       print raw JSON (ask, tail, tools, call)
-  --id string  client message id, for de-duplication (ask, send, steer)
+  --json          print raw JSON (ask, tail, tools, call; tools history,
+                  import and delete; tools export prints JSON anyway)
+  --id string     client message id, for de-duplication (ask, send, steer)
+  --revision N    the revision to print (tools export)
+  --replace       replace a scripted tool of the same name (tools import)
 
 Flags:
 `)
@@ -207,15 +289,31 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.SetOutput(m.Stderr)
 	fs.Usage = func() {
 		help := strings.ToUpper(m.cmd.help[:1]) + m.cmd.help[1:]
-		fmt.Fprintf(m.Stderr, "Usage: agentctl %s [flags] %s\n\n%s.\n\nFlags:\n", name, m.cmd.args, help)
+		fmt.Fprintf(m.Stderr, "Usage: agentctl %s [flags] %s\n\n%s.\n", name, m.cmd.args, help)
+		if len(m.cmd.subs) > 0 {
+			fmt.Fprintf(m.Stderr, "\nSubcommands (an agent cannot be named like one of them):\n")
+			for _, s := range m.cmd.subs {
+				fmt.Fprintf(m.Stderr, "  %-30s %s\n", name+" "+s.name+" "+s.args, s.help)
+			}
+		}
+		fmt.Fprintf(m.Stderr, "\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	m.globalFlags(fs)
-	if m.cmd.json {
+	// The subcommand is known only once the flags are parsed, so the flags
+	// of all of them are registered, and those given to the wrong one are
+	// refused below.
+	if m.cmd.anyTakes("json") {
 		fs.BoolVar(&m.JSON, "json", false, "print raw JSON")
 	}
-	if m.cmd.id {
+	if m.cmd.anyTakes("id") {
 		fs.StringVar(&m.ID, "id", "", "client message id; the orchestrator drops a repeated id")
+	}
+	if m.cmd.anyTakes("revision") {
+		fs.Uint64Var(&m.Revision, "revision", 0, "print this revision of the tool (see tools history), not the current one")
+	}
+	if m.cmd.anyTakes("replace") {
+		fs.BoolVar(&m.Replace, "replace", false, "replace a scripted tool of the same name")
 	}
 	pos, err := parseInterspersed(fs, top.Args()[1:])
 	if err != nil {
@@ -224,13 +322,36 @@ func (m *Main) ParseFlags(args []string) error {
 		}
 		return fmt.Errorf("agentctl %s: %w", name, err)
 	}
+	check := m.cmd.check
+	if len(pos) > 0 {
+		for _, s := range m.cmd.subs {
+			if pos[0] == s.name {
+				m.sub, check, pos = s, s.check, pos[1:]
+				name += " " + s.name
+				break
+			}
+		}
+	}
+	chosen := m.cmd
+	if m.sub != nil {
+		chosen = m.sub
+	}
+	var wrong string
+	fs.Visit(func(f *flag.Flag) {
+		if wrong == "" && slices.Contains(commandFlags, f.Name) && !chosen.takes(f.Name) {
+			wrong = f.Name
+		}
+	})
+	if wrong != "" {
+		return fmt.Errorf("agentctl %s: flag provided but not defined: -%s", name, wrong)
+	}
 	if m.subjects, err = bus.NewSubjects(m.Prefix); err != nil {
 		return fmt.Errorf("agentctl %s: --prefix: %w", name, err)
 	}
 	if m.Timeout < 0 {
 		return fmt.Errorf("agentctl %s: --timeout %v: must not be negative", name, m.Timeout)
 	}
-	if err := m.cmd.check(m, pos); err != nil {
+	if err := check(m, pos); err != nil {
 		return fmt.Errorf("agentctl %s: %w", name, err)
 	}
 	m.pos = pos
@@ -268,8 +389,12 @@ func (m *Main) Run(ctx context.Context) error {
 	if m.cmd == nil {
 		return errors.New("agentctl: Run before ParseFlags")
 	}
+	name, run := m.cmd.name, m.cmd.run
+	if m.sub != nil {
+		name, run = name+" "+m.sub.name, m.sub.run
+	}
 	if err := m.connect(); err != nil {
-		return fmt.Errorf("agentctl %s: %w", m.cmd.name, err)
+		return fmt.Errorf("agentctl %s: %w", name, err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -282,10 +407,10 @@ func (m *Main) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	err := m.cmd.run(m, ctx)
+	err := run(m, ctx)
 	var code exitCode
 	if err != nil && !errors.As(err, &code) {
-		err = fmt.Errorf("agentctl %s: %w", m.cmd.name, err)
+		err = fmt.Errorf("agentctl %s: %w", name, err)
 	}
 	return err
 }
@@ -355,6 +480,25 @@ func checkTools(m *Main, pos []string) error {
 	}
 	if len(pos) == 1 {
 		return checkName("agent", pos[0])
+	}
+	return nil
+}
+
+// checkToolName checks the arguments of the tools subcommands that take
+// the name of a scripted tool.
+func checkToolName(m *Main, pos []string) error {
+	if len(pos) != 1 {
+		return fmt.Errorf("want <name>, got %d arguments", len(pos))
+	}
+	return checkName("tool", pos[0])
+}
+
+func checkImport(m *Main, pos []string) error {
+	if len(pos) != 1 {
+		return fmt.Errorf("want <file> (- for standard input), got %d arguments", len(pos))
+	}
+	if pos[0] == "" {
+		return errors.New("the file name is empty")
 	}
 	return nil
 }

@@ -283,6 +283,13 @@ func TestTools(t *testing.T) {
 	if calc == nil || len(calc.Workers) != 1 || !strings.Contains(string(calc.InputSchema), `"expression"`) {
 		t.Errorf("--json calculator = %+v", calc)
 	}
+
+	// No process of this fleet serves scripts, so none created the bucket
+	// of the scripted tools, and agentctl does not create it either.
+	_, _, err = run(t, url, "tools", "export", "calculator")
+	if err == nil || !strings.Contains(err.Error(), "agentctl tools export: no scripted tools are stored on this NATS server: the KV bucket agent_tools does not exist") {
+		t.Errorf("export without a bucket: err = %v", err)
+	}
 }
 
 func TestCall(t *testing.T) {
@@ -420,6 +427,10 @@ func TestNoOrchestrator(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no tool worker") {
 		t.Errorf("tools: err = %v", err)
 	}
+	_, _, err = run(t, s.ClientURL(), "tools", "history", "x")
+	if err == nil || !strings.Contains(err.Error(), "agentctl tools history: JetStream is not enabled on this NATS server") {
+		t.Errorf("tools history: err = %v", err)
+	}
 }
 
 // TestRoles runs the fleet under the users of deploy/nats/nats.conf: the
@@ -518,6 +529,7 @@ func TestRoles(t *testing.T) {
 		{as("dashboard", "abort", "default", "s"), `Permissions Violation for Publish to "agent.abort.default.s"`},
 		{as("toolworker", "tail"), `Permissions Violation for Subscription to "agent.events.*.*.>"`},
 		{as("client", "call", "echo", `{"text":"x"}`), `Permissions Violation for Publish to "agent.tool.echo"`},
+		{as("client", "tools", "export", "x"), `NATS user "client" lacks the permission: nats: permissions violation: Permissions Violation for Publish to "$JS.API.STREAM.INFO.KV_agent_tools"`},
 	}
 	for _, tt := range denied {
 		start := time.Now()
@@ -552,6 +564,15 @@ func TestBadArguments(t *testing.T) {
 		{[]string{"chat"}, "agentctl chat: want <agent> [session], got 0 argument(s)"},
 		{[]string{"chat", "default", "s*"}, `agentctl chat: session name "s*" may hold only`},
 		{[]string{"tools", "a", "b"}, "agentctl tools: want [agent], got 2 arguments"},
+		{[]string{"tools", "export"}, "agentctl tools export: want <name>, got 0 arguments"},
+		{[]string{"tools", "history", "a", "b"}, "agentctl tools history: want <name>, got 2 arguments"},
+		{[]string{"tools", "delete", "a.b"}, `agentctl tools delete: tool name "a.b" may hold only`},
+		{[]string{"tools", "import"}, "agentctl tools import: want <file> (- for standard input), got 0 arguments"},
+		{[]string{"tools", "export", "--revision", "x", "a"}, `agentctl tools: invalid value "x" for flag -revision`},
+		{[]string{"tools", "history", "--revision", "2", "a"}, "agentctl tools history: flag provided but not defined: -revision"},
+		{[]string{"tools", "--replace", "export", "a"}, "agentctl tools export: flag provided but not defined: -replace"},
+		{[]string{"tools", "--replace", "default"}, "agentctl tools: flag provided but not defined: -replace"},
+		{[]string{"ask", "--replace", "default", "s", "hi"}, "agentctl ask: flag provided but not defined: -replace"},
 		{[]string{"call"}, "agentctl call: want <tool> [json-args], got 0 argument(s)"},
 		{[]string{"call", "bad tool"}, `agentctl call: tool name "bad tool" may hold only`},
 		{[]string{"call", "calculator", "{bad"}, "agentctl call: arguments {bad are not a JSON object: invalid character 'b'"},
@@ -596,6 +617,34 @@ func TestFlags(t *testing.T) {
 		if !strings.Contains(stdout.String(), "\n  "+c.name+" ") {
 			t.Errorf("usage lacks %s:\n%s", c.name, stdout.String())
 		}
+		for _, sub := range c.subs {
+			if !strings.Contains(stdout.String(), "\n  "+c.name+" "+sub.name+" "+sub.args+" ") {
+				t.Errorf("usage lacks %s %s:\n%s", c.name, sub.name, stdout.String())
+			}
+		}
+	}
+	for _, f := range []string{"--json", "--id", "--revision", "--replace"} {
+		if !strings.Contains(stdout.String(), "\n  "+f+" ") {
+			t.Errorf("usage lacks the command flag %s", f)
+		}
+	}
+
+	// The subcommands of tools take their flags anywhere, and an agent
+	// name that is none of them still lists.
+	m = NewMain()
+	m.Stderr = io.Discard
+	if err := m.ParseFlags([]string{"tools", "--revision", "3", "export", "adder"}); err != nil || m.sub == nil || m.sub.name != "export" || m.Revision != 3 || strings.Join(m.pos, "|") != "adder" {
+		t.Errorf("tools --revision 3 export adder: err %v, pos %q", err, m.pos)
+	}
+	m = NewMain()
+	m.Stderr = io.Discard
+	if err := m.ParseFlags([]string{"tools", "import", "-", "--replace"}); err != nil || m.sub == nil || m.sub.name != "import" || !m.Replace || strings.Join(m.pos, "|") != "-" {
+		t.Errorf("tools import - --replace: err %v, pos %q", err, m.pos)
+	}
+	m = NewMain()
+	m.Stderr = io.Discard
+	if err := m.ParseFlags([]string{"tools", "--json", "exporter"}); err != nil || m.sub != nil || strings.Join(m.pos, "|") != "exporter" {
+		t.Errorf("tools --json exporter: err %v, pos %q", err, m.pos)
 	}
 	for _, f := range []string{"-nats-url", "-creds", "-nkey", "-user", "-password", "-token", "-tls-ca", "-tls-cert", "-tls-key", "-prefix", "-timeout"} {
 		if !strings.Contains(stdout.String(), "  "+f+" ") {

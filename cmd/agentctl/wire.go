@@ -7,6 +7,7 @@ package main
 // of the public subjects.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // flushTimeout bounds a round trip to the server.
@@ -153,4 +155,41 @@ func (m *Main) publishRequest(subject, reply string, data []byte, msgID string) 
 		return fmt.Errorf("publish on %s: %w", subject, err)
 	}
 	return m.checkDenied(subject)
+}
+
+// untilDenied returns a context that also ends when the server reports a
+// permission violation, with the violation as its cause: a refused
+// JetStream request would otherwise look like a server that never answered.
+func (m *Main) untilDenied(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		select {
+		case err := <-m.denied:
+			cancel(err)
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { cancel(nil) }
+}
+
+// openScripts binds the KV bucket of the scripted tools. Unlike
+// bus.NewScriptStore alone, it does not create a missing bucket: the
+// orchestrator and the workers that serve scripts create it with the
+// replicas of their configuration, which agentctl does not know.
+func (m *Main) openScripts(ctx context.Context) (*bus.ScriptStore, error) {
+	js, err := jetstream.New(m.nc)
+	if err != nil {
+		return nil, fmt.Errorf("JetStream: %w", err)
+	}
+	bucket := bus.DefaultScriptBucket
+	_, err = js.KeyValue(ctx, bucket)
+	switch {
+	case errors.Is(err, jetstream.ErrBucketNotFound):
+		return nil, fmt.Errorf("no scripted tools are stored on this NATS server: the KV bucket %s does not exist (the orchestrator, with JetStream, and every toolworker --scripts create it when they start)", bucket)
+	case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount), errors.Is(err, nats.ErrNoResponders):
+		return nil, fmt.Errorf("JetStream is not enabled on this NATS server (for this user's account), so it stores no scripted tools")
+	case err != nil:
+		return nil, fmt.Errorf("KV bucket %s: %w", bucket, err)
+	}
+	return bus.NewScriptStore(ctx, m.nc, bus.ScriptStoreConfig{Bucket: bucket})
 }
