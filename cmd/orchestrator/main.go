@@ -27,6 +27,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/cli"
 	"github.com/agentfleet/agentfleet/internal/llm"
 	"github.com/agentfleet/agentfleet/internal/loop"
+	"github.com/agentfleet/agentfleet/internal/metrics"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
 	"github.com/agentfleet/agentfleet/internal/script"
 	"github.com/agentfleet/agentfleet/internal/tools"
@@ -80,7 +81,10 @@ type Main struct {
 	Durable       string
 	Streams       bus.DurableConfig
 	SessionIdle   time.Duration
+	HTTP          string
 	llmCfg        llm.Config
+	metrics       *metrics.Orchestrator
+	http          *metrics.Server
 	Stderr        io.Writer
 
 	logger   *slog.Logger
@@ -101,6 +105,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.SetOutput(m.Stderr)
 	m.NATS.Register(fs, "")
 	m.Log.Register(fs)
+	fs.StringVar(&m.HTTP, "http", "127.0.0.1:8080", `address of /metrics, /healthz and /readyz ("" turns it off)`)
 	fs.StringVar(&m.Listen, "listen", "127.0.0.1:4222", "address of the embedded NATS server (when --nats-url is not given)")
 	fs.StringVar(&m.DataDir, "data-dir", "./data", "JetStream data directory of the embedded NATS server")
 	fs.StringVar(&m.NATSConfig, "nats-config", "", "nats-server configuration file for the embedded server (users, permissions, TLS)")
@@ -151,9 +156,14 @@ func (m *Main) ParseFlags(args []string) error {
 
 // Run starts the system and returns once it serves.
 func (m *Main) Run(ctx context.Context) error {
+	m.metrics = metrics.NewOrchestrator()
+	var err error
+	// First, so that a taken port fails the start at once.
+	if m.http, err = metrics.Listen(m.HTTP, "http", m.metrics.Registry(), m.ready); err != nil {
+		return err
+	}
 	url := m.NATS.URL
 	if url == "" {
-		var err error
 		m.embedded, err = bus.RunEmbedded(bus.EmbeddedConfig{Listen: m.Listen, DataDir: m.DataDir, ConfigFile: m.NATSConfig})
 		if errors.Is(err, bus.ErrListen) {
 			return fmt.Errorf("%w\n(another NATS server or orchestrator may be running: pick another address with --listen, or join that server with --nats-url nats://%s)", err, m.Listen)
@@ -166,7 +176,6 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	nf := m.NATS
 	nf.URL = url
-	var err error
 	if m.nc, err = bus.Connect(nf.Config("orchestrator", m.logger)); err != nil {
 		return err
 	}
@@ -178,12 +187,14 @@ func (m *Main) Run(ctx context.Context) error {
 			return err
 		}
 		m.wconns = append(m.wconns, wc)
-		w, err := worker.Start(wc, worker.Config{Prefix: m.Prefix, Concurrency: m.WorkerConc, Heartbeat: m.Heartbeat, Logger: m.logger, Builtin: builtin.Options{}, Scripts: scripts})
+		w, err := worker.Start(wc, worker.Config{Prefix: m.Prefix, Concurrency: m.WorkerConc, Heartbeat: m.Heartbeat, Logger: m.logger, Builtin: builtin.Options{}, Scripts: scripts,
+			Observe: m.metrics.Workers().Observe})
 		if err != nil {
 			return err
 		}
 		m.workers = append(m.workers, w)
 	}
+	m.metrics.Workers().SetCapacity(m.workerSum((*worker.Worker).InFlight), m.workerSum((*worker.Worker).Concurrency))
 	model, name, err := m.model()
 	if err != nil {
 		return err
@@ -212,12 +223,39 @@ func (m *Main) Run(ctx context.Context) error {
 		Prefix: m.Prefix, Profiles: m.profiles, Model: model, ModelName: name, Logger: m.logger, LocalTools: local,
 		ModelFor: m.modelFor(model),
 		Durable:  m.Durable != "false", DurableOptional: m.Durable == "auto",
-		DurableConfig: m.Streams, SessionIdle: m.SessionIdle,
+		DurableConfig: m.Streams, SessionIdle: m.SessionIdle, Observer: m.metrics,
 	})
 	if err != nil {
 		return err
 	}
+	m.metrics.SetSessions(m.orch.Sessions)
 	return m.orch.Start(ctx)
+}
+
+// ready says why the orchestrator does not serve yet, for /readyz: NATS
+// connected, the fleet discovered with at least one tool, a model.
+func (m *Main) ready() error {
+	switch {
+	case m.orch == nil || m.nc == nil:
+		return errors.New("starting")
+	case !m.nc.IsConnected():
+		return errors.New("not connected to NATS")
+	case !m.orch.Ready():
+		return errors.New("the fleet is not discovered yet")
+	case len(m.orch.Fleet().Tools()) == 0:
+		return errors.New("no tool worker has joined")
+	}
+	return nil
+}
+
+func (m *Main) workerSum(f func(*worker.Worker) int) func() int {
+	return func() int {
+		n := 0
+		for _, w := range m.workers {
+			n += f(w)
+		}
+		return n
+	}
 }
 
 // model chooses the model: an OpenAI-compatible server when one is
@@ -233,6 +271,7 @@ func (m *Main) model() (loop.Model, string, error) {
 	}
 	cfg.Stream = &m.LLMStream
 	cfg.Concurrency, cfg.RequestTimeout, cfg.MaxRetryDelay = m.LLMConc, m.LLMTimeout, m.MaxRetryDelay
+	cfg.Observe = func(d time.Duration, err error) { m.metrics.LLMRequest(d, err, llm.Class(err)) }
 	c, err := llm.New(cfg)
 	if err != nil {
 		return nil, "", err
@@ -330,6 +369,11 @@ func (m *Main) Close() error {
 		m.embedded.Shutdown()
 		m.embedded.WaitForShutdown()
 	}
+	if m.http != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		errs = append(errs, m.http.Shutdown(ctx))
+		cancel()
+	}
 	return errors.Join(errs...)
 }
 
@@ -338,4 +382,12 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// HTTPAddr returns the address of the metrics listener, empty when off.
+func (m *Main) HTTPAddr() string {
+	if m.http == nil {
+		return ""
+	}
+	return m.http.Addr()
 }

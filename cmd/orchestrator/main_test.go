@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -28,7 +30,7 @@ func run(t *testing.T, args ...string) *Main {
 	t.Helper()
 	m := NewMain()
 	m.Stderr = new(strings.Builder)
-	args = append([]string{"--listen", "127.0.0.1:0", "--data-dir", t.TempDir()}, args...)
+	args = append([]string{"--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--http", "127.0.0.1:0"}, args...)
 	if err := m.ParseFlags(args); err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +165,7 @@ func TestListenTaken(t *testing.T) {
 	defer l.Close()
 	m := NewMain()
 	m.Stderr = new(strings.Builder)
-	if err := m.ParseFlags([]string{"--listen", l.Addr().String(), "--data-dir", t.TempDir()}); err != nil {
+	if err := m.ParseFlags([]string{"--listen", l.Addr().String(), "--data-dir", t.TempDir(), "--http", ""}); err != nil {
 		t.Fatal(err)
 	}
 	err = m.Run(context.Background())
@@ -264,7 +266,7 @@ func TestOrchestratorKilledMidRun(t *testing.T) {
 	out, _ := nc.SubscribeSync("agent.out.default.crash")
 	serving, _ := nc.SubscribeSync("agent.fleet")
 	nc.Flush()
-	args := "--nats-url " + srv.ClientURL() + " --workers 1 --durable true --ack-wait 1s --log-level warn"
+	args := "--nats-url " + srv.ClientURL() + " --workers 1 --durable true --ack-wait 1s --log-level warn --http 127.0.0.1:0"
 	first := startOrchestrator(t, args)
 	if _, err := serving.NextMsg(20 * time.Second); err != nil {
 		t.Fatalf("first orchestrator's worker did not join: %v", err)
@@ -421,5 +423,83 @@ func TestSelfTooling(t *testing.T) {
 	}
 	if _, ok := m.Orchestrator().Tools("default"); !ok {
 		t.Error("no default agent")
+	}
+}
+
+func scrape(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestMetricsAndReadiness scrapes /metrics after one run and checks that the
+// counters moved by what the run did; /readyz turns 503 when NATS goes away.
+func TestMetricsAndReadiness(t *testing.T) {
+	srv := bustest.MustRunNATS(t)
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("OPENAI_BASE_URL", "")
+	m := run(t, "--nats-url", srv.ClientURL(), "--workers", "1")
+	base := "http://" + m.HTTPAddr()
+	if code, body := scrape(t, base+"/readyz"); code != 200 {
+		t.Fatalf("/readyz = %d %s", code, body)
+	}
+	if code, _ := scrape(t, base+"/healthz"); code != 200 {
+		t.Fatalf("/healthz = %d", code)
+	}
+	nc := connect(t, m)
+	if final := ask(t, nc, "agent.ask.default.metrics", "what is 6*7?"); !strings.Contains(agentfleet.JoinText(final.Content), "42") {
+		t.Fatalf("answer = %q", agentfleet.JoinText(final.Content))
+	}
+	_, body := scrape(t, base+"/metrics")
+	for _, want := range []string{
+		`agentfleet_runs_started_total 1`,
+		`agentfleet_runs_ended_total{stop_reason="stop"} 1`,
+		`agentfleet_turns_total 2`,
+		`agentfleet_tool_call_duration_seconds_count{outcome="ok",tool="calculator"} 1`,
+		`agentfleet_tool_attempts_total{outcome="ok",tool="calculator"} 1`,
+		`agentfleet_worker_calls_total{outcome="ok",tool="calculator"} 1`,
+		`agentfleet_input_messages_total{outcome="accepted"} 1`,
+		`agentfleet_tool_calls_in_flight 0`,
+		`agentfleet_runs_active 0`,
+		`agentfleet_sessions 1`,
+		`go_goroutines`,
+		`process_resident_memory_bytes`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	for _, label := range []string{`session="`, `run_id="`, `tool_call_id="`} {
+		if strings.Contains(body, label) {
+			t.Errorf("/metrics has the unbounded label %s", label)
+		}
+	}
+	srv.Shutdown()
+	bustest.Eventually(t, "/readyz to fail without NATS", func() bool {
+		code, _ := scrape(t, base+"/readyz")
+		return code == 503
+	})
+}
+
+func TestHTTPPortTaken(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	m := NewMain()
+	m.Stderr = new(strings.Builder)
+	if err := m.ParseFlags([]string{"--http", l.Addr().String(), "--listen", "127.0.0.1:0", "--data-dir", t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	err = m.Run(context.Background())
+	m.Close()
+	if err == nil || !strings.Contains(err.Error(), "--http "+l.Addr().String()) {
+		t.Errorf("err = %v, want one naming --http and the address", err)
 	}
 }

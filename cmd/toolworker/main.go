@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/cli"
+	"github.com/agentfleet/agentfleet/internal/metrics"
 	"github.com/agentfleet/agentfleet/internal/script"
 	"github.com/agentfleet/agentfleet/internal/tools/builtin"
 	"github.com/agentfleet/agentfleet/internal/worker"
@@ -59,14 +60,16 @@ type Main struct {
 	AllowPrivate bool
 	WeatherURL   string
 	DrainTimeout time.Duration
+	Scripts      bool
+	ScriptSteps  uint64
+	ScriptTime   time.Duration
+	HTTP         string
 	Stderr       io.Writer
 
-	logger      *slog.Logger
-	nc          *bus.Conn
-	server      *worker.Worker
-	Scripts     bool
-	ScriptSteps uint64
-	ScriptTime  time.Duration
+	logger *slog.Logger
+	nc     *bus.Conn
+	server *worker.Worker
+	http   *metrics.Server
 }
 
 // NewMain returns a Main with the defaults of its flags.
@@ -85,6 +88,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.DurationVar(&m.Heartbeat, "heartbeat", time.Second, "interval of heartbeat frames during a call")
 	fs.BoolVar(&m.AllowPrivate, "allow-private", false, "let http_fetch reach loopback and private addresses")
 	fs.StringVar(&m.WeatherURL, "weather-url", builtin.DefaultWeatherURL, "Open-Meteo-compatible API for get_weather")
+	fs.StringVar(&m.HTTP, "http", "", `address of /metrics, /healthz and /readyz, such as ":9090" (default off: several workers may share a host)`)
 	fs.BoolVar(&m.Scripts, "scripts", false, "also serve the fleet's scripted tools (written with write_tool; needs JetStream)")
 	fs.Uint64Var(&m.ScriptSteps, "script-steps", 0, "execution step limit of one scripted call (default 10 million)")
 	fs.DurationVar(&m.ScriptTime, "script-timeout", 0, "wall-time limit of one scripted call (default 5s)")
@@ -106,7 +110,17 @@ func (m *Main) ParseFlags(args []string) error {
 // Run connects to NATS and starts serving; it returns once the worker has
 // joined the fleet.
 func (m *Main) Run(ctx context.Context) error {
+	wm := metrics.NewWorker()
 	var err error
+	m.http, err = metrics.Listen(m.HTTP, "http", wm.Registry(), func() error {
+		if m.nc == nil || !m.nc.IsConnected() {
+			return errors.New("not connected to NATS")
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
 	if m.nc, err = bus.Connect(m.NATS.Config(m.Name, m.logger)); err != nil {
 		return err
 	}
@@ -115,11 +129,13 @@ func (m *Main) Run(ctx context.Context) error {
 		Heartbeat: m.Heartbeat, Logger: m.logger,
 		Builtin: builtin.Options{AllowPrivate: m.AllowPrivate, WeatherURL: m.WeatherURL},
 		Scripts: m.Scripts, ScriptEnv: script.Env{MaxSteps: m.ScriptSteps, Timeout: m.ScriptTime},
+		Observe: wm.Observe,
 	})
 	if err != nil {
 		m.nc.Close()
 		return err
 	}
+	wm.SetCapacity(m.server.InFlight, m.server.Concurrency)
 	m.logger.Info("toolworker serving", "worker", m.server.Name(), "nats", m.nc.ConnectedUrlRedacted(), "concurrency", m.Concurrency)
 	return nil
 }
@@ -136,6 +152,11 @@ func (m *Main) Close() error {
 	}
 	if m.nc != nil {
 		errs = append(errs, m.nc.Drain())
+	}
+	if m.http != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		errs = append(errs, m.http.Shutdown(ctx))
+		cancel()
 	}
 	return errors.Join(errs...)
 }

@@ -117,7 +117,11 @@ func (c *Client) Complete(ctx context.Context, req *loop.Request, onDelta loop.D
 		}
 	}
 	for attempt := 1; ; attempt++ {
+		began := time.Now()
 		r, header, err := c.attempt(ctx, &creq, deliver)
+		if c.cfg.Observe != nil {
+			c.cfg.Observe(time.Since(began), err)
+		}
 		if err == nil {
 			if r.model == "" {
 				r.model = creq.Model

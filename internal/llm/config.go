@@ -70,6 +70,10 @@ type Config struct {
 	// Headers and to read response headers such as Retry-After; the value
 	// passed is not modified.
 	HTTPClient *http.Client
+
+	// Observe, if set, is called after every attempt with its duration and
+	// its error (nil on success), for metrics. Optional.
+	Observe func(d time.Duration, err error)
 }
 
 // ConfigFromEnv returns a Config that takes APIKey from OPENAI_API_KEY,

@@ -61,7 +61,9 @@ type Config struct {
 }
 
 // Observer receives measurements, for metrics. Every method may be called
-// from many goroutines at once.
+// from many goroutines at once. An Observer that also has a method
+// EventPublished(agentfleet.EventType) is told of every event published,
+// those about rejected input included.
 type Observer interface {
 	Event(e *agentfleet.Event)
 	Input(outcome string)
@@ -161,8 +163,8 @@ func New(nc *bus.Conn, cfg Config) (*Orchestrator, error) {
 		o.agents[p.Name] = a
 	}
 	o.pub = bus.NewPublisher(nc, subjects, cfg.Logger)
-	if cfg.Observer != nil {
-		o.pub.OnPublish = func(agentfleet.EventType) {}
+	if p, ok := cfg.Observer.(interface{ EventPublished(agentfleet.EventType) }); ok {
+		o.pub.OnPublish = p.EventPublished
 	}
 	return o, nil
 }

@@ -1,0 +1,295 @@
+package metrics_test
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/agentfleet/agentfleet/internal/orchestrator"
+	"go.yaml.in/yaml/v3"
+)
+
+// object is the part of a Kubernetes object that the manifest test reads.
+type object struct {
+	APIVersion string `yaml:"apiVersion"`
+	Kind       string `yaml:"kind"`
+	Metadata   struct {
+		Name      string `yaml:"name"`
+		Namespace string `yaml:"namespace"`
+	} `yaml:"metadata"`
+	Data map[string]string `yaml:"data"`
+	Spec struct {
+		Replicas       int `yaml:"replicas"`
+		ScaleTargetRef struct {
+			Kind string `yaml:"kind"`
+			Name string `yaml:"name"`
+		} `yaml:"scaleTargetRef"`
+		Selector             map[string]any `yaml:"selector"`
+		VolumeClaimTemplates []any          `yaml:"volumeClaimTemplates"`
+		Template             struct {
+			Metadata struct {
+				Labels      map[string]string `yaml:"labels"`
+				Annotations map[string]string `yaml:"annotations"`
+			} `yaml:"metadata"`
+			Spec struct {
+				TerminationGracePeriodSeconds int         `yaml:"terminationGracePeriodSeconds"`
+				Containers                    []container `yaml:"containers"`
+			} `yaml:"spec"`
+		} `yaml:"template"`
+	} `yaml:"spec"`
+}
+
+type container struct {
+	Image   string   `yaml:"image"`
+	Command []string `yaml:"command"`
+	Args    []string `yaml:"args"`
+	Ports   []struct {
+		Name          string `yaml:"name"`
+		ContainerPort int    `yaml:"containerPort"`
+	} `yaml:"ports"`
+	LivenessProbe  *probe   `yaml:"livenessProbe"`
+	ReadinessProbe *probe   `yaml:"readinessProbe"`
+	Env            []envVar `yaml:"env"`
+}
+
+type envVar struct {
+	Name      string `yaml:"name"`
+	ValueFrom struct {
+		SecretKeyRef struct {
+			Name     string `yaml:"name"`
+			Optional bool   `yaml:"optional"`
+		} `yaml:"secretKeyRef"`
+	} `yaml:"valueFrom"`
+}
+
+type probe struct {
+	HTTPGet struct {
+		Path string `yaml:"path"`
+		Port any    `yaml:"port"`
+	} `yaml:"httpGet"`
+}
+
+// port resolves a probe's port, a number or the name of a container port.
+func (c *container) port(p any) int {
+	switch p := p.(type) {
+	case int:
+		return p
+	case string:
+		for _, cp := range c.Ports {
+			if cp.Name == p {
+				return cp.ContainerPort
+			}
+		}
+	}
+	return 0
+}
+
+// flag returns the value that follows name in args, and whether name is
+// there.
+func flag(args []string, name string) (string, bool) {
+	for i, a := range args {
+		if a == name && i+1 < len(args) {
+			return args[i+1], true
+		}
+		if v, ok := strings.CutPrefix(a, name+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+func loadManifests(t *testing.T) map[string]*object {
+	t.Helper()
+	files, err := filepath.Glob("../../deploy/k8s/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no manifests in deploy/k8s (%v)", err)
+	}
+	objs := map[string]*object{}
+	for _, f := range files {
+		if filepath.Base(f) == "kustomization.yaml" {
+			continue
+		}
+		fh, err := os.Open(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := yaml.NewDecoder(fh)
+		for {
+			var o object
+			if err := dec.Decode(&o); errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			if o.Kind == "" || o.APIVersion == "" || o.Metadata.Name == "" {
+				t.Errorf("%s: an object without kind, apiVersion or name", f)
+			}
+			if o.Metadata.Namespace != "" {
+				t.Errorf("%s: %s/%s names namespace %q; the manifests must not", f, o.Kind, o.Metadata.Name, o.Metadata.Namespace)
+			}
+			key := o.Kind + "/" + o.Metadata.Name
+			if objs[key] != nil {
+				t.Errorf("%s: %s defined twice", f, key)
+			}
+			objs[key] = &o
+		}
+		fh.Close()
+	}
+	return objs
+}
+
+// TestManifests checks what deploy/README.md says of the Kubernetes
+// manifests: the flags, ports, probes and grace periods of the commands,
+// the agent profiles, the autoscaler and the NATS cluster.
+func TestManifests(t *testing.T) {
+	objs := loadManifests(t)
+	get := func(key string) *object {
+		t.Helper()
+		o := objs[key]
+		if o == nil {
+			t.Fatalf("deploy/k8s has no %s", key)
+		}
+		return o
+	}
+
+	for _, c := range []struct {
+		deployment, http string
+		flags            map[string]string
+		minGrace         int
+	}{
+		{"agentfleet-orchestrator", ":8080", map[string]string{
+			"--nats-url": "nats://nats:4222", "--config": "/etc/agentfleet/agents.yaml", "--log-format": "json", "--stream-replicas": "3",
+		}, 31},
+		{"agentfleet-toolworker", ":9090", map[string]string{"--nats-url": "nats://nats:4222", "--log-format": "json"}, 40},
+	} {
+		d := get("Deployment/" + c.deployment)
+		pod := d.Spec.Template
+		if len(pod.Spec.Containers) != 1 {
+			t.Fatalf("%s: %d containers, want 1", c.deployment, len(pod.Spec.Containers))
+		}
+		ct := &pod.Spec.Containers[0]
+		if v, _ := flag(ct.Args, "--http"); v != c.http {
+			t.Errorf("%s: --http %q, want %q", c.deployment, v, c.http)
+		}
+		for name, want := range c.flags {
+			if v, _ := flag(ct.Args, name); v != want {
+				t.Errorf("%s: %s %q, want %q", c.deployment, name, v, want)
+			}
+		}
+		port := strings.TrimPrefix(c.http, ":")
+		for what, p := range map[string]*probe{"/healthz": ct.LivenessProbe, "/readyz": ct.ReadinessProbe} {
+			if p == nil || p.HTTPGet.Path != what || strconv.Itoa(ct.port(p.HTTPGet.Port)) != port {
+				t.Errorf("%s: no probe of %s on port %s", c.deployment, what, port)
+			}
+		}
+		ann := pod.Metadata.Annotations
+		if ann["prometheus.io/scrape"] != "true" || ann["prometheus.io/port"] != port || ann["prometheus.io/path"] != "/metrics" {
+			t.Errorf("%s: scrape annotations %v, want port %s and path /metrics", c.deployment, ann, port)
+		}
+		if pod.Metadata.Labels["app.kubernetes.io/part-of"] != "agentfleet" {
+			t.Errorf("%s: the pods lack app.kubernetes.io/part-of=agentfleet, which the scrape config keeps", c.deployment)
+		}
+		if g := pod.Spec.TerminationGracePeriodSeconds; g < c.minGrace {
+			t.Errorf("%s: terminationGracePeriodSeconds %d, want at least %d", c.deployment, g, c.minGrace)
+		}
+		get("Service/" + c.deployment)
+	}
+	if got := get("Deployment/agentfleet-orchestrator").Spec.Replicas; got != 1 {
+		t.Errorf("orchestrator replicas = %d, want 1", got)
+	}
+	env := get("Deployment/agentfleet-orchestrator").Spec.Template.Spec.Containers[0].Env
+	if !slices.ContainsFunc(env, func(e envVar) bool {
+		return e.Name == "OPENAI_API_KEY" && e.ValueFrom.SecretKeyRef.Name != "" && e.ValueFrom.SecretKeyRef.Optional
+	}) {
+		t.Error("orchestrator: OPENAI_API_KEY does not come from an optional Secret")
+	}
+
+	// The ConfigMap holds deploy/agents.yaml, which the orchestrator loads.
+	want, err := os.ReadFile("../../deploy/agents.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := get("ConfigMap/agentfleet-agents").Data["agents.yaml"]
+	if strings.TrimSpace(got) != strings.TrimSpace(string(want)) {
+		t.Errorf("the ConfigMap's agents.yaml differs from deploy/agents.yaml:\n%s", got)
+	}
+	if profiles, err := orchestrator.ParseProfiles([]byte(got)); err != nil || len(profiles) == 0 {
+		t.Errorf("the ConfigMap's agents.yaml does not load: %v", err)
+	}
+
+	hpa := get("HorizontalPodAutoscaler/agentfleet-toolworker")
+	if hpa.APIVersion != "autoscaling/v2" || hpa.Spec.ScaleTargetRef.Kind != "Deployment" || hpa.Spec.ScaleTargetRef.Name != "agentfleet-toolworker" {
+		t.Errorf("the HPA is %s on %+v, want autoscaling/v2 on Deployment agentfleet-toolworker", hpa.APIVersion, hpa.Spec.ScaleTargetRef)
+	}
+
+	nats := get("StatefulSet/nats")
+	if nats.Spec.Replicas != 3 || len(nats.Spec.VolumeClaimTemplates) == 0 {
+		t.Errorf("NATS: %d replicas, %d volume claim templates; want 3 and a volume for JetStream", nats.Spec.Replicas, len(nats.Spec.VolumeClaimTemplates))
+	}
+	if img := nats.Spec.Template.Spec.Containers[0].Image; img != "nats:2.12" {
+		t.Errorf("NATS image %q, want nats:2.12", img)
+	}
+	conf := get("ConfigMap/nats-config").Data["nats.conf"]
+	for _, want := range []string{"jetstream", "store_dir: /data", "cluster", "nats-0.nats-headless:6222", "nats-2.nats-headless:6222", "server_name: $SERVER_NAME"} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("nats.conf lacks %q", want)
+		}
+	}
+	get("Service/nats")
+
+	// kustomization.yaml lists every manifest.
+	data, err := os.ReadFile("../../deploy/k8s/kustomization.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k struct {
+		Resources []string `yaml:"resources"`
+	}
+	if err := yaml.Unmarshal(data, &k); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob("../../deploy/k8s/*.yaml")
+	for _, f := range files {
+		if b := filepath.Base(f); b != "kustomization.yaml" && !slices.Contains(k.Resources, b) {
+			t.Errorf("kustomization.yaml does not list %s", b)
+		}
+	}
+}
+
+// TestPrometheusConfig checks that the scrape configs parse and keep the
+// pods that the manifests annotate.
+func TestPrometheusConfig(t *testing.T) {
+	for _, f := range []string{"../../deploy/prometheus/prometheus.yml", "../../deploy/prometheus/prometheus-local.yml"} {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cfg struct {
+			ScrapeConfigs []struct {
+				JobName        string           `yaml:"job_name"`
+				KubernetesSD   []map[string]any `yaml:"kubernetes_sd_configs"`
+				StaticConfigs  []map[string]any `yaml:"static_configs"`
+				RelabelConfigs []struct {
+					SourceLabels []string `yaml:"source_labels"`
+					Regex        string   `yaml:"regex"`
+				} `yaml:"relabel_configs"`
+			} `yaml:"scrape_configs"`
+		}
+		if err := yaml.Unmarshal(data, &cfg); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if len(cfg.ScrapeConfigs) == 0 {
+			t.Fatalf("%s has no scrape config", f)
+		}
+		for _, sc := range cfg.ScrapeConfigs {
+			if sc.JobName == "" || len(sc.KubernetesSD) == 0 && len(sc.StaticConfigs) == 0 {
+				t.Errorf("%s: job %q has no name or no targets", f, sc.JobName)
+			}
+		}
+	}
+}
