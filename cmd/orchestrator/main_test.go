@@ -443,7 +443,17 @@ func TestMetricsAndReadiness(t *testing.T) {
 	srv := bustest.MustRunNATS(t)
 	t.Setenv("OPENAI_API_KEY", "")
 	t.Setenv("OPENAI_BASE_URL", "")
-	m := run(t, "--nats-url", srv.ClientURL(), "--workers", "1")
+	m := NewMain()
+	m.Stderr = new(strings.Builder)
+	if err := m.ParseFlags([]string{"--nats-url", srv.ClientURL(), "--workers", "1", "--http", "127.0.0.1:0"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// NATS is gone at the end of this test, so the workers cannot drain
+	// cleanly: the close error is expected and not checked.
+	defer m.Close()
 	base := "http://" + m.HTTPAddr()
 	if code, body := scrape(t, base+"/readyz"); code != 200 {
 		t.Fatalf("/readyz = %d %s", code, body)
