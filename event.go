@@ -61,6 +61,9 @@ type Event struct {
 	DurationMS float64        `json:"duration_ms,omitempty"`
 	Worker     string         `json:"worker,omitempty"`
 	Attempt    int            `json:"attempt,omitempty"`
+	// Outcome classifies a tool.end: ok, error, not_found, invalid, blocked,
+	// aborted, skipped, timeout, worker_lost, no_responders, truncated.
+	Outcome string `json:"outcome,omitempty"`
 
 	// error: what went wrong, and what was rejected.
 	ErrorMessage string `json:"message,omitempty"`

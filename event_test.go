@@ -20,7 +20,7 @@ func TestEventJSON(t *testing.T) {
 		Message:    &agentfleet.AssistantMessage{Role: "assistant", Content: []agentfleet.Content{agentfleet.Text("hi")}},
 		ToolCallID: "c", ToolName: "t", Arguments: map[string]any{"x": 1.0}, Partial: "p",
 		Result:  &agentfleet.ToolResult{Content: []agentfleet.Content{agentfleet.Text("out")}},
-		IsError: true, DurationMS: 1.5, Worker: "w", Attempt: 2,
+		IsError: true, DurationMS: 1.5, Worker: "w", Attempt: 2, Outcome: "timeout",
 		ErrorMessage: "bad", Subject: "agent.in.a.s", Payload: "x",
 	}
 	b, err := json.Marshal(e)

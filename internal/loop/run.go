@@ -186,7 +186,7 @@ func (r *run) refuse(calls []agentfleet.ToolCall) {
 	for _, c := range calls {
 		r.emit(&agentfleet.Event{Type: agentfleet.EventToolStart, ToolCallID: c.ID, ToolName: c.Name, Arguments: c.Arguments})
 		o := &pipeline.Outcome{Call: c, Result: agentfleet.ErrorResult(LengthText), IsError: true, Kind: pipeline.Truncated}
-		r.emit(&agentfleet.Event{Type: agentfleet.EventToolEnd, ToolCallID: c.ID, ToolName: c.Name, Result: o.Result, IsError: true})
+		r.emit(&agentfleet.Event{Type: agentfleet.EventToolEnd, ToolCallID: c.ID, ToolName: c.Name, Result: o.Result, IsError: true, Outcome: string(pipeline.Truncated)})
 		r.s.append(r.id, o.Message())
 	}
 }

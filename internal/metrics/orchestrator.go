@@ -112,7 +112,7 @@ func NewOrchestrator() *Orchestrator {
 	o.outputTokens = tokens.WithLabelValues("output")
 	o.toolDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: Namespace, Name: "tool_call_duration_seconds",
-		Help:    "Duration of tool calls as the agent loop sees them (every phase, every attempt), by tool and outcome (ok or error).",
+		Help:    "Duration of tool calls as the agent loop sees them (every phase, every attempt), by tool and outcome (ok, error, not_found, invalid, blocked, aborted, skipped, timeout, worker_lost, no_responders, truncated).",
 		Buckets: ToolBuckets,
 	}, []string{"tool", "outcome"})
 	o.toolAttempts = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -184,11 +184,14 @@ func (o *Orchestrator) Event(e *agentfleet.Event) {
 		o.toolsInFlight.Inc()
 	case agentfleet.EventToolEnd:
 		o.toolsInFlight.Dec()
-		outcome := "ok"
-		if e.IsError {
-			outcome = "error"
+		outcome := e.Outcome
+		if outcome == "" {
+			outcome = "ok"
+			if e.IsError {
+				outcome = "error"
+			}
 		}
-		o.toolDuration.WithLabelValues(o.tools.value(e.ToolName), outcome).Observe(e.DurationMS / 1000)
+		o.toolDuration.WithLabelValues(o.tools.value(e.ToolName), o.attemptOutcomes.value(outcome)).Observe(e.DurationMS / 1000)
 	}
 }
 

@@ -126,7 +126,7 @@ func (p *Pipeline) end(start time.Time, out *Outcome) *Outcome {
 		Type: agentfleet.EventToolEnd, ToolCallID: out.Call.ID, ToolName: out.Call.Name,
 		Result: out.Result, IsError: out.IsError,
 		DurationMS: float64(out.Duration.Microseconds()) / 1000,
-		Worker:     out.Result.Worker, Attempt: out.Result.Attempts,
+		Worker:     out.Result.Worker, Attempt: out.Result.Attempts, Outcome: string(out.Kind),
 	})
 	return out
 }
