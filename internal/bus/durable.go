@@ -18,8 +18,10 @@ import (
 var ErrDuplicate = errors.New("duplicate message")
 
 // ErrInProgress is returned by an InputHandler for a redelivery of durable
-// input whose first delivery is still being handled; the redelivery is
-// dropped, and the first delivery's ack settles the message.
+// input (the same stream message) whose first delivery is still being
+// handled; the redelivery is dropped, and the first delivery's ack settles
+// the message. A different message with the id of one being handled is an
+// ErrDuplicate.
 var ErrInProgress = errors.New("message already in progress")
 
 // DurableConfig configures the JetStream side of the orchestrator: the
@@ -257,7 +259,7 @@ func (d *DurableInput) receive(m jetstream.Msg) {
 	}
 	msg, err := d.in.parse(nm)
 	if err == nil {
-		msg.Delivery = meta.NumDelivered
+		msg.Delivery, msg.Seq = meta.NumDelivered, meta.Sequence.Stream
 		if msg.Message != nil && msg.Message.ID == "" {
 			// Every durable message gets an id, so a redelivery is
 			// recognised in the stored history.
@@ -285,9 +287,14 @@ func (d *DurableInput) receive(m jetstream.Msg) {
 		}
 		err = d.in.handler.HandleInput(msg)
 		if errors.Is(err, ErrInProgress) {
+			// The same stream message is being handled: the first
+			// delivery's ack settles it.
 			d.mu.Lock()
 			delete(d.active, m)
 			d.mu.Unlock()
+			if d.in.OnInput != nil {
+				d.in.OnInput("duplicate")
+			}
 			return
 		}
 		if errors.Is(err, ErrDuplicate) {

@@ -26,6 +26,8 @@ type Inbound struct {
 	// Delivery is the JetStream delivery count of durable input (1 for the
 	// first delivery); 0 for core NATS input.
 	Delivery uint64
+	// Seq is the stream sequence of durable input; 0 for core NATS input.
+	Seq uint64
 
 	reply func(*agentfleet.AssistantMessage)
 	done  func(ok bool)

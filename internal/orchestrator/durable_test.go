@@ -371,3 +371,27 @@ func TestNATSRestart(t *testing.T) {
 		t.Errorf("ask after the restart = %s", reply.Data)
 	}
 }
+
+// TestDuplicateWhileQueued sends a message twice while it waits behind a
+// running run: it is taken once.
+func TestDuplicateWhileQueued(t *testing.T) {
+	release := make(chan struct{})
+	model := newScript().on("q", func(req *loopRequest) *agentfleet.AssistantMessage { <-release; return say("first")(req) }, say("second"))
+	obs := &counts{}
+	f := startFleet(t, orchestrator.Config{Model: model, Durable: true, Observer: obs}, bus.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}})
+	out := outs(t, f.nc, "default", "q")
+	publish(t, f.nc, "agent.in.default.q", "", `{"content":"a","id":"a"}`)
+	bustest.Eventually(t, "the first run to start", func() bool { return len(model.requests("q")) == 1 })
+	publish(t, f.nc, "agent.in.default.q", "", `{"content":"b","id":"b"}`)
+	publish(t, f.nc, "agent.in.default.q", "", `{"content":"b again","id":"b"}`)
+	bustest.Eventually(t, "both copies of b to be handled", func() bool { return obs.get("accepted")+obs.get("duplicate") == 3 })
+	close(release)
+	next(t, out)
+	next(t, out)
+	if got, want := roles(model.requests("q")[1].Messages), "user:a assistant user:b"; got != want {
+		t.Errorf("second run saw %s, want %s", got, want)
+	}
+	if obs.get("duplicate") != 1 {
+		t.Errorf("duplicates = %d, want 1", obs.get("duplicate"))
+	}
+}

@@ -89,6 +89,10 @@ type Orchestrator struct {
 	closeOnce sync.Once
 	closeErr  error
 
+	// evictMu keeps eviction out while input is handed to a session, so
+	// that no message goes to a session object that was just dropped.
+	evictMu sync.RWMutex
+
 	mu       sync.Mutex
 	sessions map[string]*session
 	closed   bool
@@ -102,6 +106,7 @@ type session struct {
 	agent, name string
 	mu          sync.Mutex
 	runOf       map[string]string
+	seqOf       map[string]uint64 // stream sequence of the message that took each id
 	ended       map[string]bool
 	storeFailed map[string]bool
 }
@@ -329,7 +334,7 @@ func (o *Orchestrator) session(agentName, name string) (*session, error) {
 	if s, ok := o.sessions[key]; ok {
 		return s, nil
 	}
-	sess := &session{agent: agentName, name: name, runOf: map[string]string{}, ended: map[string]bool{}, storeFailed: map[string]bool{}}
+	sess := &session{agent: agentName, name: name, runOf: map[string]string{}, seqOf: map[string]uint64{}, ended: map[string]bool{}, storeFailed: map[string]bool{}}
 	var history []agentfleet.Message
 	if o.durable != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -474,6 +479,8 @@ func (o *Orchestrator) Sessions() int {
 // HandleInput takes one message from a client subject. It never blocks on a
 // run: ask replies are sent, and durable input settled, when the run ends.
 func (o *Orchestrator) HandleInput(in *bus.Inbound) error {
+	o.evictMu.RLock()
+	defer o.evictMu.RUnlock()
 	s, err := o.session(in.Agent, in.Session)
 	if err != nil {
 		return err
@@ -489,20 +496,32 @@ func (o *Orchestrator) HandleInput(in *bus.Inbound) error {
 		s.mu.Lock()
 		runID, seen := s.runOf[id]
 		ended := s.ended[runID]
+		same := in.Seq != 0 && s.seqOf[id] == in.Seq
 		s.mu.Unlock()
 		switch {
 		case seen && ended:
 			return bus.ErrDuplicate
-		case seen && s.Running():
-			return bus.ErrInProgress
+		case seen && (runID == "" || s.Running()) && same:
+			return bus.ErrInProgress // redelivered while queued or running
+		case seen && (runID == "" || s.Running()):
+			return bus.ErrDuplicate // another copy of a message being handled
 		case seen:
 			// Taken by a run that never ended: the process stopped during
 			// it. The message is in the history; the run goes on.
 			o.log.Info("resuming run", "session", in.Session, "run_id", runID, "message_id", id)
+			s.mu.Lock()
+			s.seqOf[id] = in.Seq
+			s.mu.Unlock()
 			reply = s.Resume(runID, in.Message)
 		}
 	}
 	if reply == nil {
+		if id := in.Message.ID; id != "" && o.durable != nil {
+			s.mu.Lock()
+			s.runOf[id] = "" // queued; the run that takes it fills this in
+			s.seqOf[id] = in.Seq
+			s.mu.Unlock()
+		}
 		switch in.Kind {
 		case bus.KindIn, bus.KindAsk:
 			reply = s.Send(in.Message)
@@ -611,6 +630,7 @@ func (o *Orchestrator) evict(idle time.Duration) {
 			return
 		case <-t.C:
 		}
+		o.evictMu.Lock()
 		o.mu.Lock()
 		for key, s := range o.sessions {
 			if since, ok := s.IdleSince(); ok && time.Since(since) > idle {
@@ -618,5 +638,6 @@ func (o *Orchestrator) evict(idle time.Duration) {
 			}
 		}
 		o.mu.Unlock()
+		o.evictMu.Unlock()
 	}
 }
