@@ -606,3 +606,16 @@ func TestResume(t *testing.T) {
 		t.Errorf("unsafe result = %q", unsafeResult)
 	}
 }
+
+func TestLengthWithTextOnly(t *testing.T) {
+	m := &script{steps: []step{func(ctx context.Context, req *loop.Request, onDelta loop.DeltaFunc) (*agentfleet.AssistantMessage, error) {
+		msg, _ := say("a long answer that was cut")(ctx, req, onDelta)
+		msg.StopReason = agentfleet.StopReasonLength
+		return msg, nil
+	}}}
+	s, _ := newSession(t, m, loop.Config{})
+	final := wait(t, s.Send(agentfleet.NewUserMessage("write a lot")))
+	if final.StopReason != agentfleet.StopReasonLength || final.ErrorMessage == "" || agentfleet.JoinText(final.Content) != "a long answer that was cut" {
+		t.Errorf("final = %s %q %q", final.StopReason, final.ErrorMessage, agentfleet.JoinText(final.Content))
+	}
+}

@@ -83,7 +83,11 @@ func (r *run) execute(first []*pending) (final *agentfleet.AssistantMessage) {
 				continue
 			}
 			final := *msg
-			final.StopReason = agentfleet.StopReasonStop
+			if final.StopReason == agentfleet.StopReasonLength {
+				final.ErrorMessage = "the model's response was cut off at its token limit"
+			} else {
+				final.StopReason = agentfleet.StopReasonStop
+			}
 			return &final
 		}
 		if msg.StopReason == agentfleet.StopReasonLength {
