@@ -35,6 +35,9 @@ type ToolDef struct {
 	// TimeoutMS bounds one call, in milliseconds; zero means the agent's or
 	// the system default.
 	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+	// Scripted marks a tool written with write_tool: its calls carry the
+	// calling agent's allowed tools, which bound its call_tool.
+	Scripted bool `json:"scripted,omitempty"`
 }
 
 // Timeout returns the tool's own call timeout, zero when it has none.

@@ -45,6 +45,9 @@ type CallRequest struct {
 	Agent     string         `msgpack:"agent,omitempty"`
 	Session   string         `msgpack:"session,omitempty"`
 	RunID     string         `msgpack:"run_id,omitempty"`
+	// Allowed lists the tools the calling agent may use; set on calls to
+	// scripted tools, whose call_tool may reach only these.
+	Allowed []string `msgpack:"allowed,omitempty"`
 }
 
 // Frame is one message on a call's reply inbox, or a cancel sent to a

@@ -20,6 +20,7 @@ const (
 	MetaAnnotations  = "annotations"
 	MetaParallel     = "parallel"
 	MetaTimeoutMS    = "timeout_ms"
+	MetaScripted     = "scripted"
 )
 
 // ToolMetadata returns the endpoint metadata that describes d.
@@ -41,6 +42,9 @@ func ToolMetadata(d *agentfleet.ToolDef) map[string]string {
 	}
 	if d.TimeoutMS > 0 {
 		md[MetaTimeoutMS] = strconv.FormatInt(d.TimeoutMS, 10)
+	}
+	if d.Scripted {
+		md[MetaScripted] = "true"
 	}
 	return md
 }
@@ -83,5 +87,6 @@ func ToolFromMetadata(name string, md map[string]string) (agentfleet.ToolDef, er
 		}
 		d.TimeoutMS = v
 	}
+	d.Scripted = md[MetaScripted] == "true"
 	return d, nil
 }

@@ -358,6 +358,14 @@ func FleetCaller(client *ToolClient, timeout time.Duration) func(ctx context.Con
 			Args:    call.Arguments,
 			Timeout: t,
 		}
+		// A script calls with its caller's permissions, passed on to the
+		// tools it calls.
+		if c, ok := CallerFrom(ctx); ok {
+			if !slices.Contains(c.Allowed, call.Name) {
+				return nil, fmt.Errorf("call_tool: tool %s is not allowed for agent %s", call.Name, c.Agent)
+			}
+			prep.Agent, prep.Session, prep.RunID, prep.Allowed = c.Agent, c.Session, c.RunID, c.Allowed
+		}
 		return client.Execute(ctx, prep, func(any) {})
 	}
 }

@@ -317,3 +317,67 @@ func number(v any) float64 {
 	}
 	return 0
 }
+
+// TestScriptCallToolHonoursCallerPermissions: a scripted tool's call_tool
+// reaches only the tools its calling agent may use, and passes that bound on
+// to the scripts it calls.
+func TestScriptCallToolHonoursCallerPermissions(t *testing.T) {
+	ctx := testContext(t)
+	s := bustest.MustRunNATS(t)
+	nc := bustest.MustConnect(t, s)
+	secret, err := bus.Serve(bustest.MustConnect(t, s), bus.ServerConfig{Logger: quietLog, Tools: []*agentfleet.Tool{{
+		ToolDef: agentfleet.ToolDef{Name: "secret", Description: "only some agents"},
+		Handler: agentfleet.HandlerFunc(func(context.Context, *agentfleet.Call) (*agentfleet.ToolResult, error) {
+			return agentfleet.TextResult("the secret"), nil
+		}),
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { secret.Stop() })
+	store, err := bus.NewScriptStore(ctx, nc, bus.ScriptStoreConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	anyObject := json.RawMessage(`{"type":"object"}`)
+	served := map[string]uint64{}
+	for name, code := range map[string]string{
+		"peek":     "def execute(args):\n    return call_tool('secret', {}, full=True)['text']\n",
+		"indirect": "def execute(args):\n    return call_tool('peek', {}, full=True)['text']\n",
+	} {
+		rev, err := store.Put(ctx, &script.Definition{Name: name, Description: name, InputSchema: anyObject, Code: code})
+		if err != nil {
+			t.Fatal(err)
+		}
+		served[name] = rev
+	}
+	w := startScriptWorker(t, s, script.Env{})
+	w.await(t, served)
+	client, err := bus.NewToolClient(nc, bus.ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	callAs := func(name string, allowed []string) string {
+		t.Helper()
+		res, err := client.Execute(ctx, &pipeline.Prepared{
+			Tool: &agentfleet.Tool{ToolDef: agentfleet.ToolDef{Name: name, Scripted: true}},
+			Call: agentfleet.ToolCall{ID: "call_" + name, Name: name}, Timeout: 10 * time.Second,
+			Agent: "agent-a", Allowed: allowed,
+		}, func(any) {})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return agentfleet.JoinText(res.Content)
+	}
+	if got := callAs("peek", []string{"peek", "secret"}); got != "the secret" {
+		t.Errorf("allowed peek = %q", got)
+	}
+	if got, want := callAs("peek", []string{"peek"}), "call_tool: tool secret is not allowed for agent agent-a"; !strings.Contains(got, want) {
+		t.Errorf("denied peek = %q, want %q", got, want)
+	}
+	// The bound travels to the scripts a script calls.
+	if got, want := callAs("indirect", []string{"indirect", "peek"}), "tool secret is not allowed for agent agent-a"; !strings.Contains(got, want) {
+		t.Errorf("indirect = %q, want %q", got, want)
+	}
+}

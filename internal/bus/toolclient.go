@@ -199,7 +199,7 @@ func (c *ToolClient) execute(ctx context.Context, prep *pipeline.Prepared, attem
 	req := &CallRequest{
 		V: ProtocolVersion, ID: prep.Call.ID, Tool: prep.Call.Name, Args: prep.Args,
 		TimeoutMS: prep.Timeout.Milliseconds(), Attempt: attempt,
-		Agent: prep.Agent, Session: prep.Session, RunID: prep.RunID,
+		Agent: prep.Agent, Session: prep.Session, RunID: prep.RunID, Allowed: prep.Allowed,
 	}
 	data, err := EncodeRequest(req)
 	if err != nil {

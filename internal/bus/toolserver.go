@@ -341,6 +341,9 @@ func (s *ToolServer) run(ctx context.Context, t *agentfleet.Tool, creq *CallRequ
 			}
 		}
 	}()
+	if creq.Allowed != nil {
+		ctx = WithCaller(ctx, Caller{Agent: creq.Agent, Session: creq.Session, RunID: creq.RunID, Allowed: creq.Allowed})
+	}
 	res, err := s.call(ctx, t, creq, func(partial any) {
 		publish(&Frame{T: FrameProgress, ID: creq.ID, Partial: partial})
 	})
@@ -425,4 +428,24 @@ func headerSafe(s string) string {
 		s = s[:256]
 	}
 	return s
+}
+
+// Caller is the agent on whose behalf a scripted tool runs, with the tools
+// that agent may use.
+type Caller struct {
+	Agent, Session, RunID string
+	Allowed               []string
+}
+
+type callerKey struct{}
+
+// WithCaller returns ctx carrying c.
+func WithCaller(ctx context.Context, c Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
+// CallerFrom returns the caller ctx carries, if any.
+func CallerFrom(ctx context.Context) (Caller, bool) {
+	c, ok := ctx.Value(callerKey{}).(Caller)
+	return c, ok
 }

@@ -304,7 +304,7 @@ func (o *Orchestrator) updateTools(defs []agentfleet.ToolDef) {
 func sameDef(a, b agentfleet.ToolDef) bool {
 	return a.Name == b.Name && a.Label == b.Label && a.Description == b.Description &&
 		string(a.InputSchema) == string(b.InputSchema) && string(a.OutputSchema) == string(b.OutputSchema) &&
-		a.Annotations == b.Annotations && a.Parallel == b.Parallel && a.TimeoutMS == b.TimeoutMS
+		a.Annotations == b.Annotations && a.Parallel == b.Parallel && a.TimeoutMS == b.TimeoutMS && a.Scripted == b.Scripted
 }
 
 // Session returns the session of agentName, creating it on first use (and,

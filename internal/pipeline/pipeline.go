@@ -40,6 +40,9 @@ type Prepared struct {
 	// Agent, Session and RunID say on whose behalf the call runs; executors
 	// pass them on to workers for logs and de-duplication.
 	Agent, Session, RunID string
+	// Allowed lists the tools the calling agent may use, for scripted
+	// tools, whose call_tool it bounds; nil for other tools.
+	Allowed []string
 }
 
 // ProgressFunc receives the partial results of a running call.

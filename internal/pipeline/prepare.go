@@ -14,10 +14,10 @@ const AbortedText = "Operation aborted"
 // and runs the before hook (spec prepareToolCall). It returns either a
 // prepared call or, when the call cannot run, an error outcome; it never
 // panics on a faulty hook.
-func (p *Pipeline) Prepare(ctx context.Context, pctx *Context, assistant *agentfleet.AssistantMessage, call agentfleet.ToolCall) (prep *Prepared, out *Outcome) {
+func (p *Pipeline) Prepare(ctx context.Context, pctx *Context, assistant *agentfleet.AssistantMessage, call agentfleet.ToolCall) (prepared *Prepared, out *Outcome) {
 	defer func() {
 		if v := recover(); v != nil {
-			prep, out = nil, errorOutcome(call, Failed, fmt.Sprintf("Tool %s: preparing the call panicked: %v", call.Name, v))
+			prepared, out = nil, errorOutcome(call, Failed, fmt.Sprintf("Tool %s: preparing the call panicked: %v", call.Name, v))
 		}
 	}()
 	if ctx.Err() != nil {
@@ -69,8 +69,12 @@ func (p *Pipeline) Prepare(ctx context.Context, pctx *Context, assistant *agentf
 	if timeout <= 0 {
 		timeout = p.cfg.DefaultTimeout
 	}
-	return &Prepared{
+	prep := &Prepared{
 		Tool: tool, Call: call, Args: args, Timeout: timeout,
 		Agent: p.cfg.Agent, Session: p.cfg.Session, RunID: p.cfg.RunID,
-	}, nil
+	}
+	if tool.Scripted {
+		prep.Allowed = pctx.Tools.Names()
+	}
+	return prep, nil
 }

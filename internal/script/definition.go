@@ -85,6 +85,7 @@ func (d *Definition) ToolDef() agentfleet.ToolDef {
 		InputSchema: d.InputSchema,
 		Annotations: d.Annotations,
 		Parallel:    d.Parallel,
+		Scripted:    true,
 	}
 }
 

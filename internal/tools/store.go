@@ -96,6 +96,13 @@ func (s *Store) Defs() []agentfleet.ToolDef {
 	return out
 }
 
+// Names returns the names of the tools, in registration order.
+func (s *Store) Names() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return append([]string(nil), s.order...)
+}
+
 // Len returns the number of tools.
 func (s *Store) Len() int {
 	s.mu.RLock()
