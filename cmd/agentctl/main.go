@@ -9,7 +9,7 @@
 //	agentctl tools export weather > tools/weather.json
 //	agentctl tools import --replace tools/weather.json
 //
-// The scripted tools of the fleet (write_tool, issue 8) are managed with the
+// The scripted tools of the fleet (write_tool) are managed with the
 // subcommands of tools: export, import, history and delete. They read and
 // write the JetStream KV bucket agent_tools directly, so they need a NATS
 // user with JetStream rights (the orchestrator's or an administrator's, not

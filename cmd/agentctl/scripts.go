@@ -1,6 +1,6 @@
 package main
 
-// The subcommands of tools that manage the fleet's scripted tools (issue 8):
+// The subcommands of tools that manage the fleet's scripted tools:
 // export, import, history and delete. They work on the KV bucket of
 // bus.ScriptStore directly; import stores a definition with script.Write,
 // which is what write_tool does.
