@@ -52,7 +52,13 @@ func main() {
 		m.Close()
 		os.Exit(1)
 	}
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case <-m.LostLead():
+		fmt.Fprintln(os.Stderr, "orchestrator: lost the lead to another orchestrator; exiting")
+		m.Close()
+		os.Exit(1)
+	}
 	stop()
 	if err := m.Close(); err != nil {
 		fmt.Fprintln(os.Stderr, "orchestrator:", err)
@@ -82,6 +88,9 @@ type Main struct {
 	Streams       bus.DurableConfig
 	SessionIdle   time.Duration
 	HTTP          string
+	Elect         bool
+	LeaderTTL     time.Duration
+	lostLead      chan struct{}
 	llmCfg        llm.Config
 	metrics       *metrics.Orchestrator
 	http          *metrics.Server
@@ -97,7 +106,11 @@ type Main struct {
 }
 
 // NewMain returns a Main with the defaults of its flags.
-func NewMain() *Main { return &Main{Stderr: os.Stderr} }
+func NewMain() *Main { return &Main{Stderr: os.Stderr, lostLead: make(chan struct{})} }
+
+// LostLead is closed when this orchestrator loses the lead it held; the
+// program then exits, to come back as a standby.
+func (m *Main) LostLead() <-chan struct{} { return m.lostLead }
 
 // ParseFlags reads the command line and the agent profiles file.
 func (m *Main) ParseFlags(args []string) error {
@@ -127,6 +140,8 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.Int64Var(&m.Streams.EventsMaxBytes, "events-max-bytes", 1<<30, "size bound of the event stream")
 	fs.DurationVar(&m.Streams.HistoryMaxAge, "history-max-age", 0, "how long session histories are kept (0: forever)")
 	fs.IntVar(&m.Streams.Replicas, "stream-replicas", 1, "replicas of the JetStream streams (3 in a cluster)")
+	fs.BoolVar(&m.Elect, "elect", true, "with JetStream, elect one active orchestrator per prefix; the others stand by and take over")
+	fs.DurationVar(&m.LeaderTTL, "leader-ttl", 10*time.Second, "how long a dead active orchestrator holds the lead before a standby takes over")
 	fs.DurationVar(&m.SessionIdle, "session-idle", 10*time.Minute, "evict sessions idle this long from memory (durable only)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -224,6 +239,7 @@ func (m *Main) Run(ctx context.Context) error {
 		ModelFor: m.modelFor(model),
 		Durable:  m.Durable != "false", DurableOptional: m.Durable == "auto",
 		DurableConfig: m.Streams, SessionIdle: m.SessionIdle, Observer: m.metrics,
+		Elect: m.Elect, LeaderTTL: m.LeaderTTL, OnLostLead: func() { close(m.lostLead) },
 	})
 	if err != nil {
 		return err

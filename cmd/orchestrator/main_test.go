@@ -266,7 +266,8 @@ func TestOrchestratorKilledMidRun(t *testing.T) {
 	out, _ := nc.SubscribeSync("agent.out.default.crash")
 	serving, _ := nc.SubscribeSync("agent.fleet")
 	nc.Flush()
-	args := "--nats-url " + srv.ClientURL() + " --workers 1 --durable true --ack-wait 1s --log-level warn --http 127.0.0.1:0"
+	// The killed orchestrator holds the lead until it expires.
+	args := "--nats-url " + srv.ClientURL() + " --workers 1 --durable true --ack-wait 1s --leader-ttl 1s --log-level warn --http 127.0.0.1:0"
 	first := startOrchestrator(t, args)
 	if _, err := serving.NextMsg(20 * time.Second); err != nil {
 		t.Fatalf("first orchestrator's worker did not join: %v", err)

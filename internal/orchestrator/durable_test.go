@@ -395,3 +395,41 @@ func TestDuplicateWhileQueued(t *testing.T) {
 		t.Errorf("duplicates = %d, want 1", obs.get("duplicate"))
 	}
 }
+
+// TestStandbyTakesOver runs two orchestrators on one NATS: one is active and
+// answers, the other stands by; when the active one stops, the standby takes
+// over and carries the session on from the stored history.
+func TestStandbyTakesOver(t *testing.T) {
+	first := newScript().on("ha", say("from the first"))
+	f := startFleet(t, orchestrator.Config{Model: first, Durable: true, Elect: true, LeaderTTL: time.Second},
+		bus.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}})
+	second := newScript().on("ha", say("from the second"))
+	o2, err := orchestrator.New(bustest.MustConnect(t, f.srv), orchestrator.Config{Model: second, Durable: true, Elect: true, LeaderTTL: time.Second,
+		Discovery: bus.FleetConfig{Wait: 200 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o2.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer o2.Close(context.Background())
+	if !f.orch.Leading() || o2.Leading() {
+		t.Fatalf("leading: first %v, second %v; want only the first", f.orch.Leading(), o2.Leading())
+	}
+	if got := agentfleet.JoinText(f.ask(t, "default", "ha", "one").Content); got != "from the first" {
+		t.Errorf("first answer = %q", got)
+	}
+	if len(second.requests("ha")) != 0 {
+		t.Error("the standby answered too")
+	}
+	if err := f.orch.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	bustest.Eventually(t, "the standby to take over", o2.Leading)
+	if got := agentfleet.JoinText(f.ask(t, "default", "ha", "two").Content); got != "from the second" {
+		t.Errorf("second answer = %q", got)
+	}
+	if got, want := roles(second.requests("ha")[0].Messages), "user:one assistant user:two"; got != want {
+		t.Errorf("the standby saw %s, want %s", got, want)
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/tools"
+	"github.com/google/uuid"
 )
 
 // Config configures an Orchestrator. Model is required; every other field is
@@ -58,6 +59,14 @@ type Config struct {
 	// SessionIdle is how long a session stays in memory after its last run
 	// when durable; it is loaded again on its next message. Default 10m.
 	SessionIdle time.Duration
+	// Elect makes orchestrators of one prefix elect an active one (durable
+	// only): the others stand by and take over when it stops (at once) or
+	// dies (after LeaderTTL, default 10s), so that no session ever runs on
+	// two orchestrators. OnLostLead, if set, is called when this one loses
+	// the lead it held; it has stopped taking input by then.
+	Elect      bool
+	LeaderTTL  time.Duration
+	OnLostLead func()
 }
 
 // Observer receives measurements, for metrics. Every method may be called
@@ -88,6 +97,12 @@ type Orchestrator struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	lead    *bus.Leadership
+	leading bool
+	runCtx  context.Context
+	stopRun context.CancelFunc
+	standby chan struct{} // closed when a standby's wait for the lead ends
 
 	// evictMu keeps eviction out while input is handed to a session, so
 	// that no message goes to a session object that was just dropped.
@@ -197,19 +212,97 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 		o.input.OnInput = o.cfg.Observer.Input
 	}
 	if o.cfg.Durable {
-		err := o.startDurable(ctx)
+		o.durable, err = bus.OpenDurable(ctx, o.nc, o.subjects, o.cfg.DurableConfig)
 		if errors.Is(err, bus.ErrNoJetStream) && o.cfg.DurableOptional {
 			o.log.Warn("the NATS server has no JetStream: input is not durable and sessions are kept in memory only", "err", err)
 			o.durable, o.cfg.Durable = nil, false
-			o.input.Kinds = nil
 		} else if err != nil {
 			return errors.Join(fmt.Errorf("orchestrator: %w", err), o.fleet.Close(), o.client.Close())
 		}
 	}
-	if err := o.input.Start(); err != nil {
+	o.runCtx, o.stopRun = context.WithCancel(context.Background())
+	if o.durable != nil && o.cfg.Elect {
+		id := uuid.NewString()
+		if o.lead, err = o.durable.NewLeadership(ctx, o.subjects, id, o.cfg.LeaderTTL, o.log); err != nil {
+			return errors.Join(fmt.Errorf("orchestrator: %w", err), o.fleet.Close(), o.client.Close())
+		}
+		ok, holder, err := o.lead.TryAcquire(ctx)
+		if err != nil {
+			return errors.Join(fmt.Errorf("orchestrator: %w", err), o.fleet.Close(), o.client.Close())
+		}
+		if !ok {
+			// Stand by: serve once the active orchestrator is gone.
+			o.log.Info("orchestrator standing by", "leader", holder)
+			o.standby = make(chan struct{})
+			go func() {
+				defer close(o.standby)
+				if o.lead.Acquire(o.runCtx) != nil {
+					return
+				}
+				if err := o.serve(o.runCtx); err != nil {
+					o.log.Error("taking over", "err", err)
+				}
+			}()
+			return nil
+		}
+	}
+	if err := o.serve(ctx); err != nil {
 		return errors.Join(fmt.Errorf("orchestrator: %w", err), o.fleet.Close(), o.client.Close())
 	}
-	o.log.Info("orchestrator serving", "prefix", o.subjects.Prefix, "durable", o.cfg.Durable, "agents", slices.Sorted(maps.Keys(o.agents)), "tools", len(o.fleet.Tools()), "workers", o.fleet.Workers())
+	return nil
+}
+
+// serve takes input: the durable consumer and the core subscriptions. With
+// leadership, it also watches for the lead being lost.
+func (o *Orchestrator) serve(ctx context.Context) error {
+	if o.durable != nil {
+		if err := o.startDurable(ctx); err != nil {
+			return err
+		}
+	}
+	if err := o.input.Start(); err != nil {
+		return err
+	}
+	o.mu.Lock()
+	o.leading = true
+	o.mu.Unlock()
+	if o.lead != nil {
+		go func() {
+			select {
+			case <-o.lead.Lost():
+				o.log.Error("this orchestrator lost the lead; it stops taking input")
+				o.stopInput()
+				if o.cfg.OnLostLead != nil {
+					o.cfg.OnLostLead()
+				}
+			case <-o.runCtx.Done():
+			}
+		}()
+	}
+	o.log.Info("orchestrator serving", "prefix", o.subjects.Prefix, "durable", o.durable != nil, "agents", slices.Sorted(maps.Keys(o.agents)), "tools", len(o.fleet.Tools()), "workers", o.fleet.Workers())
+	return nil
+}
+
+// Leading reports whether this orchestrator takes input (it is the active
+// one, or leadership is off).
+func (o *Orchestrator) Leading() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.leading
+}
+
+func (o *Orchestrator) stopInput() error {
+	o.mu.Lock()
+	o.leading = false
+	d := o.dinput
+	o.dinput = nil
+	o.mu.Unlock()
+	if d != nil {
+		d.Stop()
+	}
+	if o.input != nil {
+		return o.input.Stop()
+	}
 	return nil
 }
 
@@ -552,13 +645,13 @@ func (o *Orchestrator) Close(ctx context.Context) error {
 
 func (o *Orchestrator) close(ctx context.Context) error {
 	var errs []error
-	if o.dinput != nil {
-		o.dinput.Stop()
-		o.dinput = nil
+	if o.stopRun != nil {
+		o.stopRun()
+		if o.standby != nil {
+			<-o.standby // a standby that was taking over has finished
+		}
 	}
-	if o.input != nil {
-		errs = append(errs, o.input.Stop())
-	}
+	errs = append(errs, o.stopInput())
 	if o.sweep != nil {
 		close(o.sweep)
 		<-o.swept
@@ -586,6 +679,11 @@ func (o *Orchestrator) close(ctx context.Context) error {
 			cancel()
 		}
 	}
+	if o.lead != nil {
+		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		errs = append(errs, o.lead.Release(rctx))
+		cancel()
+	}
 	if o.fleet != nil {
 		errs = append(errs, o.fleet.Close())
 	}
@@ -598,17 +696,17 @@ func (o *Orchestrator) close(ctx context.Context) error {
 // startDurable opens the streams, takes in and steer from the durable
 // consumer, and starts evicting idle sessions.
 func (o *Orchestrator) startDurable(ctx context.Context) error {
-	var err error
-	if o.durable, err = bus.OpenDurable(ctx, o.nc, o.subjects, o.cfg.DurableConfig); err != nil {
-		return err
-	}
 	o.input.Kinds = []string{bus.KindAsk, bus.KindAbort}
-	if o.dinput, err = o.durable.Input(ctx, o.input); err != nil {
+	d, err := o.durable.Input(ctx, o.input)
+	if err != nil {
 		return err
 	}
-	if err := o.dinput.Start(ctx); err != nil {
+	if err := d.Start(ctx); err != nil {
 		return err
 	}
+	o.mu.Lock()
+	o.dinput = d
+	o.mu.Unlock()
 	idle := o.cfg.SessionIdle
 	if idle <= 0 {
 		idle = 10 * time.Minute
