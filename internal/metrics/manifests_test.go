@@ -199,8 +199,8 @@ func TestManifests(t *testing.T) {
 		}
 		get("Service/" + c.deployment)
 	}
-	if got := get("Deployment/agentfleet-orchestrator").Spec.Replicas; got != 1 {
-		t.Errorf("orchestrator replicas = %d, want 1", got)
+	if got := get("Deployment/agentfleet-orchestrator").Spec.Replicas; got != 2 {
+		t.Errorf("orchestrator replicas = %d, want 2 (active and standby)", got)
 	}
 	env := get("Deployment/agentfleet-orchestrator").Spec.Template.Spec.Containers[0].Env
 	if !slices.ContainsFunc(env, func(e envVar) bool {
