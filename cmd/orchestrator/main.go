@@ -15,9 +15,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	_ "time/tzdata" // get_time in the in-process workers must know every zone
@@ -38,32 +36,12 @@ import (
 
 func main() {
 	m := NewMain()
-	if err := m.ParseFlags(os.Args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "orchestrator:", err)
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	if err := m.Run(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "orchestrator:", err)
-		m.Close()
-		os.Exit(1)
-	}
-	select {
-	case <-ctx.Done():
-	case <-m.LostLead():
-		fmt.Fprintln(os.Stderr, "orchestrator: lost the lead to another orchestrator; exiting")
-		m.Close()
-		os.Exit(1)
-	}
-	stop()
-	if err := m.Close(); err != nil {
-		fmt.Fprintln(os.Stderr, "orchestrator:", err)
-		os.Exit(1)
-	}
+	lost := make(chan error, 1)
+	go func() {
+		<-m.LostLead()
+		lost <- errors.New("lost the lead to another orchestrator; exiting to come back as a standby")
+	}()
+	cli.Serve("orchestrator", m, lost)
 }
 
 // Main is the orchestrator program: ParseFlags, then Run, then Close.

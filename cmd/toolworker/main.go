@@ -11,8 +11,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	_ "time/tzdata" // get_time must know every zone, even in a bare container
@@ -25,28 +23,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/worker"
 )
 
-func main() {
-	m := NewMain()
-	if err := m.ParseFlags(os.Args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "toolworker:", err)
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	if err := m.Run(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "toolworker:", err)
-		os.Exit(1)
-	}
-	<-ctx.Done()
-	stop()
-	if err := m.Close(); err != nil {
-		fmt.Fprintln(os.Stderr, "toolworker:", err)
-		os.Exit(1)
-	}
-}
+func main() { cli.Serve("toolworker", NewMain(), nil) }
 
 // Main is the toolworker program: ParseFlags, then Run, then Close.
 type Main struct {
