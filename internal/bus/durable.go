@@ -253,7 +253,8 @@ func (d *DurableInput) receive(m jetstream.Msg) {
 	}
 	nm := &nats.Msg{Subject: m.Subject(), Data: m.Data(), Header: m.Headers()}
 	if int(meta.NumDelivered) > d.cfg.MaxDeliver {
-		d.in.reject(nm, &Inbound{}, fmt.Errorf("input message %d of stream %s failed %d deliveries and is dropped", meta.Sequence.Stream, meta.Stream, d.cfg.MaxDeliver))
+		msg, _ := d.in.parse(nm) // for the agent and session of the event
+		d.in.reject(nm, msg, fmt.Errorf("input message %d of stream %s failed %d deliveries and is dropped", meta.Sequence.Stream, meta.Stream, d.cfg.MaxDeliver))
 		m.TermWithReason("max deliveries")
 		return
 	}

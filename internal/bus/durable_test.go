@@ -1,0 +1,64 @@
+package bus_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+)
+
+// TestPoisonInputIsDropped hands a message to a handler that never gets it
+// through: after MaxDeliver deliveries it is dropped with an error event
+// naming it, and not delivered again.
+func TestPoisonInputIsDropped(t *testing.T) {
+	srv := bustest.MustRunNATS(t)
+	nc := bustest.MustConnect(t, srv)
+	subjects, _ := bus.NewSubjects("")
+	errs, err := nc.SubscribeSync("agent.events.default.poison.error")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deliveries atomic.Int32
+	in := bus.NewInput(nc, subjects, bus.InputHandlerFunc(func(in *bus.Inbound) error {
+		deliveries.Add(1)
+		in.Done(false) // the run failed: deliver it again
+		return nil
+	}), bus.NewPublisher(nc, subjects, nil), nil)
+	ctx := context.Background()
+	d, err := bus.OpenDurable(ctx, nc, subjects, bus.DurableConfig{MaxDeliver: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	di, err := d.Input(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := di.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer di.Stop()
+	if err := nc.Publish("agent.in.default.poison", []byte("crash me")); err != nil {
+		t.Fatal(err)
+	}
+	m, err := errs.NextMsg(10 * time.Second)
+	if err != nil {
+		t.Fatalf("no error event after %d deliveries: %v", deliveries.Load(), err)
+	}
+	var e agentfleet.Event
+	json.Unmarshal(m.Data, &e)
+	if !strings.Contains(e.ErrorMessage, "failed 3 deliveries and is dropped") || e.Subject != "agent.in.default.poison" || e.Payload != "crash me" {
+		t.Errorf("error event = %+v", e)
+	}
+	if got := deliveries.Load(); got != 3 {
+		t.Errorf("handled %d times, want 3", got)
+	}
+	if _, err := errs.NextMsg(300 * time.Millisecond); err == nil {
+		t.Error("a second error event: the message came back")
+	}
+}
