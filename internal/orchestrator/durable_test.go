@@ -433,3 +433,27 @@ func TestStandbyTakesOver(t *testing.T) {
 		t.Errorf("the standby saw %s, want %s", got, want)
 	}
 }
+
+// TestLongRunIsKeptAlive runs longer than the ack wait: in-progress acks
+// keep the input from being delivered again meanwhile.
+func TestLongRunIsKeptAlive(t *testing.T) {
+	const ackWait = 600 * time.Millisecond
+	model := newScript().on("long", func(req *loopRequest) *agentfleet.AssistantMessage {
+		<-time.After(4 * ackWait) // the run outlives several ack waits
+		return say("done at last")(req)
+	})
+	obs := &counts{}
+	f := startFleet(t, orchestrator.Config{Model: model, Durable: true, Observer: obs, DurableConfig: bus.DurableConfig{AckWait: ackWait}},
+		bus.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}})
+	out := outs(t, f.nc, "default", "long")
+	publish(t, f.nc, "agent.in.default.long", "", "take your time")
+	if got := agentfleet.JoinText(next(t, out).Content); got != "done at last" {
+		t.Errorf("answer = %q", got)
+	}
+	if n := obs.get("duplicate"); n != 0 {
+		t.Errorf("the input was delivered again %d times during the run", n)
+	}
+	if n := len(model.requests("long")); n != 1 {
+		t.Errorf("model calls = %d, want 1", n)
+	}
+}
