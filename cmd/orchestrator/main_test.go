@@ -514,3 +514,26 @@ func TestHTTPPortTaken(t *testing.T) {
 		t.Errorf("err = %v, want one naming --http and the address", err)
 	}
 }
+
+// TestStreamPerProfile: --llm-stream sets the default, and a profile's
+// stream: false asks that agent's model without streaming.
+func TestStreamPerProfile(t *testing.T) {
+	llm := llmtest.NewServer(t)
+	t.Setenv("OPENAI_BASE_URL", llm.BaseURL())
+	t.Setenv("OPENAI_API_KEY", "k")
+	llm.Enqueue(llmtest.TextReply("streamed").Response(), llmtest.TextReply("whole").Response())
+	path := filepath.Join(t.TempDir(), "agents.yaml")
+	os.WriteFile(path, []byte("agents:\n  - name: streams\n  - name: plain\n    stream: false\n"), 0o644)
+	m := run(t, "--workers", "1", "--config", path)
+	nc := connect(t, m)
+	if got := agentfleet.JoinText(ask(t, nc, "agent.ask.streams.s", "hi").Content); got != "streamed" {
+		t.Errorf("streams answered %q", got)
+	}
+	if got := agentfleet.JoinText(ask(t, nc, "agent.ask.plain.s", "hi").Content); got != "whole" {
+		t.Errorf("plain answered %q", got)
+	}
+	reqs := llm.Requests()
+	if len(reqs) != 2 || !reqs[0].Stream || reqs[1].Stream {
+		t.Errorf("stream flags of the requests: %v, %v; want true, false", len(reqs) > 0 && reqs[0].Stream, len(reqs) > 1 && reqs[1].Stream)
+	}
+}
