@@ -155,6 +155,16 @@ func TestOpenAICompatibleServer(t *testing.T) {
 	if got := results["call_c"]; !strings.Contains(got, "Tool echo: arguments are not valid JSON") {
 		t.Errorf("result of the malformed call = %q", got)
 	}
+	// The model's requests and tokens are counted.
+	_, body := scrape(t, "http://"+m.HTTPAddr()+"/metrics")
+	for _, want := range []string{"agentfleet_llm_attempts_total 2", "agentfleet_llm_request_duration_seconds_count 2", `agentfleet_tool_call_duration_seconds_count{outcome="invalid",tool="echo"} 1`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if !strings.Contains(body, `agentfleet_llm_tokens_total{kind="input"}`) {
+		t.Error("/metrics lacks token counts")
+	}
 }
 
 func TestListenTaken(t *testing.T) {

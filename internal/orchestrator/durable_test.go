@@ -457,3 +457,30 @@ func TestLongRunIsKeptAlive(t *testing.T) {
 		t.Errorf("model calls = %d, want 1", n)
 	}
 }
+
+// TestDurableSteer steers a running run through the input stream: the
+// steering message enters before the next model call, in the same run.
+func TestDurableSteer(t *testing.T) {
+	inTool := make(chan struct{})
+	release := make(chan struct{})
+	block := tool("block", false, func(ctx context.Context, c *agentfleet.Call) (*agentfleet.ToolResult, error) {
+		close(inTool)
+		<-release
+		return agentfleet.TextResult("unblocked"), nil
+	})
+	model := newScript().on("st", use(`block {}`), say("steered"))
+	obs := &counts{}
+	f := startFleet(t, orchestrator.Config{Model: model, Durable: true, Observer: obs}, bus.ServerConfig{Tools: []*agentfleet.Tool{block}})
+	out := outs(t, f.nc, "default", "st")
+	publish(t, f.nc, "agent.in.default.st", "", "start")
+	<-inTool
+	publish(t, f.nc, "agent.steer.default.st", "", "change of plan")
+	bustest.Eventually(t, "the steering message to be taken", func() bool { return obs.get("accepted") == 2 })
+	close(release)
+	if got := agentfleet.JoinText(next(t, out).Content); got != "steered" {
+		t.Errorf("answer = %q", got)
+	}
+	if got, want := roles(model.requests("st")[1].Messages), "user:start assistant tool user:change of plan"; got != want {
+		t.Errorf("second model call saw %s, want %s", got, want)
+	}
+}
