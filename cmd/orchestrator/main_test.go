@@ -547,3 +547,52 @@ func TestStreamPerProfile(t *testing.T) {
 		t.Errorf("stream flags of the requests: %v, %v; want true, false", len(reqs) > 0 && reqs[0].Stream, len(reqs) > 1 && reqs[1].Stream)
 	}
 }
+
+// TestSIGTERMLeavesRunsToResume stops the orchestrator process with SIGTERM
+// while a run waits for a tool and the shutdown grace is short: it exits in
+// bounded time, and the next orchestrator finishes the run.
+func TestSIGTERMLeavesRunsToResume(t *testing.T) {
+	srv := bustest.MustRunNATS(t)
+	nc, err := bus.Connect(bus.ConnectConfig{URL: srv.ClientURL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	toolStart, _ := nc.SubscribeSync("agent.events.default.term.tool.start")
+	out, _ := nc.SubscribeSync("agent.out.default.term")
+	nc.Flush()
+	args := "--nats-url " + srv.ClientURL() + " --workers 1 --shutdown-timeout 200ms --log-level warn --http 127.0.0.1:0"
+	first := startOrchestrator(t, args)
+	js, _ := jetstream.New(nc)
+	bustest.Eventually(t, "the input stream", func() bool {
+		_, err := js.Stream(context.Background(), "AGENT_INPUT")
+		return err == nil
+	})
+	if err := nc.Publish("agent.in.default.term", []byte(`{"content":"sleep 1500","id":"term-1"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := toolStart.NextMsg(20 * time.Second); err != nil {
+		t.Fatalf("no tool.start: %v", err)
+	}
+	stopped := time.Now()
+	if err := first.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	first.Wait()
+	if d := time.Since(stopped); d > 15*time.Second {
+		t.Errorf("the orchestrator took %v to stop", d)
+	}
+	startOrchestrator(t, args)
+	m, err := out.NextMsg(30 * time.Second)
+	if err != nil {
+		t.Fatalf("no final message after the restart: %v", err)
+	}
+	var final agentfleet.AssistantMessage
+	json.Unmarshal(m.Data, &final)
+	if final.StopReason != agentfleet.StopReasonStop || !strings.Contains(agentfleet.JoinText(final.Content), "slept 1500 ms") {
+		t.Errorf("final = %s %q", final.StopReason, agentfleet.JoinText(final.Content))
+	}
+	if m, err := out.NextMsg(500 * time.Millisecond); err == nil {
+		t.Errorf("a second final message: %s", m.Data)
+	}
+}
