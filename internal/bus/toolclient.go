@@ -228,7 +228,7 @@ func (c *ToolClient) attempt(ctx context.Context, prep *pipeline.Prepared, attem
 	token := strconv.FormatUint(c.seq.Add(1), 36)
 	// Progress and heartbeats beyond the buffer are dropped rather than
 	// stall the subscription; final frames always get through.
-	call := &inflight{frames: make(chan delivery, 8), done: make(chan struct{})}
+	call := &inflight{frames: make(chan delivery, 32), done: make(chan struct{})}
 	c.mu.Lock()
 	c.calls[token] = call
 	c.mu.Unlock()
