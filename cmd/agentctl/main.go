@@ -94,6 +94,9 @@ type Main struct {
 	// Replace lets tools import replace a scripted tool of the same name,
 	// as "replace": true in the file does.
 	Replace bool
+	// Since makes tail start this far back, from the events the fleet keeps
+	// in JetStream, and go on from there.
+	Since time.Duration
 
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
@@ -130,6 +133,7 @@ type command struct {
 	name, args, help  string
 	json, id          bool // takes --json, --id
 	revision, replace bool // takes --revision, --replace
+	since             bool // takes --since
 	check             func(m *Main, pos []string) error
 	run               func(m *Main, ctx context.Context) error
 	subs              []*command
@@ -146,6 +150,8 @@ func (c *command) takes(name string) bool {
 		return c.revision
 	case "replace":
 		return c.replace
+	case "since":
+		return c.since
 	}
 	return false
 }
@@ -165,7 +171,7 @@ func (c *command) anyTakes(name string) bool {
 }
 
 // commandFlags are the flags that only some commands take.
-var commandFlags = []string{"json", "id", "revision", "replace"}
+var commandFlags = []string{"json", "id", "revision", "replace", "since"}
 
 // toolsCommands are the subcommands of tools, which manage the scripted
 // tools in the KV bucket.
@@ -181,7 +187,7 @@ var commands = []*command{
 	{name: "send", args: "<agent> <session> <text>", help: "send a message without waiting (agent.in)", id: true, check: checkMessage, run: (*Main).send},
 	{name: "steer", args: "<agent> <session> <text>", help: "steer the running run before its next model call (agent.steer)", id: true, check: checkMessage, run: (*Main).steer},
 	{name: "abort", args: "<agent> <session> [reason]", help: "abort the session's running run (agent.abort)", check: checkAbort, run: (*Main).abort},
-	{name: "tail", args: "[agent [session]]", help: "follow events as readable lines; '*' matches any agent or session", json: true, check: checkTail, run: (*Main).tail},
+	{name: "tail", args: "[agent [session]]", help: "follow events as readable lines; '*' matches any agent or session (--since 10m: replay first)", json: true, since: true, check: checkTail, run: (*Main).tail},
 	{name: "chat", args: "<agent> [session]", help: "chat in the terminal, with the answer and tool calls as they stream", check: checkChat, run: (*Main).chat},
 	{name: "tools", args: "[agent]", help: "list the fleet's tools with their argument schemas", json: true, check: checkTools, run: (*Main).tools, subs: toolsCommands},
 	{name: "call", args: "<tool> [json-args]", help: "run one tool on the fleet directly, printing its progress", json: true, check: checkCall, run: (*Main).call},
@@ -314,6 +320,9 @@ func (m *Main) ParseFlags(args []string) error {
 	}
 	if m.cmd.anyTakes("replace") {
 		fs.BoolVar(&m.Replace, "replace", false, "replace a scripted tool of the same name")
+	}
+	if m.cmd.anyTakes("since") {
+		fs.DurationVar(&m.Since, "since", 0, "start this far back (e.g. 10m), replaying the events the fleet keeps in JetStream")
 	}
 	pos, err := parseInterspersed(fs, top.Args()[1:])
 	if err != nil {

@@ -652,3 +652,33 @@ func TestFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestTailSince replays a run that ended before the tail started, from the
+// events the fleet keeps, then follows a new one.
+func TestTailSince(t *testing.T) {
+	url := startFleet(t)
+	if _, stderr, err := run(t, url, "ask", "default", "late", "echo before"); err != nil {
+		t.Fatalf("ask: %v %s", err, stderr)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := newProg(t, url, nil, "tail", "--since", "1m", "default", "late")
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	p.stdout.waitFor(t, " run.end stop\n", 1) // the earlier run, replayed
+	if _, stderr, err := run(t, url, "send", "default", "late", "echo after"); err != nil {
+		t.Fatalf("send: %v %s", err, stderr)
+	}
+	p.stdout.waitFor(t, " run.end stop\n", 2) // and the new one, live
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("tail: %v", err)
+	}
+	if got := strings.Count(p.stdout.String(), " run.start\n"); got != 2 {
+		t.Errorf("run.start lines = %d, want 2:\n%s", got, p.stdout.String())
+	}
+	m := NewMain()
+	m.Stderr = newOutput()
+	if err := m.ParseFlags([]string{"ask", "--since", "1m", "default", "x", "hi"}); err == nil || !strings.Contains(err.Error(), "since") {
+		t.Errorf("--since on ask: err = %v", err)
+	}
+}

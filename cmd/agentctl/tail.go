@@ -29,6 +29,9 @@ func (m *Main) tail(ctx context.Context) error {
 		session = m.pos[1]
 	}
 	subject := m.eventsSubject(agent, session)
+	if m.Since > 0 {
+		return m.replay(ctx, subject)
+	}
 	r, err := m.subscribe(subject)
 	if err != nil {
 		return err
@@ -42,18 +45,23 @@ func (m *Main) tail(ctx context.Context) error {
 		case err := <-m.denied:
 			return err
 		case msg := <-r.C:
-			if m.JSON {
-				fmt.Fprintf(m.Stdout, "%s\n", msg.Data)
-				continue
-			}
-			var e agentfleet.Event
-			if err := json.Unmarshal(msg.Data, &e); err != nil {
-				fmt.Fprintf(m.Stderr, "event on %s does not decode: %v\n", msg.Subject, err)
-				continue
-			}
-			fmt.Fprintln(m.Stdout, formatEvent(&e, time.Now()))
+			m.printEvent(msg.Subject, msg.Data)
 		}
 	}
+}
+
+// printEvent prints one event as a readable line, or raw with --json.
+func (m *Main) printEvent(subject string, data []byte) {
+	if m.JSON {
+		fmt.Fprintf(m.Stdout, "%s\n", data)
+		return
+	}
+	var e agentfleet.Event
+	if err := json.Unmarshal(data, &e); err != nil {
+		fmt.Fprintf(m.Stderr, "event on %s does not decode: %v\n", subject, err)
+		return
+	}
+	fmt.Fprintln(m.Stdout, formatEvent(&e, time.Now()))
 }
 
 // formatEvent returns the readable line of an event: its time
