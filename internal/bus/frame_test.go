@@ -1,6 +1,8 @@
 package bus
 
 import (
+	"bytes"
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -124,4 +126,56 @@ func FuzzDecodeRequest(f *testing.F) {
 			t.Errorf("decoded an incomplete request %+v", r)
 		}
 	})
+}
+
+// TestHandEncodingMatchesTags checks that the hand-written encoders write
+// what the struct tags describe: the same map, field for field.
+func TestHandEncodingMatchesTags(t *testing.T) {
+	type plainFrame Frame
+	type plainRequest CallRequest
+	asJSON := func(b []byte) string {
+		var v any
+		dec := msgpack.NewDecoder(bytes.NewReader(b))
+		dec.SetMapDecoder(decodeMap)
+		if err := dec.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+		j, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(j)
+	}
+	frames := []*Frame{
+		{T: FrameAck, ID: "c1", Worker: "w/1", Cancel: "agent.worker.1.cancel", HeartbeatMS: 1000},
+		{T: FrameBusy, ID: "c1", Worker: "w/1", InFlight: 64, Limit: 64},
+		{T: FrameProgress, ID: "c1", Partial: map[string]any{"elapsed_ms": 100, "nested": []any{"a", 1.5}}},
+		{T: FrameResult, ID: "c1", Worker: "w", IsError: true, Result: &agentfleet.ToolResult{
+			Content: []agentfleet.Content{agentfleet.Text("ok"), agentfleet.Image("aGk=", "image/png")},
+			Details: map[string]any{"n": 1}, Terminate: true, Usage: &agentfleet.Usage{InputTokens: 1, OutputTokens: 2, TotalTokens: 3}}},
+		{T: FrameResult, Result: &agentfleet.ToolResult{Content: []agentfleet.Content{}}},
+		{T: FrameError, ID: "c1", Error: "nope", Code: CodeNotFound},
+		{T: FrameCancel, ID: "c1", Inbox: "_INBOX.x.1"},
+	}
+	for _, f := range frames {
+		hand, err := msgpack.Marshal(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tags, err := msgpack.Marshal((*plainFrame)(f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := asJSON(hand), asJSON(tags); got != want {
+			t.Errorf("%s frame:\nhand %s\ntags %s", f.T, got, want)
+		}
+	}
+	r := &CallRequest{V: 1, ID: "c", Tool: "t", Args: map[string]any{"a": "b"}, TimeoutMS: 5, Attempt: 2, Agent: "ag", Session: "s", RunID: "r", Allowed: []string{"x", "y"}}
+	for _, req := range []*CallRequest{r, {V: 1, ID: "c", Tool: "t"}} {
+		hand, _ := msgpack.Marshal(req)
+		tags, _ := msgpack.Marshal((*plainRequest)(req))
+		if got, want := asJSON(hand), asJSON(tags); got != want && !(req.Args == nil && strings.Replace(want, `"args":null`, `"args":{}`, 1) == got) {
+			t.Errorf("request:\nhand %s\ntags %s", got, want)
+		}
+	}
 }
