@@ -260,86 +260,6 @@ func startOrchestrator(t *testing.T, args string) *exec.Cmd {
 	return cmd
 }
 
-// TestOrchestratorKilledMidRun kills the orchestrator process with SIGKILL
-// while its run waits for a tool, and starts it again on the same NATS: the
-// input is delivered again, the run completes, the final message is
-// published, and the stored history holds the user message once and no tool
-// result twice.
-func TestOrchestratorKilledMidRun(t *testing.T) {
-	srv := bustest.MustRunNATS(t)
-	nc, err := bus.Connect(bus.ConnectConfig{URL: srv.ClientURL()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	toolStart, _ := nc.SubscribeSync("agent.events.default.crash.tool.start")
-	out, _ := nc.SubscribeSync("agent.out.default.crash")
-	serving, _ := nc.SubscribeSync("agent.fleet")
-	nc.Flush()
-	// The killed orchestrator holds the lead until it expires.
-	args := "--nats-url " + srv.ClientURL() + " --workers 1 --durable true --ack-wait 1s --leader-ttl 1s --log-level warn --http 127.0.0.1:0"
-	first := startOrchestrator(t, args)
-	if _, err := serving.NextMsg(20 * time.Second); err != nil {
-		t.Fatalf("first orchestrator's worker did not join: %v", err)
-	}
-	// Input is durable once the orchestrator has made its input stream.
-	js, _ := jetstream.New(nc)
-	bustest.Eventually(t, "the input stream", func() bool {
-		_, err := js.Stream(context.Background(), "AGENT_INPUT")
-		return err == nil
-	})
-	if err := nc.Publish("agent.in.default.crash", []byte(`{"content":"sleep 1500","id":"crash-1"}`)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := toolStart.NextMsg(20 * time.Second); err != nil {
-		t.Fatalf("no tool.start: %v", err)
-	}
-	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	first.Wait()
-
-	startOrchestrator(t, args)
-	m, err := out.NextMsg(30 * time.Second)
-	if err != nil {
-		t.Fatalf("no final message after the restart: %v", err)
-	}
-	var final agentfleet.AssistantMessage
-	json.Unmarshal(m.Data, &final)
-	if final.StopReason != agentfleet.StopReasonStop || !strings.Contains(agentfleet.JoinText(final.Content), "slept 1500 ms") {
-		t.Errorf("final = %s %q", final.StopReason, agentfleet.JoinText(final.Content))
-	}
-	subjects, _ := bus.NewSubjects("")
-	h, err := bus.NewHistoryStore(context.Background(), js, subjects, 0, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := h.Load(context.Background(), "default", "crash")
-	if err != nil {
-		t.Fatal(err)
-	}
-	users, results := 0, map[string]int{}
-	for _, msg := range st.Messages {
-		switch msg := msg.(type) {
-		case *agentfleet.UserMessage:
-			users++
-		case *agentfleet.ToolResultMessage:
-			results[msg.ToolCallID]++
-		}
-	}
-	if users != 1 {
-		t.Errorf("user messages in history = %d, want 1", users)
-	}
-	for id, n := range results {
-		if n != 1 {
-			t.Errorf("tool result %s stored %d times", id, n)
-		}
-	}
-	if len(results) != 1 {
-		t.Errorf("tool results = %v, want one", results)
-	}
-}
-
 // runScriptWorker is a worker process that serves echo and the fleet's
 // scripted tools, as `toolworker --scripts --tools echo` does, until SIGTERM.
 func runScriptWorker(url string) {
@@ -548,51 +468,87 @@ func TestStreamPerProfile(t *testing.T) {
 	}
 }
 
-// TestSIGTERMLeavesRunsToResume stops the orchestrator process with SIGTERM
-// while a run waits for a tool and the shutdown grace is short: it exits in
-// bounded time, and the next orchestrator finishes the run.
-func TestSIGTERMLeavesRunsToResume(t *testing.T) {
-	srv := bustest.MustRunNATS(t)
-	nc, err := bus.Connect(bus.ConnectConfig{URL: srv.ClientURL()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	toolStart, _ := nc.SubscribeSync("agent.events.default.term.tool.start")
-	out, _ := nc.SubscribeSync("agent.out.default.term")
-	nc.Flush()
-	args := "--nats-url " + srv.ClientURL() + " --workers 1 --shutdown-timeout 200ms --log-level warn --http 127.0.0.1:0"
-	first := startOrchestrator(t, args)
-	js, _ := jetstream.New(nc)
-	bustest.Eventually(t, "the input stream", func() bool {
-		_, err := js.Stream(context.Background(), "AGENT_INPUT")
-		return err == nil
-	})
-	if err := nc.Publish("agent.in.default.term", []byte(`{"content":"sleep 1500","id":"term-1"}`)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := toolStart.NextMsg(20 * time.Second); err != nil {
-		t.Fatalf("no tool.start: %v", err)
-	}
-	stopped := time.Now()
-	if err := first.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	first.Wait()
-	if d := time.Since(stopped); d > 15*time.Second {
-		t.Errorf("the orchestrator took %v to stop", d)
-	}
-	startOrchestrator(t, args)
-	m, err := out.NextMsg(30 * time.Second)
-	if err != nil {
-		t.Fatalf("no final message after the restart: %v", err)
-	}
-	var final agentfleet.AssistantMessage
-	json.Unmarshal(m.Data, &final)
-	if final.StopReason != agentfleet.StopReasonStop || !strings.Contains(agentfleet.JoinText(final.Content), "slept 1500 ms") {
-		t.Errorf("final = %s %q", final.StopReason, agentfleet.JoinText(final.Content))
-	}
-	if m, err := out.NextMsg(500 * time.Millisecond); err == nil {
-		t.Errorf("a second final message: %s", m.Data)
+// TestOrchestratorStoppedMidRun stops the orchestrator process while its run
+// waits for a tool, and starts another on the same NATS: with SIGKILL (a
+// crash), and with SIGTERM and a short grace (the run is left at a safe
+// point). Either way the process ends, the input is delivered again, the run
+// completes, one final message is published, and the stored history holds
+// the user message once and no tool result twice.
+func TestOrchestratorStoppedMidRun(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			srv := bustest.MustRunNATS(t)
+			nc, err := bus.Connect(bus.ConnectConfig{URL: srv.ClientURL()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			toolStart, _ := nc.SubscribeSync("agent.events.default.stop.tool.start")
+			out, _ := nc.SubscribeSync("agent.out.default.stop")
+			nc.Flush()
+			// A killed orchestrator holds the lead until it expires.
+			args := "--nats-url " + srv.ClientURL() + " --workers 1 --ack-wait 1s --leader-ttl 1s --shutdown-timeout 200ms --log-level warn --http 127.0.0.1:0"
+			first := startOrchestrator(t, args)
+			// Input is durable once the orchestrator has made its input stream.
+			js, _ := jetstream.New(nc)
+			bustest.Eventually(t, "the input stream", func() bool {
+				_, err := js.Stream(context.Background(), "AGENT_INPUT")
+				return err == nil
+			})
+			if err := nc.Publish("agent.in.default.stop", []byte(`{"content":"sleep 1500","id":"stop-1"}`)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := toolStart.NextMsg(20 * time.Second); err != nil {
+				t.Fatalf("no tool.start: %v", err)
+			}
+			stopped := time.Now()
+			if err := first.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			first.Wait()
+			if d := time.Since(stopped); d > 15*time.Second {
+				t.Errorf("the orchestrator took %v to stop", d)
+			}
+
+			startOrchestrator(t, args)
+			m, err := out.NextMsg(30 * time.Second)
+			if err != nil {
+				t.Fatalf("no final message after the restart: %v", err)
+			}
+			var final agentfleet.AssistantMessage
+			json.Unmarshal(m.Data, &final)
+			if final.StopReason != agentfleet.StopReasonStop || !strings.Contains(agentfleet.JoinText(final.Content), "slept 1500 ms") {
+				t.Errorf("final = %s %q", final.StopReason, agentfleet.JoinText(final.Content))
+			}
+			if m, err := out.NextMsg(500 * time.Millisecond); err == nil {
+				t.Errorf("a second final message: %s", m.Data)
+			}
+			subjects, _ := bus.NewSubjects("")
+			h, err := bus.NewHistoryStore(context.Background(), js, subjects, 0, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := h.Load(context.Background(), "default", "stop")
+			if err != nil {
+				t.Fatal(err)
+			}
+			users, results := 0, map[string]int{}
+			for _, msg := range st.Messages {
+				switch msg := msg.(type) {
+				case *agentfleet.UserMessage:
+					users++
+				case *agentfleet.ToolResultMessage:
+					results[msg.ToolCallID]++
+				}
+			}
+			if users != 1 || len(results) != 1 {
+				t.Errorf("history holds %d user messages and tool results %v; want one of each", users, results)
+			}
+			for id, n := range results {
+				if n != 1 {
+					t.Errorf("tool result %s stored %d times", id, n)
+				}
+			}
+		})
 	}
 }
