@@ -12,9 +12,16 @@ type EventType string
 // The lifecycle events, in the order a run emits them: run.start, then per
 // turn turn.start, message.start, message.update*, message.end,
 // (tool.start, tool.update*, tool.end)*, turn.end, and finally run.end.
+//
+// A run that an orchestrator had to leave before its end (it shut down past
+// its grace, or lost the lead) emits run.suspended instead of run.end; the
+// orchestrator that takes the run on emits run.resumed and goes on with its
+// turns, and run.end comes once, from whichever ends it.
 const (
 	EventRunStart      EventType = "run.start"
 	EventRunEnd        EventType = "run.end"
+	EventRunSuspended  EventType = "run.suspended"
+	EventRunResumed    EventType = "run.resumed"
 	EventTurnStart     EventType = "turn.start"
 	EventTurnEnd       EventType = "turn.end"
 	EventMessageStart  EventType = "message.start"

@@ -93,7 +93,10 @@ type ToolResultMessage struct {
 	Usage          *Usage         `json:"usage,omitempty"`
 	AddedToolNames []string       `json:"added_tool_names,omitempty"`
 	IsError        bool           `json:"is_error"`
-	Timestamp      time.Time      `json:"timestamp"`
+	// Terminate records that the result asked to end the run (spec
+	// section 10), so that a run resumed after a crash ends as it would have.
+	Terminate bool      `json:"terminate,omitempty"`
+	Timestamp time.Time `json:"timestamp"`
 }
 
 // MessageRole implements Message.

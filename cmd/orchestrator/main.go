@@ -35,13 +35,7 @@ import (
 )
 
 func main() {
-	m := NewMain()
-	lost := make(chan error, 1)
-	go func() {
-		<-m.LostLead()
-		lost <- errors.New("lost the lead to another orchestrator; exiting to come back as a standby")
-	}()
-	cli.Serve("orchestrator", m, lost)
+	cli.Serve("orchestrator", NewMain(), nil)
 }
 
 // Main is the orchestrator program: ParseFlags, then Run, then Close.
@@ -68,7 +62,6 @@ type Main struct {
 	HTTP          string
 	Elect         bool
 	LeaderTTL     time.Duration
-	lostLead      chan struct{}
 	llmCfg        llm.Config
 	metrics       *metrics.Orchestrator
 	http          *metrics.Server
@@ -84,11 +77,7 @@ type Main struct {
 }
 
 // NewMain returns a Main with the defaults of its flags.
-func NewMain() *Main { return &Main{Stderr: os.Stderr, lostLead: make(chan struct{})} }
-
-// LostLead is closed when this orchestrator loses the lead it held; the
-// program then exits, to come back as a standby.
-func (m *Main) LostLead() <-chan struct{} { return m.lostLead }
+func NewMain() *Main { return &Main{Stderr: os.Stderr} }
 
 // ParseFlags reads the command line and the agent profiles file.
 func (m *Main) ParseFlags(args []string) error {
@@ -217,7 +206,7 @@ func (m *Main) Run(ctx context.Context) error {
 		ModelFor: m.modelFor(model),
 		Durable:  m.Durable != "false", DurableOptional: m.Durable == "auto",
 		DurableConfig: m.Streams, SessionIdle: m.SessionIdle, Observer: m.metrics,
-		Elect: m.Elect, LeaderTTL: m.LeaderTTL, OnLostLead: func() { close(m.lostLead) },
+		Elect: m.Elect, LeaderTTL: m.LeaderTTL, OnLostLead: m.metrics.LostLead,
 	})
 	if err != nil {
 		return err

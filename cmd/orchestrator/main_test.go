@@ -19,6 +19,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/history"
 	"github.com/agentfleet/agentfleet/internal/llm/llmtest"
 	"github.com/agentfleet/agentfleet/internal/worker"
 	"github.com/nats-io/nats.go"
@@ -524,7 +525,7 @@ func TestOrchestratorStoppedMidRun(t *testing.T) {
 				t.Errorf("a second final message: %s", m.Data)
 			}
 			subjects, _ := bus.NewSubjects("")
-			h, err := bus.NewHistoryStore(context.Background(), js, subjects, 0, 1)
+			h, err := history.Open(context.Background(), js, subjects, "", history.Config{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -533,7 +534,7 @@ func TestOrchestratorStoppedMidRun(t *testing.T) {
 				t.Fatal(err)
 			}
 			users, results := 0, map[string]int{}
-			for _, msg := range st.Messages {
+			for _, msg := range st.Messages() {
 				switch msg := msg.(type) {
 				case *agentfleet.UserMessage:
 					users++

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"time"
@@ -13,16 +14,18 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// ErrDuplicate is returned by an InputHandler for input it has already
-// handled; durable input is then acknowledged without an error event.
-var ErrDuplicate = errors.New("duplicate message")
+// ErrTemporary marks an error of an InputHandler that can pass (a store
+// that did not answer in time): the input is tried again later instead of
+// being rejected. Wrap it with Temporary.
+var ErrTemporary = errors.New("temporary")
 
-// ErrInProgress is returned by an InputHandler for a redelivery of durable
-// input (the same stream message) whose first delivery is still being
-// handled; the redelivery is dropped, and the first delivery's ack settles
-// the message. A different message with the id of one being handled is an
-// ErrDuplicate.
-var ErrInProgress = errors.New("message already in progress")
+// Temporary marks err as one that can pass.
+func Temporary(err error) error { return &temporaryError{err} }
+
+type temporaryError struct{ err error }
+
+func (e *temporaryError) Error() string   { return e.err.Error() }
+func (e *temporaryError) Unwrap() []error { return []error{ErrTemporary, e.err} }
 
 // DurableConfig configures the JetStream side of the orchestrator: the
 // streams that keep input and events, and the input consumer. The zero value
@@ -31,8 +34,11 @@ type DurableConfig struct {
 	// AckWait is how long a delivered input message may go without an ack
 	// or an in-progress signal before it is delivered again; default 30s.
 	AckWait time.Duration
-	// MaxDeliver bounds the deliveries of one input message; the last one
-	// that fails is terminated with an error event. Default 5.
+	// MaxDeliver bounds the failed handlings of one input message (errors
+	// that can pass, such as a session that could not be loaded); the last
+	// one terminates it with an error event. Deliveries cut short by a
+	// shutdown, a lost lead or a crash are not failures and do not count.
+	// Default 5.
 	MaxDeliver int
 	// DuplicateWindow is how long JetStream remembers Nats-Msg-Id headers to
 	// drop duplicates; default 2m.
@@ -48,13 +54,19 @@ type DurableConfig struct {
 	HistoryMaxAge time.Duration
 }
 
-// Durable is the JetStream side of an orchestrator: the history store, the
-// event stream, and the durable input consumer.
+// Durable is the JetStream side of an orchestrator's transport: the event
+// stream and the durable input consumer. The history is kept by package
+// history, on the same JetStream.
 type Durable struct {
-	js      jetstream.JetStream
-	cfg     DurableConfig
-	History *HistoryStore
+	js  jetstream.JetStream
+	cfg DurableConfig
 }
+
+// JetStream returns the JetStream context, for the stores built on it.
+func (d *Durable) JetStream() jetstream.JetStream { return d.js }
+
+// Config returns the configuration, defaults filled in.
+func (d *Durable) Config() DurableConfig { return d.cfg }
 
 // ErrNoJetStream is returned by OpenDurable when the server has no JetStream.
 var ErrNoJetStream = errors.New("the NATS server has no JetStream")
@@ -69,8 +81,8 @@ func HasJetStream(ctx context.Context, nc *nats.Conn) bool {
 	return err == nil
 }
 
-// OpenDurable checks that nc's server has JetStream and creates the history
-// and event streams.
+// OpenDurable checks that nc's server has JetStream and creates the event
+// stream.
 func OpenDurable(ctx context.Context, nc *nats.Conn, subjects Subjects, cfg DurableConfig) (*Durable, error) {
 	cfg.defaults()
 	js, err := jetstream.New(nc)
@@ -80,14 +92,10 @@ func OpenDurable(ctx context.Context, nc *nats.Conn, subjects Subjects, cfg Dura
 	if _, err := js.AccountInfo(ctx); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoJetStream, err)
 	}
-	h, err := NewHistoryStore(ctx, js, subjects, cfg.HistoryMaxAge, cfg.Replicas)
-	if err != nil {
-		return nil, err
-	}
 	if err := SetupEventStream(ctx, js, subjects, cfg); err != nil {
 		return nil, err
 	}
-	return &Durable{js: js, cfg: cfg, History: h}, nil
+	return &Durable{js: js, cfg: cfg}, nil
 }
 
 // Input returns a durable input for in's handler.
@@ -138,16 +146,18 @@ func SetupEventStream(ctx context.Context, js jetstream.JetStream, subjects Subj
 // restarts: a message is acknowledged only when Done(true) says its run
 // ended and is stored, and is delivered again otherwise.
 type DurableInput struct {
-	in   *Input // parsing, handler, rejection
-	js   jetstream.JetStream
-	cfg  DurableConfig
-	log  *slog.Logger
-	cc   jetstream.ConsumeContext
-	stop chan struct{}
-	done chan struct{}
+	in     *Input // parsing, handler, rejection
+	js     jetstream.JetStream
+	stream jetstream.Stream
+	cfg    DurableConfig
+	log    *slog.Logger
+	cc     jetstream.ConsumeContext
+	stop   chan struct{}
+	done   chan struct{}
 
-	mu     sync.Mutex
-	active map[jetstream.Msg]struct{}
+	mu       sync.Mutex
+	active   map[uint64]jetstream.Msg // stream sequence → its latest delivery
+	failures map[uint64]int           // failed handlings per stream sequence
 }
 
 // NewDurableInput creates (or updates) the input stream and its durable
@@ -161,7 +171,7 @@ func NewDurableInput(ctx context.Context, js jetstream.JetStream, in *Input, cfg
 		Name: name, Description: "agentfleet user input (in, steer)",
 		Subjects:  []string{subjects.Prefix + "." + KindIn + ".>", subjects.Prefix + "." + KindSteer + ".>"},
 		Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage,
-		Duplicates: cfg.DuplicateWindow, Replicas: cfg.Replicas,
+		Duplicates: cfg.DuplicateWindow, Replicas: cfg.Replicas, AllowDirect: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("input stream %s: %w", name, err)
@@ -169,16 +179,18 @@ func NewDurableInput(ctx context.Context, js jetstream.JetStream, in *Input, cfg
 	_, err = stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
 		Durable: "orchestrator", Description: "agentfleet orchestrators",
 		AckPolicy: jetstream.AckExplicitPolicy, AckWait: cfg.AckWait,
-		// Deliveries are bounded by the orchestrator itself, which says so
-		// in an error event; the server's own limit is a backstop.
-		MaxDeliver:    cfg.MaxDeliver + 1,
+		// Failed handlings are bounded by the orchestrator itself, which
+		// says so in an error event; redeliveries after a crash or a
+		// handover are not failures, so the server does not count them.
+		MaxDeliver:    -1,
 		MaxAckPending: 100_000,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("input consumer: %w", err)
 	}
-	return &DurableInput{in: in, js: js, cfg: cfg, log: in.log, active: map[jetstream.Msg]struct{}{}}, nil
+	return &DurableInput{in: in, js: js, stream: stream, cfg: cfg, log: in.log,
+		active: map[uint64]jetstream.Msg{}, failures: map[uint64]int{}}, nil
 }
 
 // Start begins consuming, and keeps the messages of active runs alive with
@@ -220,6 +232,65 @@ func (d *DurableInput) Active() int {
 	return len(d.active)
 }
 
+// Sessions returns the agent and session of every session that has input in
+// the stream (delivered and not settled, or not delivered yet), so that an
+// orchestrator that begins to serve loads them, and resumes their
+// interrupted runs, without waiting for redeliveries.
+func (d *DurableInput) Sessions(ctx context.Context) ([][2]string, error) {
+	info, err := d.stream.Info(ctx, jetstream.WithSubjectFilter(d.in.subjects.Prefix+".>"))
+	if err != nil {
+		return nil, fmt.Errorf("input stream: %w", err)
+	}
+	seen := map[[2]string]bool{}
+	var out [][2]string
+	for subject := range info.State.Subjects {
+		_, agent, session, err := d.in.subjects.ParseClient(subject)
+		if err != nil {
+			continue
+		}
+		k := [2]string{agent, session}
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
+// Pending returns the session's input in the stream, in stream order, as
+// Inbounds with no way to settle them (the consumer's deliveries of the same
+// messages do that). A message that does not parse is left out: its
+// delivery rejects it.
+func (d *DurableInput) Pending(ctx context.Context, agent, session string) ([]*Inbound, error) {
+	subject := d.in.subjects.Prefix + ".*." + agent + "." + session
+	var out []*Inbound
+	for seq := uint64(1); ; {
+		m, err := d.stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("input of session %s: %w", session, err)
+		}
+		seq = m.Sequence + 1
+		in, err := d.in.parse(&nats.Msg{Subject: m.Subject, Data: m.Data, Header: m.Header})
+		if err != nil || in.Message == nil {
+			continue
+		}
+		in.Seq = m.Sequence
+		durableID(in)
+		out = append(out, in)
+	}
+}
+
+// durableID gives a durable message without an id the id of its stream
+// sequence, so that a redelivery is recognised in the stored history.
+func durableID(in *Inbound) {
+	if in.Message != nil && in.Message.ID == "" {
+		in.Message.ID = "js-" + strconv.FormatUint(in.Seq, 10)
+	}
+}
+
 func (d *DurableInput) keepAlive() {
 	defer close(d.done)
 	t := time.NewTicker(d.cfg.AckWait / 3)
@@ -232,7 +303,7 @@ func (d *DurableInput) keepAlive() {
 		}
 		d.mu.Lock()
 		msgs := make([]jetstream.Msg, 0, len(d.active))
-		for m := range d.active {
+		for _, m := range d.active {
 			msgs = append(msgs, m)
 		}
 		d.mu.Unlock()
@@ -244,6 +315,14 @@ func (d *DurableInput) keepAlive() {
 	}
 }
 
+// retryDelay is the wait before a message that failed n times is delivered
+// again: exponential from a quarter of a second to 30s, with jitter.
+func retryDelay(n int) time.Duration {
+	d := 250 * time.Millisecond << min(n-1, 7)
+	d = min(d, 30*time.Second)
+	return d/2 + rand.N(d/2+1)
+}
+
 func (d *DurableInput) receive(m jetstream.Msg) {
 	meta, err := m.Metadata()
 	if err != nil {
@@ -252,71 +331,92 @@ func (d *DurableInput) receive(m jetstream.Msg) {
 		return
 	}
 	nm := &nats.Msg{Subject: m.Subject(), Data: m.Data(), Header: m.Headers()}
-	if int(meta.NumDelivered) > d.cfg.MaxDeliver {
-		msg, _ := d.in.parse(nm) // for the agent and session of the event
-		d.in.reject(nm, msg, fmt.Errorf("input message %d of stream %s failed %d deliveries and is dropped", meta.Sequence.Stream, meta.Stream, d.cfg.MaxDeliver))
-		m.TermWithReason("max deliveries")
-		return
-	}
+	seq := meta.Sequence.Stream
 	msg, err := d.in.parse(nm)
-	if err == nil {
-		msg.Delivery, msg.Seq = meta.NumDelivered, meta.Sequence.Stream
-		if msg.Message != nil && msg.Message.ID == "" {
-			// Every durable message gets an id, so a redelivery is
-			// recognised in the stored history.
-			msg.Message.ID = "js-" + strconv.FormatUint(meta.Sequence.Stream, 10)
-		}
-		d.mu.Lock()
-		d.active[m] = struct{}{}
-		d.mu.Unlock()
-		var once sync.Once
-		msg.done = func(ok bool) {
-			once.Do(func() {
-				d.mu.Lock()
-				delete(d.active, m)
-				d.mu.Unlock()
-				var serr error
-				if ok {
-					serr = m.Ack()
-				} else {
-					serr = m.Nak()
-				}
-				if serr != nil {
-					d.log.Warn("settle input", "subject", m.Subject(), "ack", ok, "err", serr)
-				}
-			})
-		}
-		err = d.in.handler.HandleInput(msg)
-		if errors.Is(err, ErrInProgress) {
-			// The same stream message is being handled: the first
-			// delivery's ack settles it.
-			d.mu.Lock()
-			delete(d.active, m)
-			d.mu.Unlock()
-			if d.in.OnInput != nil {
-				d.in.OnInput("duplicate")
-			}
-			return
-		}
-		if errors.Is(err, ErrDuplicate) {
-			msg.Done(true)
-			if d.in.OnInput != nil {
-				d.in.OnInput("duplicate")
-			}
-			return
-		}
-		if err != nil {
-			d.mu.Lock()
-			delete(d.active, m)
-			d.mu.Unlock()
-		}
-	}
 	if err != nil {
 		d.in.reject(nm, msg, err)
 		m.Term()
 		return
 	}
+	msg.Delivery, msg.Seq = meta.NumDelivered, seq
+	durableID(msg)
+	d.mu.Lock()
+	d.active[seq] = m // a redelivery replaces the delivery it follows
+	d.mu.Unlock()
+	msg.done = func(ok bool) { d.settle(seq, m, ok) }
+	msg.retry = func(err error) { d.retry(nm, msg, seq, m, err) }
+	msg.rejectFn = func(err error) {
+		if d.forget(seq, m) {
+			d.in.reject(nm, msg, err)
+			m.Term()
+		}
+	}
+	if err := d.in.handler.HandleInput(msg); err != nil {
+		if errors.Is(err, ErrTemporary) {
+			msg.Retry(err)
+		} else {
+			msg.Reject(err)
+		}
+	}
+}
+
+// forget removes delivery m of seq from the active set; false means a later
+// delivery (or settlement) took its place.
+func (d *DurableInput) forget(seq uint64, m jetstream.Msg) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.active[seq] != m {
+		return false
+	}
+	delete(d.active, seq)
+	return true
+}
+
+// settle acknowledges the message (ok) or asks for it to be delivered again
+// at once (a handover; not a failure). Only the latest delivery of a message
+// settles it.
+func (d *DurableInput) settle(seq uint64, m jetstream.Msg, ok bool) {
+	if !d.forget(seq, m) {
+		return
+	}
+	var err error
+	if ok {
+		d.mu.Lock()
+		delete(d.failures, seq)
+		d.mu.Unlock()
+		err = m.Ack()
+	} else {
+		err = m.Nak()
+	}
+	if err != nil {
+		d.log.Warn("settle input", "subject", m.Subject(), "ack", ok, "err", err)
+	}
+}
+
+// retry counts a failed handling and has the message delivered again after
+// a backoff, or terminates it once it failed MaxDeliver times.
+func (d *DurableInput) retry(nm *nats.Msg, msg *Inbound, seq uint64, m jetstream.Msg, cause error) {
+	if !d.forget(seq, m) {
+		return
+	}
+	d.mu.Lock()
+	d.failures[seq]++
+	n := d.failures[seq]
+	if n >= d.cfg.MaxDeliver {
+		delete(d.failures, seq)
+	}
+	d.mu.Unlock()
+	if n >= d.cfg.MaxDeliver {
+		d.in.reject(nm, msg, fmt.Errorf("input message %d of stream %s failed %d times and is dropped; last error: %w", seq, d.in.subjects.StreamName("INPUT"), n, cause))
+		m.TermWithReason("max failures")
+		return
+	}
+	delay := retryDelay(n)
+	d.log.Warn("input will be tried again", "subject", nm.Subject, "seq", seq, "failures", n, "delay", delay, "err", cause)
 	if d.in.OnInput != nil {
-		d.in.OnInput("accepted")
+		d.in.OnInput("retried")
+	}
+	if err := m.NakWithDelay(delay); err != nil {
+		d.log.Warn("settle input", "subject", nm.Subject, "err", err)
 	}
 }

@@ -29,8 +29,28 @@ type Inbound struct {
 	// Seq is the stream sequence of durable input; 0 for core NATS input.
 	Seq uint64
 
-	reply func(*agentfleet.AssistantMessage)
-	done  func(ok bool)
+	reply    func(*agentfleet.AssistantMessage)
+	done     func(ok bool)
+	retry    func(err error)
+	rejectFn func(err error)
+}
+
+// Retry reports a failure that can pass (the session could not be loaded):
+// durable input is delivered again after a backoff, and dropped with an
+// error event once it failed DurableConfig.MaxDeliver times; an ask gets an
+// error reply saying to try again.
+func (in *Inbound) Retry(err error) {
+	if in.retry != nil {
+		in.retry(err)
+	}
+}
+
+// Reject reports input that can never be handled: an error event names it,
+// an ask gets an error reply, and durable input is terminated.
+func (in *Inbound) Reject(err error) {
+	if in.rejectFn != nil {
+		in.rejectFn(err)
+	}
 }
 
 // Durable reports whether the input came from the durable input stream, so
@@ -56,7 +76,9 @@ func (in *Inbound) Reply(m *agentfleet.AssistantMessage) {
 
 // InputHandler takes accepted input. HandleInput is called from the
 // subscription and must not block; an error rejects the input with an error
-// event (and an error reply to an ask).
+// event (and an error reply to an ask), or, when it wraps ErrTemporary, has
+// it tried again (Inbound.Retry). A handler that finds out later may call
+// Retry or Reject itself.
 type InputHandler interface {
 	HandleInput(in *Inbound) error
 }
@@ -78,8 +100,10 @@ type Input struct {
 	// Kinds are the input kinds subscribed; default all four. With durable
 	// input, in and steer come from the stream instead.
 	Kinds []string
-	// OnInput, if set, is called with the outcome of every input:
-	// "accepted" or "rejected".
+	// OnInput, if set, is called with the outcome of input that the
+	// handler does not take: "rejected", or "retried" (durable input to be
+	// delivered again after a failure that can pass). The handler reports
+	// "accepted" and "duplicate" itself, once it knows.
 	OnInput func(outcome string)
 }
 
@@ -128,28 +152,20 @@ func (in *Input) Stop() error {
 
 func (in *Input) receive(m *nats.Msg) {
 	msg, err := in.parse(m)
-	if err == nil {
-		err = in.handler.HandleInput(msg)
-	}
-	if errors.Is(err, ErrDuplicate) || errors.Is(err, ErrInProgress) {
-		if in.OnInput != nil {
-			in.OnInput("duplicate")
-		}
-		if m.Reply != "" {
-			b, _ := json.Marshal(&agentfleet.AssistantMessage{
-				Role: agentfleet.RoleAssistant, Content: []agentfleet.Content{}, StopReason: agentfleet.StopReasonError,
-				ErrorMessage: fmt.Sprintf("message %s was already handled (%v)", msg.Message.ID, err), Timestamp: time.Now().UTC(),
-			})
-			_ = in.nc.Publish(m.Reply, b)
-		}
-		return
-	}
 	if err != nil {
 		in.reject(m, msg, err)
 		return
 	}
-	if in.OnInput != nil {
-		in.OnInput("accepted")
+	msg.rejectFn = func(err error) { in.reject(m, msg, err) }
+	msg.retry = func(err error) {
+		in.reject(m, msg, fmt.Errorf("%w; try again", err))
+	}
+	if err := in.handler.HandleInput(msg); err != nil {
+		if errors.Is(err, ErrTemporary) {
+			msg.Retry(err)
+		} else {
+			msg.Reject(err)
+		}
 	}
 }
 

@@ -133,3 +133,14 @@ func (s Subjects) ParseClient(subject string) (kind, agent, session string, err 
 	}
 	return kind, agent, session, nil
 }
+
+// StreamName returns the JetStream stream name of a fleet's kind of stream
+// ("INPUT", "HISTORY", "EVENTS"): the prefix upper-cased, dots as '_'.
+func (s Subjects) StreamName(kind string) string {
+	return strings.ToUpper(strings.ReplaceAll(s.Prefix, ".", "_")) + "_" + kind
+}
+
+// History returns the subject of a session's stored conversation.
+func (s Subjects) History(agent, session string) string {
+	return s.Prefix + ".history." + agent + "." + session
+}

@@ -572,7 +572,7 @@ func TestResume(t *testing.T) {
 	})
 	user := agentfleet.NewUserMessage("pay and check")
 	user.ID = "m1"
-	history := []agentfleet.Message{
+	history := entries("run-1",
 		user,
 		&agentfleet.AssistantMessage{Role: "assistant", Content: []agentfleet.Content{
 			{Type: agentfleet.ContentToolCall, ID: "c1", Name: "done", Arguments: json.RawMessage(`{}`)},
@@ -580,10 +580,10 @@ func TestResume(t *testing.T) {
 			{Type: agentfleet.ContentToolCall, ID: "c3", Name: "unsafe", Arguments: json.RawMessage(`{}`)},
 		}},
 		&agentfleet.ToolResultMessage{Role: "tool", ToolCallID: "c1", ToolName: "done", Content: []agentfleet.Content{agentfleet.Text("done before")}},
-	}
+	)
 	m := &script{steps: []step{say("resumed")}}
 	s, _ := newSession(t, m, loop.Config{History: history}, safe, unsafe, done)
-	final := wait(t, s.Resume("run-1", user))
+	final := wait(t, s.Resume("run-1"))
 	if final.RunID != "run-1" || agentfleet.JoinText(final.Content) != "resumed" {
 		t.Errorf("final = %+v", final)
 	}
@@ -618,4 +618,13 @@ func TestLengthWithTextOnly(t *testing.T) {
 	if final.StopReason != agentfleet.StopReasonLength || final.ErrorMessage == "" || agentfleet.JoinText(final.Content) != "a long answer that was cut" {
 		t.Errorf("final = %s %q %q", final.StopReason, final.ErrorMessage, agentfleet.JoinText(final.Content))
 	}
+}
+
+// entries gives every message the run runID.
+func entries(runID string, msgs ...agentfleet.Message) []loop.Entry {
+	out := make([]loop.Entry, len(msgs))
+	for i, m := range msgs {
+		out[i] = loop.Entry{RunID: runID, Message: m}
+	}
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/agentfleet/agentfleet"
@@ -18,15 +19,21 @@ const LengthText = "Tool call not executed: the model's response was cut off at 
 
 // run is one run of a session: turns of model call and tool batch until the
 // model stops, a batch terminates, the turn limit is hit, the model fails or
-// the run is aborted.
+// the run is aborted; or, when it must be left to another process, until it
+// is suspended.
 type run struct {
-	s     *Session
-	ctx   context.Context
-	id    string
-	turn  int
-	took  []*pending
-	usage *agentfleet.Usage
-	last  *agentfleet.AssistantMessage
+	s       *Session
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	id      string
+	turn    int
+	took    []*pending
+	usage   *agentfleet.Usage
+	last    *agentfleet.AssistantMessage
+	resumed bool
+
+	mu      sync.Mutex
+	stopErr error // why the run is suspended
 }
 
 // Emit implements agentfleet.EventSink for the pipeline of the current turn.
@@ -34,37 +41,120 @@ func (r *run) Emit(e *agentfleet.Event) { r.s.emit(r.id, r.turn, e) }
 
 func (r *run) emit(e *agentfleet.Event) { r.s.emit(r.id, r.turn, e) }
 
+// store hands m to the store; false means it was not stored and the run is
+// suspended.
+func (r *run) store(m agentfleet.Message) bool {
+	if r.suspended() != nil {
+		return false
+	}
+	if r.s.cfg.OnAppend == nil {
+		return true
+	}
+	if err := r.s.cfg.OnAppend(r.id, m); err != nil {
+		r.suspend(err)
+		return false
+	}
+	return true
+}
+
+// append stores m and adds it to the history.
+func (r *run) append(m agentfleet.Message) bool {
+	if !r.store(m) {
+		return false
+	}
+	r.s.record(r.id, m)
+	return true
+}
+
+// suspend stops the run without ending it, and the session with it.
+func (r *run) suspend(err error) {
+	r.mu.Lock()
+	if r.stopErr == nil {
+		r.stopErr = err
+	}
+	r.mu.Unlock()
+	r.s.Suspend(err)
+	r.cancel(&suspendError{err: err})
+}
+
+// suspended returns why the run was suspended, or nil.
+func (r *run) suspended() error {
+	r.mu.Lock()
+	err := r.stopErr
+	r.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if cause := context.Cause(r.ctx); errors.Is(cause, ErrSuspended) {
+		return cause
+	}
+	return nil
+}
+
 func (r *run) take(ps []*pending) {
 	for _, p := range ps {
 		r.took = append(r.took, p)
 		if p.resume == "" {
-			r.s.append(r.id, p.msg)
+			r.append(p.msg)
 		}
 	}
 }
 
-func (r *run) execute(first []*pending) (final *agentfleet.AssistantMessage) {
-	cfg := &r.s.cfg
+// execute runs the run and returns its final message, or nil when the run
+// was suspended.
+func (r *run) execute(first []*pending) *agentfleet.AssistantMessage {
 	r.id = uuid.NewString()
 	for _, p := range first {
 		if p.resume != "" {
-			r.id = p.resume
+			r.id, r.resumed = p.resume, true
 			break
 		}
 	}
-	r.emit(&agentfleet.Event{Type: agentfleet.EventRunStart})
-	defer func() {
+	if r.resumed {
+		r.emit(&agentfleet.Event{Type: agentfleet.EventRunResumed})
+	} else {
+		r.emit(&agentfleet.Event{Type: agentfleet.EventRunStart})
+	}
+	final := r.steps(first)
+	if r.suspended() == nil {
 		final.RunID = r.id
 		final.Usage = r.usage
 		if final.Timestamp.IsZero() {
 			final.Timestamp = time.Now().UTC()
 		}
-		r.emit(&agentfleet.Event{Type: agentfleet.EventRunEnd, StopReason: final.StopReason, Message: final})
-	}()
-	r.take(first)
-	r.settleInterrupted()
+		// The end is stored before run.end says so.
+		if r.s.cfg.OnRunEnd != nil {
+			if err := r.s.cfg.OnRunEnd(final); err != nil {
+				r.suspend(err)
+			}
+		}
+	}
+	if err := r.suspended(); err != nil {
+		r.emit(&agentfleet.Event{Type: agentfleet.EventRunSuspended, ErrorMessage: err.Error()})
+		if r.s.cfg.OnSuspend != nil {
+			r.s.cfg.OnSuspend(r.id, err)
+		}
+		return nil
+	}
+	r.emit(&agentfleet.Event{Type: agentfleet.EventRunEnd, StopReason: final.StopReason, Message: final})
+	return final
+}
 
+func (r *run) steps(first []*pending) *agentfleet.AssistantMessage {
+	cfg := &r.s.cfg
+	r.take(first)
+	if r.resumed {
+		if final := r.settle(); final != nil {
+			return final
+		}
+	}
 	for {
+		if r.ctx.Err() != nil {
+			return r.aborted()
+		}
+		if r.turn >= cfg.MaxTurns {
+			return r.synthetic(agentfleet.StopReasonMaxTurns, fmt.Sprintf("the run reached its limit of %d turns", cfg.MaxTurns))
+		}
 		// Step 1 of spec section 6: steering enters before every model call.
 		r.take(r.s.takeSteering())
 		if r.ctx.Err() != nil {
@@ -82,32 +172,34 @@ func (r *run) execute(first []*pending) (final *agentfleet.AssistantMessage) {
 			if r.s.hasSteering() {
 				continue
 			}
-			final := *msg
-			if final.StopReason == agentfleet.StopReasonLength {
-				final.ErrorMessage = "the model's response was cut off at its token limit"
-			} else {
-				final.StopReason = agentfleet.StopReasonStop
-			}
-			return &final
+			return finalOf(msg)
 		}
 		if msg.StopReason == agentfleet.StopReasonLength {
 			r.refuse(calls)
 			r.emit(&agentfleet.Event{Type: agentfleet.EventTurnEnd})
-			final := *msg
-			final.ErrorMessage = "the model's response was cut off at its token limit"
-			return &final
+			return finalOf(msg)
 		}
 		batch := r.runTools(msg, calls)
 		r.emit(&agentfleet.Event{Type: agentfleet.EventTurnEnd})
 		switch {
 		case batch.Terminate:
-			return r.terminated(msg, batch)
+			return r.terminated(msg, batch.Messages)
 		case r.ctx.Err() != nil:
 			return r.aborted()
-		case r.turn >= cfg.MaxTurns:
-			return r.synthetic(agentfleet.StopReasonMaxTurns, fmt.Sprintf("the run reached its limit of %d turns", cfg.MaxTurns))
 		}
 	}
+}
+
+// finalOf is the final message of a run whose last model response msg made
+// no tool call it may run.
+func finalOf(msg *agentfleet.AssistantMessage) *agentfleet.AssistantMessage {
+	final := *msg
+	if final.StopReason == agentfleet.StopReasonLength {
+		final.ErrorMessage = "the model's response was cut off at its token limit"
+	} else {
+		final.StopReason = agentfleet.StopReasonStop
+	}
+	return &final
 }
 
 // callModel runs the hooks and the model for one turn. It returns the
@@ -147,7 +239,9 @@ func (r *run) callModel() (*agentfleet.AssistantMessage, []agentfleet.ToolCall, 
 	calls := ExtractToolCalls(msg)
 	r.usage = r.usage.Add(msg.Usage)
 	r.last = msg
-	r.s.append(r.id, msg)
+	if !r.append(msg) {
+		return nil, nil, r.aborted()
+	}
 	r.emit(&agentfleet.Event{Type: agentfleet.EventMessageEnd, Message: msg})
 	return msg, calls, nil
 }
@@ -174,13 +268,33 @@ func (r *run) complete(req *Request) (msg *agentfleet.AssistantMessage, err erro
 }
 
 func (r *run) runTools(msg *agentfleet.AssistantMessage, calls []agentfleet.ToolCall) *pipeline.Batch {
+	return r.runBatch(msg, calls, nil)
+}
+
+// runBatch runs calls of msg through the pipeline, with an extra before hook
+// in front of the configured one. Each result is stored as its call ends,
+// and added to the history in call order once the batch is done.
+func (r *run) runBatch(msg *agentfleet.AssistantMessage, calls []agentfleet.ToolCall, first pipeline.BeforeHook) *pipeline.Batch {
 	cfg := &r.s.cfg
 	pc := cfg.Pipeline
 	pc.Sink, pc.Agent, pc.Session, pc.RunID = r, cfg.Agent, cfg.Session, r.id
+	pc.OnOutcome = func(o *pipeline.Outcome) { r.store(o.Message()) }
+	if first != nil {
+		next := pc.Before
+		pc.Before = func(ctx context.Context, in *pipeline.BeforeContext) (*pipeline.BeforeResult, error) {
+			if res, err := first(ctx, in); res != nil || err != nil {
+				return res, err
+			}
+			if next != nil {
+				return next(ctx, in)
+			}
+			return nil, nil
+		}
+	}
 	pctx := &pipeline.Context{SystemPrompt: cfg.SystemPrompt, Messages: r.s.History(), Tools: cfg.Tools}
 	batch := pipeline.New(pc).Run(r.ctx, pctx, msg, calls)
 	for _, m := range batch.Messages {
-		r.s.append(r.id, m)
+		r.s.record(r.id, m)
 	}
 	return batch
 }
@@ -191,16 +305,16 @@ func (r *run) refuse(calls []agentfleet.ToolCall) {
 		r.emit(&agentfleet.Event{Type: agentfleet.EventToolStart, ToolCallID: c.ID, ToolName: c.Name, Arguments: c.Arguments})
 		o := &pipeline.Outcome{Call: c, Result: agentfleet.ErrorResult(LengthText), IsError: true, Kind: pipeline.Truncated}
 		r.emit(&agentfleet.Event{Type: agentfleet.EventToolEnd, ToolCallID: c.ID, ToolName: c.Name, Result: o.Result, IsError: true, Outcome: string(pipeline.Truncated)})
-		r.s.append(r.id, o.Message())
+		r.append(o.Message())
 	}
 }
 
 // terminated builds the final message of a batch whose every result asked
 // to terminate (spec section 10).
-func (r *run) terminated(msg *agentfleet.AssistantMessage, b *pipeline.Batch) *agentfleet.AssistantMessage {
+func (r *run) terminated(msg *agentfleet.AssistantMessage, results []*agentfleet.ToolResultMessage) *agentfleet.AssistantMessage {
 	content := []agentfleet.Content{agentfleet.Text("Tool execution completed.")}
 	failed := false
-	for _, m := range b.Messages {
+	for _, m := range results {
 		failed = failed || m.IsError
 		for _, c := range m.Content {
 			if c.Type == agentfleet.ContentText {
@@ -257,57 +371,88 @@ func (s *Session) hasSteering() bool {
 	return len(s.steering) > 0
 }
 
-// settleInterrupted answers the tool calls of the last assistant message that
-// have no result: the process stopped while they were in flight. Calls of
-// idempotent or read-only tools run again; the others get an error result,
-// since running them twice could do harm.
-func (r *run) settleInterrupted() {
-	h := r.s.History()
-	last := -1
-	for i := len(h) - 1; i >= 0; i-- {
-		if _, ok := h[i].(*agentfleet.AssistantMessage); ok {
-			last = i
-			break
+// UnknownOutcomeText is the result of a call of a tool that is neither
+// idempotent nor read-only, found in flight when a run resumes: it may have
+// run, so it is not run again.
+const UnknownOutcomeText = "Tool %s: the orchestrator stopped while this call was in flight; its outcome is unknown, and it was not run again because the tool is not marked idempotent or read_only"
+
+// settle takes up a resumed run where its stored records end: it counts the
+// run's turns and usage, answers the tool calls of its last model response
+// that have no result (calls of idempotent or read-only tools run again, the
+// others get an error result saying their outcome is unknown), and returns
+// the final message when the records show the run had ended its work (a
+// final answer, a terminating batch, the turn limit); nil means the turns go
+// on. Only the run's own records count, however the session went on.
+func (r *run) settle() *agentfleet.AssistantMessage {
+	var (
+		mine     []agentfleet.Message
+		lastAsst = -1
+	)
+	for _, e := range r.s.entries() {
+		if e.RunID != r.id {
+			continue
+		}
+		mine = append(mine, e.Message)
+		if a, ok := e.Message.(*agentfleet.AssistantMessage); ok {
+			lastAsst = len(mine) - 1
+			r.turn++
+			r.usage = r.usage.Add(a.Usage)
 		}
 	}
-	if last < 0 {
-		return
+	if lastAsst < 0 {
+		return nil // only its input is stored: the first model call is next
 	}
-	answered := map[string]bool{}
-	for _, m := range h[last+1:] {
+	for _, m := range mine[lastAsst+1:] {
+		if _, ok := m.(*agentfleet.UserMessage); ok {
+			return nil // steering arrived after the response: the model is next
+		}
+	}
+	msg := mine[lastAsst].(*agentfleet.AssistantMessage)
+	r.last = msg
+	calls := ExtractToolCalls(&agentfleet.AssistantMessage{Content: slices.Clone(msg.Content)})
+	if len(calls) == 0 {
+		return finalOf(msg) // the final answer is stored: the run is over
+	}
+	results := map[string]*agentfleet.ToolResultMessage{}
+	for _, m := range mine[lastAsst+1:] {
 		if tr, ok := m.(*agentfleet.ToolResultMessage); ok {
-			answered[tr.ToolCallID] = true
+			results[tr.ToolCallID] = tr
 		}
 	}
-	msg := h[last].(*agentfleet.AssistantMessage)
-	probe := &agentfleet.AssistantMessage{Content: slices.Clone(msg.Content)}
 	var missing []agentfleet.ToolCall
-	for _, c := range ExtractToolCalls(probe) {
-		if !answered[c.ID] {
+	for _, c := range calls {
+		if results[c.ID] == nil {
 			missing = append(missing, c)
 		}
 	}
-	if len(missing) == 0 {
-		return
+	if msg.StopReason == agentfleet.StopReasonLength {
+		r.refuse(missing)
+		return finalOf(msg)
 	}
-	cfg := &r.s.cfg
-	pc := cfg.Pipeline
-	pc.Sink, pc.Agent, pc.Session, pc.RunID = r, cfg.Agent, cfg.Session, r.id
-	before := pc.Before
-	pc.Before = func(ctx context.Context, in *pipeline.BeforeContext) (*pipeline.BeforeResult, error) {
-		if t, ok := cfg.Tools.Get(in.Call.Name); ok && !t.Annotations.Idempotent && !t.Annotations.ReadOnly {
-			return &pipeline.BeforeResult{Block: true, Reason: fmt.Sprintf(
-				"Tool %s: the orchestrator stopped while this call was in flight; its outcome is unknown, and it was not run again because the tool is not marked idempotent or read_only", in.Call.Name)}, nil
+	if len(missing) > 0 {
+		tools := r.s.cfg.Tools
+		batch := r.runBatch(msg, missing, func(ctx context.Context, in *pipeline.BeforeContext) (*pipeline.BeforeResult, error) {
+			if t, ok := tools.Get(in.Call.Name); ok && !t.Annotations.Idempotent && !t.Annotations.ReadOnly {
+				return &pipeline.BeforeResult{Block: true, Reason: fmt.Sprintf(UnknownOutcomeText, in.Call.Name)}, nil
+			}
+			return nil, nil
+		})
+		for _, m := range batch.Messages {
+			results[m.ToolCallID] = m
 		}
-		if before != nil {
-			return before(ctx, in)
-		}
-		return nil, nil
 	}
-	r.last = msg
-	pctx := &pipeline.Context{SystemPrompt: cfg.SystemPrompt, Messages: h, Tools: cfg.Tools}
-	batch := pipeline.New(pc).Run(r.ctx, pctx, msg, missing)
-	for _, m := range batch.Messages {
-		r.s.append(r.id, m)
+	if r.ctx.Err() != nil {
+		return r.aborted()
 	}
+	ordered := make([]*agentfleet.ToolResultMessage, 0, len(calls))
+	terminate := true
+	for _, c := range calls {
+		tr := results[c.ID]
+		ordered = append(ordered, tr)
+		terminate = terminate && tr.Terminate
+	}
+	if terminate {
+		return r.terminated(msg, ordered)
+	}
+	return nil
 }

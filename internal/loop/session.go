@@ -45,14 +45,38 @@ type Config struct {
 	// Sink receives every lifecycle event, envelope filled in, in sequence
 	// order. Emit is called with no session lock held, one event at a time.
 	Sink agentfleet.EventSink
-	// History is the conversation so far, for a session that resumes.
-	History []agentfleet.Message
+	// History is the conversation so far, with the run of each message, for
+	// a session that resumes.
+	History []Entry
 	// OnAppend, if set, is called with each message as it is appended to
-	// the history, in order (for storage).
-	OnAppend func(runID string, m agentfleet.Message)
-	// OnRunEnd, if set, is called with the final message of each run.
-	OnRunEnd func(final *agentfleet.AssistantMessage)
+	// the history, in order (for storage); tool results as each call ends.
+	// It returns once the message is stored. An error means it never will
+	// be (another orchestrator owns the session, this one is stopping): the
+	// run is suspended.
+	OnAppend func(runID string, m agentfleet.Message) error
+	// OnRunEnd, if set, is called with the final message of each run before
+	// its run.end event (to store the end of the run). An error suspends
+	// the run instead: no run.end.
+	OnRunEnd func(final *agentfleet.AssistantMessage) error
+	// OnSuspend, if set, is called when a run is suspended, with the reason.
+	OnSuspend func(runID string, err error)
 }
+
+// Entry is one message of a history with the run that added it.
+type Entry struct {
+	RunID   string
+	Message agentfleet.Message
+}
+
+// ErrSuspended is the cause of a run that stopped before its end, to be
+// resumed elsewhere: Suspend was called, or a message of the run could not
+// be stored.
+var ErrSuspended = errors.New("run suspended")
+
+type suspendError struct{ err error }
+
+func (e *suspendError) Error() string   { return "run suspended: " + e.err.Error() }
+func (e *suspendError) Unwrap() []error { return []error{ErrSuspended, e.err} }
 
 // DefaultSystemPrompt is the spec's default system prompt.
 const DefaultSystemPrompt = "You are a helpful assistant."
@@ -70,6 +94,8 @@ type Session struct {
 
 	mu       sync.Mutex
 	history  []agentfleet.Message
+	runOf    []string   // the run of each history message
+	halted   error      // set by Suspend: no run starts any more
 	inbox    []*pending // follow-up input, taken when a run starts
 	steering []*pending // steering input, taken before every model call
 	arrivals uint64
@@ -109,7 +135,11 @@ func New(cfg Config) *Session {
 	if cfg.Format == nil {
 		cfg.Format = DefaultFormat
 	}
-	s := &Session{cfg: cfg, history: slices.Clone(cfg.History), idle: make(chan struct{}), lastIdle: time.Now()}
+	s := &Session{cfg: cfg, idle: make(chan struct{}), lastIdle: time.Now()}
+	for _, e := range cfg.History {
+		s.history = append(s.history, e.Message)
+		s.runOf = append(s.runOf, e.RunID)
+	}
 	close(s.idle)
 	return s
 }
@@ -128,14 +158,33 @@ func (s *Session) Steer(m *agentfleet.UserMessage) <-chan *agentfleet.AssistantM
 	return s.enqueue(m, true)
 }
 
-// Resume continues the run runID, which took m before the process stopped:
-// m is already in the history (Config.History) and is not appended again.
-// Tool calls of that run left without results are settled first: calls of
-// idempotent or read-only tools run again, others get an error result saying
-// their outcome is unknown. The returned channel receives the run's final
-// message.
-func (s *Session) Resume(runID string, m *agentfleet.UserMessage) <-chan *agentfleet.AssistantMessage {
-	return s.enqueuePending(&pending{msg: m, resume: runID, reply: make(chan *agentfleet.AssistantMessage, 1)}, false)
+// Resume continues the run runID, which the history (Config.History) holds
+// without its end: the process that ran it stopped. It is taken before any
+// input queued after it, in a run of its own. Tool calls of that run left
+// without results are settled first: calls of idempotent or read-only tools
+// run again, others get an error result saying their outcome is unknown. A
+// run whose final answer is stored ends with it, without another model
+// call. The returned channel receives the run's final message (nil if it is
+// suspended again).
+func (s *Session) Resume(runID string) <-chan *agentfleet.AssistantMessage {
+	return s.enqueuePending(&pending{resume: runID, reply: make(chan *agentfleet.AssistantMessage, 1)}, false)
+}
+
+// Interrupted returns the runs of the history that have messages but did
+// not end, in the order they began; ended holds the runs that ended.
+func Interrupted(history []Entry, ended func(runID string) bool) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, e := range history {
+		if e.RunID == "" || seen[e.RunID] {
+			continue
+		}
+		seen[e.RunID] = true
+		if !ended(e.RunID) {
+			out = append(out, e.RunID)
+		}
+	}
+	return out
 }
 
 func (s *Session) enqueue(m *agentfleet.UserMessage, steer bool) <-chan *agentfleet.AssistantMessage {
@@ -143,15 +192,20 @@ func (s *Session) enqueue(m *agentfleet.UserMessage, steer bool) <-chan *agentfl
 }
 
 func (s *Session) enqueuePending(p *pending, steer bool) <-chan *agentfleet.AssistantMessage {
-	m := p.msg
-	if m.Role == "" {
-		m.Role = agentfleet.RoleUser
-	}
-	if m.Timestamp.IsZero() {
-		m.Timestamp = time.Now().UTC()
+	if m := p.msg; m != nil {
+		if m.Role == "" {
+			m.Role = agentfleet.RoleUser
+		}
+		if m.Timestamp.IsZero() {
+			m.Timestamp = time.Now().UTC()
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.halted != nil {
+		p.reply <- nil
+		return p.reply
+	}
 	s.arrivals++
 	p.arrival = s.arrivals
 	if steer {
@@ -182,6 +236,33 @@ func (s *Session) Abort(reason string) bool {
 	}
 	s.abort(cause)
 	return true
+}
+
+// Suspend stops the session for good: the active run stops at once without
+// ending (its in-flight calls are cancelled, nothing more of it is stored,
+// run.suspended instead of run.end), queued input is dropped, and no run
+// starts any more; every waiting reply channel receives nil. The orchestrator
+// calls it when it must leave the session to another (shutdown past its
+// grace, lost lead, a fenced write); the stored history is where the next
+// owner takes over. It reports whether a run was active.
+func (s *Session) Suspend(why error) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.halted == nil {
+		s.halted = why
+	}
+	if s.abort == nil {
+		return false
+	}
+	s.abort(&suspendError{err: why})
+	return true
+}
+
+// Queued returns the number of input messages waiting for a run.
+func (s *Session) Queued() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.inbox) + len(s.steering)
 }
 
 type abortError struct{ reason string }
@@ -231,6 +312,12 @@ func (s *Session) Runs() uint64 { return s.runs.Load() }
 func (s *Session) serve() {
 	for {
 		s.mu.Lock()
+		if s.halted != nil {
+			for _, p := range append(s.inbox, s.steering...) {
+				p.reply <- nil
+			}
+			s.inbox, s.steering = nil, nil
+		}
 		if len(s.inbox) == 0 && len(s.steering) == 0 {
 			s.running = false
 			s.abort = nil
@@ -241,11 +328,18 @@ func (s *Session) serve() {
 		}
 		ctx, cancel := context.WithCancelCause(context.Background())
 		s.abort = cancel
-		first := mergeArrivals(s.inbox, s.steering)
-		s.inbox, s.steering = nil, nil
+		var first []*pending
+		if len(s.inbox) > 0 && s.inbox[0].resume != "" {
+			// A resumed run goes on alone; steering enters it before its
+			// next model call, follow-ups wait for the next run.
+			first, s.inbox = s.inbox[:1], s.inbox[1:]
+		} else {
+			first = mergeArrivals(s.inbox, s.steering)
+			s.inbox, s.steering = nil, nil
+		}
 		s.mu.Unlock()
 
-		r := &run{s: s, ctx: ctx}
+		r := &run{s: s, ctx: ctx, cancel: cancel}
 		final := r.execute(first)
 		cancel(nil)
 
@@ -253,11 +347,6 @@ func (s *Session) serve() {
 		s.abort = nil
 		s.mu.Unlock()
 		s.runs.Add(1)
-		// OnRunEnd (which stores the end of the run) comes before the
-		// replies, so that whoever is told a run ended can rely on it.
-		if s.cfg.OnRunEnd != nil {
-			s.cfg.OnRunEnd(final)
-		}
 		for _, p := range r.took {
 			p.reply <- final
 		}
@@ -279,13 +368,23 @@ func mergeArrivals(a, b []*pending) []*pending {
 	return out
 }
 
-func (s *Session) append(runID string, m agentfleet.Message) {
+// record appends m to the history in memory.
+func (s *Session) record(runID string, m agentfleet.Message) {
 	s.mu.Lock()
 	s.history = append(s.history, m)
+	s.runOf = append(s.runOf, runID)
 	s.mu.Unlock()
-	if s.cfg.OnAppend != nil {
-		s.cfg.OnAppend(runID, m)
+}
+
+// entries returns a copy of the history with the run of each message.
+func (s *Session) entries() []Entry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Entry, len(s.history))
+	for i, m := range s.history {
+		out[i] = Entry{RunID: s.runOf[i], Message: m}
 	}
+	return out
 }
 
 // emit fills the envelope of e and hands it to the sink. Sequence numbers are

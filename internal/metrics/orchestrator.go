@@ -17,6 +17,7 @@ type Orchestrator struct {
 	reg *prometheus.Registry
 
 	runsStarted   prometheus.Counter
+	leadLost      prometheus.Counter
 	runsEnded     *prometheus.CounterVec // stop_reason
 	turns         prometheus.Counter
 	runsActive    prometheus.Gauge
@@ -51,9 +52,9 @@ var (
 	// llmClasses are the classes internal/llm.Class returns.
 	llmClasses = []string{"rate_limit", "server", "timeout", "connection", "client", "canceled", "other"}
 	// inputOutcomes are the outcomes of Input (bus.Input.OnInput).
-	inputOutcomes = []string{"accepted", "duplicate", "rejected"}
+	inputOutcomes = []string{"accepted", "duplicate", "rejected", "retried"}
 	eventTypes    = []agentfleet.EventType{
-		agentfleet.EventRunStart, agentfleet.EventRunEnd, agentfleet.EventTurnStart, agentfleet.EventTurnEnd,
+		agentfleet.EventRunStart, agentfleet.EventRunEnd, agentfleet.EventRunSuspended, agentfleet.EventRunResumed, agentfleet.EventTurnStart, agentfleet.EventTurnEnd,
 		agentfleet.EventMessageStart, agentfleet.EventMessageUpdate, agentfleet.EventMessageEnd,
 		agentfleet.EventToolStart, agentfleet.EventToolUpdate, agentfleet.EventToolEnd, agentfleet.EventError,
 	}
@@ -71,6 +72,10 @@ func NewOrchestrator() *Orchestrator {
 		inputOutcomes:   newBounded(maxEnum),
 		eventTypes:      newBounded(maxEnum),
 	}
+	o.leadLost = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "lead_lost_total",
+		Help: "Times this orchestrator lost the lead it held (it then suspends its runs and stands by).",
+	})
 	o.runsStarted = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "runs_started_total",
 		Help: "Agent runs started.",
@@ -132,7 +137,7 @@ func NewOrchestrator() *Orchestrator {
 		Help: "Lifecycle events published on NATS, by type.",
 	}, []string{"type"})
 
-	o.reg.MustRegister(o.runsStarted, o.runsEnded, o.turns, o.runsActive, sessions,
+	o.reg.MustRegister(o.leadLost, o.runsStarted, o.runsEnded, o.turns, o.runsActive, sessions,
 		o.llmDuration, o.llmAttempts, o.llmErrors, tokens,
 		o.toolDuration, o.toolAttempts, o.toolsInFlight, o.input, o.published)
 
@@ -166,6 +171,10 @@ func (o *Orchestrator) Event(e *agentfleet.Event) {
 		o.runsActive.Inc()
 	case agentfleet.EventRunEnd:
 		o.runsEnded.WithLabelValues(o.stopReasons.value(string(e.StopReason))).Inc()
+		o.runsActive.Dec()
+	case agentfleet.EventRunResumed:
+		o.runsActive.Inc()
+	case agentfleet.EventRunSuspended:
 		o.runsActive.Dec()
 	case agentfleet.EventTurnStart:
 		o.turns.Inc()
@@ -245,3 +254,6 @@ func (o *Orchestrator) Workers() *Worker {
 	o.workersOnce.Do(func() { o.workers = newWorker(o.reg) })
 	return o.workers
 }
+
+// LostLead counts one loss of the lead.
+func (o *Orchestrator) LostLead() { o.leadLost.Inc() }

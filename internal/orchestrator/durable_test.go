@@ -15,6 +15,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/history"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -72,14 +73,14 @@ func next(t *testing.T, ch chan *agentfleet.AssistantMessage) *agentfleet.Assist
 	}
 }
 
-func loadHistory(t *testing.T, nc *nats.Conn, agent, session string) *bus.Stored {
+func loadHistory(t *testing.T, nc *nats.Conn, agent, session string) *history.Loaded {
 	t.Helper()
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	subjects, _ := bus.NewSubjects("")
-	h, err := bus.NewHistoryStore(context.Background(), js, subjects, 0, 1)
+	h, err := history.Open(context.Background(), js, subjects, "", history.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func TestDurableDeduplicates(t *testing.T) {
 
 	st := loadHistory(t, f.nc, "default", "d")
 	var users []string
-	for _, m := range st.Messages {
+	for _, m := range st.Messages() {
 		if u, ok := m.(*agentfleet.UserMessage); ok {
 			users = append(users, u.ID+"="+agentfleet.JoinText(u.Content))
 		}
@@ -128,8 +129,8 @@ func TestDurableDeduplicates(t *testing.T) {
 	if got, want := strings.Join(users, " "), "h1=one p2=two"; got != want {
 		t.Errorf("stored user messages = %s, want %s", got, want)
 	}
-	if len(st.Ended) != 2 {
-		t.Errorf("ended runs = %d, want 2", len(st.Ended))
+	if len(st.Ended()) != 2 {
+		t.Errorf("ended runs = %d, want 2", len(st.Ended()))
 	}
 }
 
@@ -178,13 +179,13 @@ func TestRestartResumesRun(t *testing.T) {
 	}
 	st := loadHistory(t, f.nc, "default", "r")
 	var roles []string
-	for _, m := range st.Messages {
+	for _, m := range st.Messages() {
 		roles = append(roles, m.MessageRole())
 	}
 	if got, want := strings.Join(roles, " "), "user assistant tool assistant"; got != want {
 		t.Errorf("stored history = %s, want %s", got, want)
 	}
-	if !st.Ended[final.RunID] {
+	if st.Ended()[final.RunID] != 1 {
 		t.Error("the resumed run's end is not stored")
 	}
 	select {
@@ -354,10 +355,10 @@ func TestNATSRestart(t *testing.T) {
 			return false
 		}
 		st := loadHistory(t, client, "default", "nr")
-		if len(st.Ended) == 0 {
+		if len(st.Ended()) == 0 {
 			return false
 		}
-		last = agentfleet.JoinText(st.Messages[len(st.Messages)-1].(*agentfleet.AssistantMessage).Content)
+		last = agentfleet.JoinText(st.Messages()[len(st.Messages())-1].(*agentfleet.AssistantMessage).Content)
 		return true
 	})
 	if want := "wait=waited"; last != want {

@@ -122,6 +122,9 @@ func (p *Pipeline) start(call agentfleet.ToolCall) time.Time {
 
 func (p *Pipeline) end(start time.Time, out *Outcome) *Outcome {
 	out.Duration = time.Since(start)
+	if p.cfg.OnOutcome != nil {
+		p.cfg.OnOutcome(out)
+	}
 	p.emit(&agentfleet.Event{
 		Type: agentfleet.EventToolEnd, ToolCallID: out.Call.ID, ToolName: out.Call.Name,
 		Result: out.Result, IsError: out.IsError,

@@ -40,11 +40,16 @@ type Outcome struct {
 	IsError  bool
 	Kind     Kind
 	Duration time.Duration
+
+	msg *agentfleet.ToolResultMessage
 }
 
 // Message converts o to the tool result message the conversation records
-// (spec createToolResultMessage).
+// (spec createToolResultMessage). It returns the same message on every call.
 func (o *Outcome) Message() *agentfleet.ToolResultMessage {
+	if o.msg != nil {
+		return o.msg
+	}
 	r := o.Result
 	if r == nil {
 		r = &agentfleet.ToolResult{}
@@ -53,7 +58,7 @@ func (o *Outcome) Message() *agentfleet.ToolResultMessage {
 	if content == nil {
 		content = []agentfleet.Content{}
 	}
-	return &agentfleet.ToolResultMessage{
+	o.msg = &agentfleet.ToolResultMessage{
 		Role:       agentfleet.RoleTool,
 		ToolCallID: o.Call.ID,
 		ToolName:   o.Call.Name,
@@ -61,8 +66,10 @@ func (o *Outcome) Message() *agentfleet.ToolResultMessage {
 		Details:    r.Details,
 		Usage:      r.Usage,
 		IsError:    o.IsError,
+		Terminate:  r.Terminate,
 		Timestamp:  time.Now().UTC(),
 	}
+	return o.msg
 }
 
 func errorOutcome(call agentfleet.ToolCall, kind Kind, msg string) *Outcome {

@@ -130,6 +130,11 @@ type Config struct {
 	Sink agentfleet.EventSink
 	// Agent, Session and RunID are copied into every Prepared call.
 	Agent, Session, RunID string
+	// OnOutcome, if set, is called with each call's outcome as the call
+	// ends, before its tool.end event, from the goroutine that ran it (in
+	// parallel mode several at once); the loop stores each result there, so
+	// that a crash mid-batch forgets no finished call.
+	OnOutcome func(o *Outcome)
 }
 
 // Pipeline runs tool calls. It is safe for concurrent use.

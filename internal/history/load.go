@@ -1,0 +1,152 @@
+package history
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentfleet/agentfleet"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Record is one stored entry of a session: a message of a run, or the end of
+// a run with its final message.
+type Record struct {
+	// Seq is the record's stream sequence.
+	Seq uint64
+	// RunID names the run the record belongs to.
+	RunID string
+	// Writer names the orchestrator that wrote it ("" for records written
+	// before writers were named).
+	Writer string
+	// Message is the user, assistant or tool result message; nil for the
+	// end of a run.
+	Message agentfleet.Message
+	// Final is the final message of an end record; nil otherwise.
+	Final *agentfleet.AssistantMessage
+}
+
+// Skipped is a record that could not be decoded.
+type Skipped struct {
+	Seq uint64
+	Err error
+}
+
+// Loaded is a session's history as stored.
+type Loaded struct {
+	Records []Record
+	// Skipped lists the records that did not decode; they are left out of
+	// Records, and the session goes on without them.
+	Skipped []Skipped
+	// LastSeq is the stream sequence of the session's last record, skipped
+	// ones included (0 if it has none): the sequence a Writer expects.
+	LastSeq uint64
+}
+
+// Load replays a session's records. A session never stored loads empty.
+func (s *Store) Load(ctx context.Context, agent, session string) (*Loaded, error) {
+	st := &Loaded{}
+	subject := s.subjects.History(agent, session)
+	cons, err := s.js.OrderedConsumer(ctx, s.stream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{subject}, DeliverPolicy: jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("history: load session %s: %w", session, err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("history: load session %s: %w", session, err)
+	}
+	total := info.NumPending
+	wait := 5 * time.Second
+	if d, ok := ctx.Deadline(); ok {
+		wait = min(wait, max(time.Until(d), 10*time.Millisecond))
+	}
+	for got := uint64(0); got < total; {
+		batch, err := cons.Fetch(int(min(total-got, 512)), jetstream.FetchMaxWait(wait))
+		if err != nil {
+			return nil, fmt.Errorf("history: load session %s: %w", session, err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			got++
+			st.add(m)
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+			return nil, fmt.Errorf("history: load session %s: %w", session, err)
+		}
+		if n == 0 {
+			return nil, fmt.Errorf("history: load session %s: %d of %d records arrived", session, got, total)
+		}
+	}
+	return st, nil
+}
+
+func (st *Loaded) add(m jetstream.Msg) {
+	meta, err := m.Metadata()
+	if err != nil {
+		st.Skipped = append(st.Skipped, Skipped{Err: fmt.Errorf("record without metadata: %w", err)})
+		return
+	}
+	seq := meta.Sequence.Stream
+	st.LastSeq = seq
+	r, err := decode(seq, m.Headers().Get(HeaderRunID), m.Headers().Get(HeaderRecord), m.Data())
+	if err != nil {
+		st.Skipped = append(st.Skipped, Skipped{Seq: seq, Err: err})
+		return
+	}
+	r.Writer = m.Headers().Get(HeaderWriter)
+	st.Records = append(st.Records, r)
+}
+
+// decode turns one stored record into a Record; its error names the record's
+// stream sequence and what is wrong with it.
+func decode(seq uint64, runID, kind string, data []byte) (Record, error) {
+	r := Record{Seq: seq, RunID: runID}
+	if runID == "" {
+		return r, fmt.Errorf("history record %d has no %s header", seq, HeaderRunID)
+	}
+	switch kind {
+	case RecordRunEnd:
+		var final agentfleet.AssistantMessage
+		if err := json.Unmarshal(data, &final); err != nil {
+			return r, fmt.Errorf("history record %d (end of run %s): %w", seq, runID, err)
+		}
+		r.Final = &final
+	case "", "message":
+		m, err := agentfleet.UnmarshalMessage(data)
+		if err != nil {
+			return r, fmt.Errorf("history record %d (run %s): %w", seq, runID, err)
+		}
+		r.Message = m
+	default:
+		return r, fmt.Errorf("history record %d: unknown %s %q", seq, HeaderRecord, kind)
+	}
+	return r, nil
+}
+
+// Messages returns the messages of the records, in order.
+func (st *Loaded) Messages() []agentfleet.Message {
+	var out []agentfleet.Message
+	for _, r := range st.Records {
+		if r.Message != nil {
+			out = append(out, r.Message)
+		}
+	}
+	return out
+}
+
+// Ended returns the runs that have an end record, with the number of end
+// records each has (one, unless something is wrong).
+func (st *Loaded) Ended() map[string]int {
+	out := map[string]int{}
+	for _, r := range st.Records {
+		if r.Final != nil {
+			out[r.RunID]++
+		}
+	}
+	return out
+}

@@ -1,0 +1,93 @@
+// Package history keeps the conversation of every session in a JetStream
+// stream, one record per entry on <prefix>.history.<agent>.<session>, and is
+// the one place that writes it. Every append is conditional on the last
+// stream sequence its writer saw for the session (JetStream's
+// Nats-Expected-Last-Subject-Sequence), so that an orchestrator that was
+// deposed, paused or partitioned cannot write a session another one has
+// taken: its append fails with ErrFenced at the server.
+package history
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Headers of history records.
+const (
+	// HeaderRecord says what a record is: absent for a message, RecordRunEnd
+	// for the end of a run.
+	HeaderRecord = "Agentfleet-Record"
+	// HeaderWriter names the orchestrator instance that wrote the record.
+	HeaderWriter = "Agentfleet-Writer"
+	// HeaderRunID names the run a record belongs to.
+	HeaderRunID = bus.HeaderRunID
+	// RecordRunEnd marks the end of a run; its data is the final message.
+	RecordRunEnd = "run_end"
+)
+
+// Config configures the history stream. The zero value means the documented
+// defaults.
+type Config struct {
+	// MaxAge bounds how long records are kept; default forever.
+	MaxAge time.Duration
+	// Replicas of the stream; default 1.
+	Replicas int
+	// Duplicates is the window in which a retried append (same record id)
+	// is recognised; default 2m.
+	Duplicates time.Duration
+}
+
+// Store is the history stream of one prefix.
+type Store struct {
+	js       jetstream.JetStream
+	subjects bus.Subjects
+	stream   string
+	writer   string
+}
+
+// StreamName returns the name of the history stream of subjects' prefix.
+func StreamName(subjects bus.Subjects) string { return subjects.StreamName("HISTORY") }
+
+// Open creates (or updates) the history stream. writer names this process
+// in the records it writes (header Agentfleet-Writer); it may be empty for a
+// store that only reads.
+func Open(ctx context.Context, js jetstream.JetStream, subjects bus.Subjects, writer string, cfg Config) (*Store, error) {
+	if cfg.Duplicates <= 0 {
+		cfg.Duplicates = 2 * time.Minute
+	}
+	name := StreamName(subjects)
+	_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        name,
+		Description: "agentfleet session histories",
+		Subjects:    []string{subjects.Prefix + ".history.>"},
+		Storage:     jetstream.FileStorage,
+		MaxAge:      cfg.MaxAge,
+		Replicas:    max(cfg.Replicas, 1),
+		Duplicates:  cfg.Duplicates,
+		AllowDirect: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("history stream %s: %w", name, err)
+	}
+	return &Store{js: js, subjects: subjects, stream: name, writer: writer}, nil
+}
+
+// ErrFenced is returned by a Writer whose session was appended to by someone
+// else since the writer last saw it, or whose fence refused the write.
+var ErrFenced = errors.New("history: the session is written by another orchestrator")
+
+// isWrongLastSeq reports whether err is JetStream's answer to a conditional
+// publish whose expected last sequence did not hold.
+func isWrongLastSeq(err error) bool {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	return apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
+}

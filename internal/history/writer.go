@@ -1,0 +1,163 @@
+package history
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/agentfleet/agentfleet"
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Writer appends to one session's history, fenced: each append expects the
+// session's last stream sequence to be the one this writer saw last, so the
+// first append of anyone else ends this writer's turn (ErrFenced). A Writer
+// is safe for concurrent use; appends are serialised.
+type Writer struct {
+	s       *Store
+	subject string
+	session string
+	fence   func() error
+
+	mu   sync.Mutex
+	last uint64
+	err  error // sticky: ErrFenced once fenced
+}
+
+// Writer returns a writer for the session whose last record has stream
+// sequence last (Loaded.LastSeq). fence, if not nil, is asked before every
+// attempt whether this process may still write (it holds the lead, it is
+// not shutting down); its error ends the append and is returned wrapped in
+// ErrFenced.
+func (s *Store) Writer(agent, session string, last uint64, fence func() error) *Writer {
+	return &Writer{s: s, subject: s.subjects.History(agent, session), session: session, last: last, fence: fence}
+}
+
+// Append stores one message of run runID and returns its stream sequence.
+// Errors that can pass (a server restarting, a lost connection, a timeout)
+// are retried with backoff until ctx ends; the append returns only once the
+// record is stored, ctx ended, or the writer is fenced.
+func (w *Writer) Append(ctx context.Context, runID string, m agentfleet.Message) (uint64, error) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return 0, fmt.Errorf("history: encode %s message: %w", m.MessageRole(), err)
+	}
+	return w.write(ctx, runID, "", b)
+}
+
+// AppendRunEnd records that run runID ended with final.
+func (w *Writer) AppendRunEnd(ctx context.Context, runID string, final *agentfleet.AssistantMessage) (uint64, error) {
+	b, err := json.Marshal(final)
+	if err != nil {
+		return 0, fmt.Errorf("history: encode final message: %w", err)
+	}
+	return w.write(ctx, runID, RecordRunEnd, b)
+}
+
+// Last returns the stream sequence of the last record this writer knows.
+func (w *Writer) Last() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.last
+}
+
+// Err returns ErrFenced (wrapped) once the writer is fenced, else nil.
+func (w *Writer) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// Retry bounds of a record that could not be stored.
+const (
+	retryFirst = 25 * time.Millisecond
+	retryMax   = 2 * time.Second
+	attemptMax = 5 * time.Second
+)
+
+func (w *Writer) write(ctx context.Context, runID, kind string, data []byte) (uint64, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return 0, w.err
+	}
+	// One id for every attempt, so that an attempt whose ack was lost is
+	// recognised as stored.
+	id := uuid.NewString()
+	delay := retryFirst
+	for {
+		if w.fence != nil {
+			if err := w.fence(); err != nil {
+				w.err = fmt.Errorf("%w: %w", ErrFenced, err)
+				return 0, w.err
+			}
+		}
+		seq, err := w.attempt(ctx, id, runID, kind, data)
+		if err == nil {
+			w.last = seq
+			return seq, nil
+		}
+		if errors.Is(err, ErrFenced) {
+			w.err = err
+			return 0, err
+		}
+		if ctx.Err() != nil {
+			return 0, fmt.Errorf("history: store record of run %s in session %s: %w (last error: %v)", runID, w.session, ctx.Err(), err)
+		}
+		t := time.NewTimer(delay/2 + rand.N(delay/2+1))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return 0, fmt.Errorf("history: store record of run %s in session %s: %w (last error: %v)", runID, w.session, ctx.Err(), err)
+		case <-t.C:
+		}
+		delay = min(2*delay, retryMax)
+	}
+}
+
+// attempt publishes the record once, conditional on w.last.
+func (w *Writer) attempt(ctx context.Context, id, runID, kind string, data []byte) (uint64, error) {
+	msg := nats.NewMsg(w.subject)
+	msg.Data = data
+	msg.Header.Set(HeaderRunID, runID)
+	if kind != "" {
+		msg.Header.Set(HeaderRecord, kind)
+	}
+	if w.s.writer != "" {
+		msg.Header.Set(HeaderWriter, w.s.writer)
+	}
+	actx, cancel := context.WithTimeout(ctx, attemptMax)
+	defer cancel()
+	ack, err := w.s.js.PublishMsg(actx, msg, jetstream.WithMsgID(id), jetstream.WithExpectLastSequencePerSubject(w.last))
+	if err == nil {
+		return ack.Sequence, nil
+	}
+	if !isWrongLastSeq(err) {
+		return 0, err
+	}
+	// Either an earlier attempt of this record was stored and its ack lost,
+	// or someone else wrote the session: the last record tells which.
+	last, gerr := w.s.lastRecord(actx, w.subject)
+	if gerr != nil {
+		return 0, gerr
+	}
+	if last.Header.Get(nats.MsgIdHdr) == id {
+		return last.Sequence, nil
+	}
+	return 0, fmt.Errorf("%w: session %s has record %d by %q after the %d this orchestrator saw",
+		ErrFenced, w.session, last.Sequence, last.Header.Get(HeaderWriter), w.last)
+}
+
+func (s *Store) lastRecord(ctx context.Context, subject string) (*jetstream.RawStreamMsg, error) {
+	st, err := s.js.Stream(ctx, s.stream)
+	if err != nil {
+		return nil, err
+	}
+	return st.GetLastMsgForSubject(ctx, subject)
+}

@@ -1,0 +1,155 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/loop"
+	"github.com/google/uuid"
+)
+
+// HandleInput takes one message from a client subject. It never blocks on a
+// run or on the store: a session that is not in memory is loaded in the
+// background while its input waits; ask replies are sent, and durable input
+// settled, when the run that took the message ends.
+func (o *Orchestrator) HandleInput(in *bus.Inbound) error {
+	a, ok := o.agents[in.Agent]
+	if !ok {
+		return fmt.Errorf("unknown agent %q (agents: %s)", in.Agent, strings.Join(slices.Sorted(maps.Keys(o.agents)), ", "))
+	}
+	if err := bus.CheckToken("session", in.Session); err != nil {
+		return err
+	}
+	switch in.Kind {
+	case bus.KindIn, bus.KindAsk, bus.KindSteer:
+		if in.Message.ID == "" {
+			// Every message has an id, so that its run can be found.
+			in.Message.ID = in.Kind + "-" + uuid.NewString()
+		}
+	case bus.KindAbort:
+		o.mu.Lock()
+		s := o.sessions[in.Agent+"."+in.Session]
+		o.mu.Unlock()
+		if s == nil || s.evicted.Load() {
+			return fmt.Errorf("session %s of agent %s has no active run to abort", in.Session, in.Agent)
+		}
+		s.deliver(in)
+		return nil
+	default:
+		return fmt.Errorf("unknown input kind %q", in.Kind)
+	}
+	for {
+		s, err := o.acquire(a, in.Session)
+		if err != nil {
+			return err
+		}
+		if s.deliver(in) {
+			return nil
+		}
+	}
+}
+
+// acquire returns the session in memory, or a new one that loads in the
+// background.
+func (o *Orchestrator) acquire(a *agent, name string) (*session, error) {
+	key := a.profile.Name + "." + name
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return nil, errors.New("orchestrator is shutting down")
+	}
+	if s, ok := o.sessions[key]; ok && !s.evicted.Load() {
+		return s, nil
+	}
+	s := newSession(o, a, name, key)
+	o.sessions[key] = s
+	go s.load(o.loads)
+	return s, nil
+}
+
+// forget drops s from memory, if it is still the session of its key.
+func (o *Orchestrator) forget(s *session) {
+	s.evicted.Store(true)
+	o.mu.Lock()
+	if o.sessions[s.key] == s {
+		delete(o.sessions, s.key)
+	}
+	o.mu.Unlock()
+}
+
+func (o *Orchestrator) observeInput(outcome string) {
+	if o.cfg.Observer != nil {
+		o.cfg.Observer.Input(outcome)
+	}
+}
+
+// Session returns the session of agentName, loading it first if it is not
+// in memory (for tools and benchmarks that drive a session directly).
+func (o *Orchestrator) Session(agentName, name string) (*loop.Session, error) {
+	a, ok := o.agents[agentName]
+	if !ok {
+		return nil, fmt.Errorf("unknown agent %q (agents: %s)", agentName, strings.Join(slices.Sorted(maps.Keys(o.agents)), ", "))
+	}
+	if err := bus.CheckToken("session", name); err != nil {
+		return nil, err
+	}
+	for {
+		s, err := o.acquire(a, name)
+		if err != nil {
+			return nil, err
+		}
+		<-s.ready
+		s.mu.Lock()
+		l, loaded := s.loop, s.loaded
+		s.mu.Unlock()
+		if loaded {
+			return l, nil
+		}
+		if s.evicted.Load() && !loaded {
+			return nil, fmt.Errorf("session %s of agent %s could not be loaded", name, agentName)
+		}
+	}
+}
+
+// Sessions returns the number of sessions in memory.
+func (o *Orchestrator) Sessions() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.sessions)
+}
+
+// evict drops sessions idle for longer than SessionIdle from memory.
+func (o *Orchestrator) evict() {
+	defer o.bg.Done()
+	idle := o.cfg.SessionIdle
+	t := time.NewTicker(max(idle/4, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-o.life.Done():
+			return
+		case <-t.C:
+		}
+		o.mu.Lock()
+		sessions := slices.Collect(maps.Values(o.sessions))
+		o.mu.Unlock()
+		for _, s := range sessions {
+			s.mu.Lock()
+			evict := s.idleLocked(idle)
+			if evict {
+				s.evicted.Store(true)
+			}
+			s.mu.Unlock()
+			if evict {
+				o.forget(s)
+				s.cancel(context.Canceled)
+			}
+		}
+	}
+}

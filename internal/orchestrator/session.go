@@ -1,0 +1,414 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/history"
+	"github.com/agentfleet/agentfleet/internal/loop"
+	"github.com/agentfleet/agentfleet/internal/pipeline"
+)
+
+// DefaultSessionQueue bounds the input one session holds waiting for runs.
+const DefaultSessionQueue = 1000
+
+// session is one agent session in memory: its loop, its history writer, and
+// what it knows of its input (which run took each message id, which runs
+// ended and with what) and of the deliveries waiting on its runs.
+type session struct {
+	o     *Orchestrator
+	agent *agent
+	name  string
+	key   string
+	// ctx ends when the session is suspended, so that stores retrying for it
+	// give up.
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	evicted atomic.Bool
+	ready   chan struct{} // closed when load is done, loaded or not
+
+	mu      sync.Mutex
+	loaded  bool
+	backlog []*bus.Inbound // input that arrived while loading
+	loop    *loop.Session
+	writer  *history.Writer
+	runOf   map[string]string                       // message id → run ("" while queued)
+	seqOf   map[string]uint64                       // message id → input stream sequence
+	idsOf   map[string][]string                     // run → message ids it took
+	final   map[string]*agentfleet.AssistantMessage // ended runs
+	tickets map[string][]*bus.Inbound               // message id → deliveries waiting on its run
+	stopped error                                   // why the session was suspended
+}
+
+func newSession(o *Orchestrator, a *agent, name, key string) *session {
+	s := &session{
+		o: o, agent: a, name: name, key: key,
+		runOf: map[string]string{}, seqOf: map[string]uint64{}, idsOf: map[string][]string{},
+		final: map[string]*agentfleet.AssistantMessage{}, tickets: map[string][]*bus.Inbound{},
+		ready: make(chan struct{}),
+	}
+	s.ctx, s.cancel = context.WithCancelCause(context.Background())
+	return s
+}
+
+// load reads the session's stored history and its input still in the
+// stream, builds its loop, resumes its interrupted runs, and then handles
+// the stored input and whatever arrived meanwhile, in that order. It runs in
+// its own goroutine, so that a slow store holds up this session only.
+func (s *session) load(loads chan struct{}) {
+	defer close(s.ready)
+	o := s.o
+	var (
+		st      *history.Loaded
+		pending []*bus.Inbound
+		err     error
+	)
+	if o.history != nil {
+		loads <- struct{}{}
+		ctx, cancel := context.WithTimeout(s.ctx, o.cfg.LoadTimeout)
+		st, err = o.history.Load(ctx, s.agent.profile.Name, s.name)
+		if err == nil && o.dinput() != nil {
+			pending, err = o.dinput().Pending(ctx, s.agent.profile.Name, s.name)
+		}
+		cancel()
+		<-loads
+	}
+	if err != nil {
+		s.evicted.Store(true)
+		o.forget(s)
+		s.mu.Lock()
+		backlog := s.backlog
+		s.backlog = nil
+		s.mu.Unlock()
+		o.log.Warn("session not loaded", "agent", s.agent.profile.Name, "session", s.name, "err", err)
+		for _, in := range backlog {
+			in.Retry(fmt.Errorf("session %s of agent %s could not be loaded: %w", s.name, s.agent.profile.Name, err))
+		}
+		return
+	}
+	entries := s.restore(st)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.loop = loop.New(s.config(entries))
+	for _, runID := range loop.Interrupted(entries, func(runID string) bool { return s.final[runID] != nil }) {
+		o.log.Info("resuming run", "agent", s.agent.profile.Name, "session", s.name, "run_id", runID)
+		s.loop.Resume(runID)
+	}
+	for _, in := range pending {
+		s.handleLocked(in, true)
+	}
+	for _, in := range s.backlog {
+		s.handleLocked(in, false)
+	}
+	s.backlog = nil
+	s.loaded = true
+}
+
+// restore turns the stored records into the loop's history and the
+// session's index of ids and runs. Records that do not decode are skipped,
+// each with an error event naming its stream sequence.
+func (s *session) restore(st *history.Loaded) []loop.Entry {
+	if st == nil {
+		return nil
+	}
+	o := s.o
+	for _, sk := range st.Skipped {
+		o.log.Error("history record skipped", "agent", s.agent.profile.Name, "session", s.name, "seq", sk.Seq, "err", sk.Err)
+		o.pub.Emit(&agentfleet.Event{
+			Type: agentfleet.EventError, Agent: s.agent.profile.Name, Session: s.name, Time: time.Now().UTC(),
+			ErrorMessage: fmt.Sprintf("history record %d of session %s skipped: %v", sk.Seq, s.name, sk.Err),
+		})
+	}
+	entries := make([]loop.Entry, 0, len(st.Records))
+	for _, r := range st.Records {
+		if r.Final != nil {
+			s.final[r.RunID] = r.Final
+			continue
+		}
+		if u, ok := r.Message.(*agentfleet.UserMessage); ok && u.ID != "" {
+			if _, dup := s.runOf[u.ID]; !dup {
+				s.runOf[u.ID] = r.RunID
+				s.idsOf[r.RunID] = append(s.idsOf[r.RunID], u.ID)
+			}
+		}
+		entries = append(entries, loop.Entry{RunID: r.RunID, Message: r.Message})
+	}
+	s.writer = nil
+	if o.history != nil {
+		s.writer = o.history.Writer(s.agent.profile.Name, s.name, st.LastSeq, s.fence)
+	}
+	return normalize(entries)
+}
+
+// normalize puts the tool results that follow each assistant message in the
+// order of its tool calls: they are stored as each call ends, and the model
+// sees them in call order, as in the process that ran them.
+func normalize(entries []loop.Entry) []loop.Entry {
+	for i := 0; i < len(entries); i++ {
+		a, ok := entries[i].Message.(*agentfleet.AssistantMessage)
+		if !ok {
+			continue
+		}
+		order := map[string]int{}
+		for k, c := range loop.ExtractToolCalls(&agentfleet.AssistantMessage{Content: append([]agentfleet.Content(nil), a.Content...)}) {
+			order[c.ID] = k
+		}
+		j := i + 1
+		for j < len(entries) {
+			if _, ok := entries[j].Message.(*agentfleet.ToolResultMessage); !ok || entries[j].RunID != entries[i].RunID {
+				break
+			}
+			j++
+		}
+		block := entries[i+1 : j]
+		rank := func(e loop.Entry) int {
+			if k, ok := order[e.Message.(*agentfleet.ToolResultMessage).ToolCallID]; ok {
+				return k
+			}
+			return len(order)
+		}
+		// Insertion sort: blocks are short and mostly in order already.
+		for x := 1; x < len(block); x++ {
+			for y := x; y > 0 && rank(block[y]) < rank(block[y-1]); y-- {
+				block[y], block[y-1] = block[y-1], block[y]
+			}
+		}
+		i = j - 1
+	}
+	return entries
+}
+
+func (s *session) config(entries []loop.Entry) loop.Config {
+	a, o := s.agent, s.o
+	p := &a.profile
+	return loop.Config{
+		Agent: p.Name, Session: s.name, Model: a.model, ModelName: p.Model,
+		SystemPrompt: p.SystemPrompt, Tools: a.store, MaxTurns: p.MaxTurns,
+		Pipeline: pipeline.Config{
+			Mode: pipeline.Mode(p.Mode), MaxParallel: p.MaxParallel, DefaultTimeout: p.toolTimeout,
+			Executor: o.client, Before: o.cfg.Before, After: o.cfg.After,
+		},
+		Sink:      o.sink(),
+		History:   entries,
+		OnAppend:  s.stored,
+		OnRunEnd:  s.ended,
+		OnSuspend: s.suspended,
+	}
+}
+
+// fence says whether this orchestrator may still write the session.
+func (s *session) fence() error {
+	if err := context.Cause(s.ctx); err != nil {
+		return err
+	}
+	return s.o.leadErr()
+}
+
+// stored records an appended message: which run took each user message, and
+// the record in the history store when durable. It returns once the record
+// is stored, retrying errors that can pass; an error means the session is
+// no longer this orchestrator's to write.
+func (s *session) stored(runID string, m agentfleet.Message) error {
+	if u, ok := m.(*agentfleet.UserMessage); ok && u.ID != "" {
+		s.mu.Lock()
+		if s.runOf[u.ID] == "" {
+			s.runOf[u.ID] = runID
+			s.idsOf[runID] = append(s.idsOf[runID], u.ID)
+		}
+		s.mu.Unlock()
+	}
+	if s.writer == nil {
+		return nil
+	}
+	if _, err := s.writer.Append(s.ctx, runID, m); err != nil {
+		return s.fenced(err)
+	}
+	return nil
+}
+
+// ended stores the end of a run, then settles every delivery waiting on it
+// and publishes its final message.
+func (s *session) ended(final *agentfleet.AssistantMessage) error {
+	if s.writer != nil {
+		if _, err := s.writer.AppendRunEnd(s.ctx, final.RunID, final); err != nil {
+			return s.fenced(err)
+		}
+	}
+	s.mu.Lock()
+	s.final[final.RunID] = final
+	var waiting []*bus.Inbound
+	for _, id := range s.idsOf[final.RunID] {
+		waiting = append(waiting, s.tickets[id]...)
+		delete(s.tickets, id)
+	}
+	s.mu.Unlock()
+	s.o.pub.PublishOut(s.agent.profile.Name, s.name, final)
+	ack := s.o.leadErr() == nil
+	for _, in := range waiting {
+		in.Reply(final)
+		if ack {
+			in.Done(true)
+		}
+	}
+	return nil
+}
+
+// fenced reacts to a store that failed for good: another orchestrator wrote
+// the session, or this one lost the lead or is stopping. The session is
+// suspended and dropped from memory; if this orchestrator still serves, the
+// deliveries waiting on it come back later and find the session as stored.
+func (s *session) fenced(err error) error {
+	if errors.Is(err, history.ErrFenced) && s.o.leadErr() == nil && context.Cause(s.ctx) == nil {
+		s.o.log.Warn("session written by another orchestrator: dropped to be loaded again", "agent", s.agent.profile.Name, "session", s.name, "err", err)
+		s.o.forget(s)
+		go s.suspend(err, retryLater)
+	}
+	return err
+}
+
+// suspended is the loop's word that a run stopped without ending.
+func (s *session) suspended(runID string, err error) {
+	s.o.log.Info("run suspended", "agent", s.agent.profile.Name, "session", s.name, "run_id", runID, "err", err)
+}
+
+// settleMode says what a suspended session does with the deliveries waiting
+// on it.
+type settleMode int
+
+const (
+	leaveAlone settleMode = iota // lost lead: touch nothing, acknowledge nothing
+	handOver                     // shutdown: ask for them to be delivered again at once
+	retryLater                   // fenced while serving: deliver again after a backoff
+)
+
+// suspend stops the session for good: its active run stops without ending,
+// no store of it goes on, and the deliveries waiting on it are left for the
+// next owner as mode says.
+func (s *session) suspend(why error, mode settleMode) {
+	s.cancel(why)
+	s.mu.Lock()
+	if s.stopped == nil {
+		s.stopped = why
+	}
+	l := s.loop
+	var waiting []*bus.Inbound
+	for id, ins := range s.tickets {
+		waiting = append(waiting, ins...)
+		delete(s.tickets, id)
+	}
+	waiting = append(waiting, s.backlog...)
+	s.backlog = nil
+	s.mu.Unlock()
+	if l != nil {
+		l.Suspend(why)
+	}
+	for _, in := range waiting {
+		switch mode {
+		case handOver:
+			in.Done(false)
+		case retryLater:
+			in.Retry(bus.Temporary(why))
+		}
+	}
+}
+
+// deliver hands one input message to the session: held while it loads,
+// handled at once after. It reports false when the session was evicted
+// meanwhile, so the caller takes a fresh one.
+func (s *session) deliver(in *bus.Inbound) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.evicted.Load() {
+		return false
+	}
+	if s.stopped != nil {
+		in.Retry(fmt.Errorf("session %s is being handed over: %w", s.name, s.stopped))
+		return true
+	}
+	if !s.loaded {
+		if limit := s.o.cfg.SessionQueue; len(s.backlog) >= limit {
+			in.Retry(fmt.Errorf("session %s of agent %s has %d messages waiting, the limit is %d", s.name, s.agent.profile.Name, len(s.backlog), limit))
+			return true
+		}
+		s.backlog = append(s.backlog, in)
+		return true
+	}
+	s.handleLocked(in, false)
+	return true
+}
+
+// handleLocked carries out Decide for in. scanned marks input read from the
+// stream at load, which has no delivery of its own to settle.
+func (s *session) handleLocked(in *bus.Inbound, scanned bool) {
+	o := s.o
+	if in.Kind == bus.KindAbort {
+		if !s.loop.Abort(in.Reason) {
+			in.Reject(fmt.Errorf("session %s of agent %s has no active run to abort", s.name, s.agent.profile.Name))
+		}
+		return
+	}
+	id := in.Message.ID
+	runID, seen := s.runOf[id]
+	k := Known{Seen: seen, RunID: runID, Ended: seen && runID != "" && s.final[runID] != nil, Seq: s.seqOf[id]}
+	d := Decide(k, Arrival{Ask: in.Kind == bus.KindAsk, Seq: in.Seq, Scanned: scanned})
+	switch d.Action {
+	case Queue:
+		if limit := o.cfg.SessionQueue; s.loop.Queued() >= limit {
+			in.Retry(fmt.Errorf("session %s of agent %s has %d messages queued, the limit is %d", s.name, s.agent.profile.Name, s.loop.Queued(), limit))
+			return
+		}
+		s.runOf[id] = ""
+		if in.Seq != 0 {
+			s.seqOf[id] = in.Seq
+		}
+		if !scanned {
+			s.tickets[id] = append(s.tickets[id], in)
+			o.observeInput("accepted")
+		}
+		if in.Kind == bus.KindSteer {
+			s.loop.Steer(in.Message)
+		} else {
+			s.loop.Send(in.Message)
+		}
+	case Attach:
+		if !scanned {
+			// The first delivery this process sees of a message it read
+			// from the stream, or whose run it resumed, is no duplicate.
+			if len(s.tickets[id]) > 0 {
+				o.observeInput("duplicate")
+			} else {
+				o.observeInput("accepted")
+			}
+			s.tickets[id] = append(s.tickets[id], in)
+		}
+	case Answered:
+		if scanned {
+			return
+		}
+		o.observeInput("duplicate")
+		final := s.final[runID]
+		in.Reply(final)
+		if d.Replay {
+			o.pub.PublishOut(s.agent.profile.Name, s.name, final)
+		}
+		if o.leadErr() == nil {
+			in.Done(true)
+		}
+	}
+}
+
+// idleLocked reports whether the session may leave memory: loaded, no
+// run, no input waiting, idle for longer than d.
+func (s *session) idleLocked(d time.Duration) bool {
+	if !s.loaded || len(s.tickets) > 0 || len(s.backlog) > 0 {
+		return false
+	}
+	since, ok := s.loop.IdleSince()
+	return ok && time.Since(since) > d
+}
