@@ -7,6 +7,7 @@
 //	fleetbench dispatch   raw NATS request-reply vs the full dispatch path vs in-process
 //	fleetbench scale      sleep-like tools on 1, 2 and 4 worker processes, and one slow worker
 //	fleetbench sessions   N concurrent sessions on one orchestrator: runs/s, latency, memory
+//	fleetbench chaos      seeded fault injection over real processes; checks what is stored
 //
 // Unless --nats-url is given, fleetbench runs its own NATS server in the
 // process, on a free loopback port with JetStream off. Workers and the raw
@@ -60,6 +61,9 @@ const (
 	cmdSessions  = "sessions"
 	cmdResponder = "responder"
 	cmdWorker    = "worker"
+	cmdChaos     = "chaos"
+	// cmdChaosLedger is the ledger worker child of the chaos harness.
+	cmdChaosLedger = "chaos-ledger"
 )
 
 // Main is the fleetbench program: ParseFlags, then Run, then Close.
@@ -79,6 +83,7 @@ type Main struct {
 	Sessions  SessionsConfig
 	Responder ResponderConfig
 	Worker    WorkerConfig
+	Chaos     ChaosConfig
 
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
@@ -104,6 +109,7 @@ commands:
   dispatch   the cost of one tool call: raw NATS, the full dispatch path, in-process
   scale      throughput of sleep-like tools on 1, 2 and 4 workers, and with one slow worker
   sessions   N concurrent sessions on one orchestrator: runs/s, tool calls/s, latency, memory
+  chaos      seeded faults (kills, stops, NATS restarts) under load; checks the stored histories
 
 Run "fleetbench <command> -h" for the flags of a command.
 `
@@ -122,7 +128,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.SetOutput(m.Stderr)
 	fs.StringVar(&m.NATSURL, "nats-url", "", "NATS server URL; default an embedded server on a free loopback port")
 	switch m.Command {
-	case cmdDispatch, cmdScale, cmdSessions:
+	case cmdDispatch, cmdScale, cmdSessions, cmdChaos:
 		fs.BoolVar(&m.JSON, "json", false, "print the results as JSON")
 		fs.StringVar(&m.ProfileDir, "profile-dir", "", "write CPU profiles of this process and its workers, and a heap profile, to this directory")
 	}
@@ -137,6 +143,9 @@ func (m *Main) ParseFlags(args []string) error {
 		m.Responder.register(fs)
 	case cmdWorker:
 		m.Worker.register(fs)
+	case cmdChaos:
+		m.Chaos.register(fs)
+	case cmdChaosLedger:
 	default:
 		fmt.Fprint(m.Stderr, usage)
 		return fmt.Errorf("unknown command %q", m.Command)
@@ -155,6 +164,8 @@ func (m *Main) ParseFlags(args []string) error {
 		err = m.Scale.check()
 	case cmdSessions:
 		err = m.Sessions.check()
+	case cmdChaos:
+		err = m.Chaos.check()
 	case cmdResponder, cmdWorker:
 		if m.NATSURL == "" {
 			err = errors.New("--nats-url is required")
@@ -192,11 +203,30 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return m.runResponder(ctx)
 	case cmdWorker:
 		return m.runWorker(ctx)
+	case cmdChaosLedger:
+		return m.runChaosLedger(ctx)
 	}
 	if m.Exe == "" {
 		if m.Exe, err = os.Executable(); err != nil {
 			return fmt.Errorf("finding this program to start workers: %w", err)
 		}
+	}
+	if m.Command == cmdChaos {
+		// The harness runs its own nats-server, with JetStream.
+		rep, err := m.runChaos(ctx)
+		if err != nil {
+			return err
+		}
+		m.Report = rep
+		if err := printReport(m.Stdout, rep, m.JSON); err != nil {
+			return err
+		}
+		for _, s := range rep.(*ChaosReport).Seeds {
+			if s.Total() > 0 || !s.Quiesced {
+				return errViolations
+			}
+		}
+		return nil
 	}
 	if err := m.startNATS(); err != nil {
 		return err

@@ -1,0 +1,291 @@
+// Package chaos is a seeded fault-injection harness for agentfleet. It runs
+// the real programs as child processes on 127.0.0.1 (a nats-server with
+// JetStream, one or two orchestrators, tool workers, and a ledger worker of
+// its own), a deterministic model, and a load of user messages over many
+// sessions, while it kills, stops and restarts those processes on a seeded
+// schedule. Then it waits for the fleet to settle and checks what is STORED:
+// the session histories of AGENT_HISTORY and the executions the ledger tool
+// recorded, and reports every violation of the durability guarantees of
+// docs/DESIGN.md, by class, with examples.
+//
+// Every random choice comes from math/rand/v2 seeded with Config.Seed, so a
+// seed names a plan: the messages, their gaps and duplicates, and the faults
+// with their times and targets. (What the processes do with them depends on
+// timing, as crashes do.)
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Config configures one run of the harness. Its zero value means the
+// documented defaults, except that the binaries must be found (BinDir or
+// the paths) and LedgerCommand must name a program that calls
+// LedgerChildMain.
+type Config struct {
+	// Seed chooses the plan; default 1.
+	Seed uint64
+	// Sessions is the number of sessions (s00, s01, ...); default 16.
+	Sessions int
+	// Messages is the number of distinct user messages, spread over the
+	// sessions; default 80.
+	Messages int
+	// Duration is how long the load is spread over; default 15s. The whole
+	// run is bounded by Duration + Quiesce + a minute for starting and
+	// checking.
+	Duration time.Duration
+	// Quiesce bounds the wait, after the load, for every message to have a
+	// run that ended; default 60s.
+	Quiesce time.Duration
+	// Faults is the number of faults injected during the load; default 6,
+	// negative for none.
+	Faults int
+	// FaultKinds are the kinds to choose from; default all of them (FaultPause
+	// only with two orchestrators).
+	FaultKinds []FaultKind
+	// Orchestrators is 1 or 2 (an active one and a standby); default 1.
+	Orchestrators int
+	// Workers is the number of toolworker processes (echo, sleep); default 2.
+	Workers int
+	// DuplicateRate is the share of messages sent twice; default 0.1.
+	// Negative sends none.
+	DuplicateRate float64
+	// ModelFailEvery K > 0 makes the model fail the first attempt of about
+	// one request in K with HTTP 500; default 0, never.
+	ModelFailEvery int
+	// AckWait and LeaderTTL are given to the orchestrators; default 2s each.
+	AckWait, LeaderTTL time.Duration
+
+	// BinDir holds nats-server, orchestrator and toolworker (BuildBinaries
+	// makes them); NATSServer, Orchestrator and Toolworker override single
+	// paths.
+	BinDir                               string
+	NATSServer, Orchestrator, Toolworker string
+	// LedgerCommand is the command line of the ledger worker: a program
+	// that calls LedgerChildMain (the harness sets LedgerEnv), with
+	// LedgerEnv extra environment. Default: this program, with no arguments.
+	LedgerCommand []string
+	LedgerEnv     []string
+
+	// WorkDir receives the NATS store and the children's logs; default a
+	// new temporary directory, removed at the end unless KeepWorkDir (or
+	// the run found violations or failed).
+	WorkDir     string
+	KeepWorkDir bool
+	// Logf, if set, receives progress lines.
+	Logf func(format string, args ...any)
+}
+
+func (c *Config) defaults() error {
+	if c.Seed == 0 {
+		c.Seed = 1
+	}
+	if c.Sessions <= 0 {
+		c.Sessions = 16
+	}
+	if c.Messages <= 0 {
+		c.Messages = 80
+	}
+	if c.Duration <= 0 {
+		c.Duration = 15 * time.Second
+	}
+	if c.Quiesce <= 0 {
+		c.Quiesce = 60 * time.Second
+	}
+	if c.Faults == 0 {
+		c.Faults = 6
+	}
+	if c.Orchestrators <= 0 {
+		c.Orchestrators = 1
+	}
+	if c.Orchestrators > 2 {
+		return fmt.Errorf("chaos: Orchestrators %d: want 1 or 2", c.Orchestrators)
+	}
+	if c.Workers <= 0 {
+		c.Workers = 2
+	}
+	if c.DuplicateRate == 0 {
+		c.DuplicateRate = 0.1
+	}
+	if c.AckWait <= 0 {
+		c.AckWait = 2 * time.Second
+	}
+	if c.LeaderTTL <= 0 {
+		c.LeaderTTL = 2 * time.Second
+	}
+	if len(c.FaultKinds) == 0 {
+		c.FaultKinds = []FaultKind{FaultKillWorker, FaultKillOrchestrator, FaultTermOrchestrator, FaultKillNATS}
+		if c.Orchestrators == 2 {
+			c.FaultKinds = append(c.FaultKinds, FaultPause)
+		}
+	}
+	for _, k := range c.FaultKinds {
+		if !k.valid() {
+			return fmt.Errorf("chaos: unknown fault kind %q", k)
+		}
+		if k == FaultPause && c.Orchestrators < 2 {
+			return fmt.Errorf("chaos: fault %s needs two orchestrators", k)
+		}
+	}
+	bin := func(p *string, name string) error {
+		if *p == "" {
+			if c.BinDir == "" {
+				return fmt.Errorf("chaos: no path to %s: set BinDir (see BuildBinaries)", name)
+			}
+			*p = filepath.Join(c.BinDir, name)
+		}
+		if _, err := os.Stat(*p); err != nil {
+			return fmt.Errorf("chaos: %s: %w", name, err)
+		}
+		return nil
+	}
+	if err := errors.Join(bin(&c.NATSServer, "nats-server"), bin(&c.Orchestrator, "orchestrator"), bin(&c.Toolworker, "toolworker")); err != nil {
+		return err
+	}
+	if len(c.LedgerCommand) == 0 {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("chaos: ledger worker: %w", err)
+		}
+		c.LedgerCommand = []string{exe}
+	}
+	if c.Logf == nil {
+		c.Logf = func(string, ...any) {}
+	}
+	return nil
+}
+
+// Run runs the harness once: it starts the fleet, drives the load while it
+// injects the faults, waits for the fleet to settle, checks the stored
+// state and returns the report. The error is for the harness itself failing
+// (a process that does not start, a store that cannot be read); violations
+// of the guarantees are in the report. Every child is killed before Run
+// returns.
+func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	bound := cfg.Duration + cfg.Quiesce + time.Minute + time.Duration(cfg.Faults)*5*time.Second
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	began := time.Now()
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6368616f73)) // "chaos"
+	plan := newPlan(&cfg, rng)
+	faults := scheduleFaults(&cfg, rng)
+
+	dir := cfg.WorkDir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", fmt.Sprintf("chaos-%d-", cfg.Seed)); err != nil {
+			return nil, fmt.Errorf("chaos: %w", err)
+		}
+		defer func() {
+			if !cfg.KeepWorkDir && err == nil && rep != nil && rep.Total() == 0 {
+				os.RemoveAll(dir)
+			} else if rep != nil {
+				rep.WorkDir = dir
+			}
+		}()
+	}
+	cfg.Logf("chaos: seed %d: %d messages over %d sessions in %v, %d faults, %d orchestrator(s); work dir %s",
+		cfg.Seed, cfg.Messages, cfg.Sessions, cfg.Duration, len(faults), cfg.Orchestrators, dir)
+
+	model, err := startModel(cfg.ModelFailEvery)
+	if err != nil {
+		return nil, err
+	}
+	defer model.close()
+	fl, err := newFleet(&cfg, dir, model.BaseURL())
+	if err != nil {
+		return nil, err
+	}
+	defer fl.close()
+	if err := fl.start(ctx); err != nil {
+		return nil, fmt.Errorf("chaos: starting the fleet: %w", err)
+	}
+	nc, err := bus.Connect(bus.ConnectConfig{URL: fl.url, Name: "chaos-harness", Logger: quietLogger()})
+	if err != nil {
+		return nil, fmt.Errorf("chaos: %w", err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("chaos: %w", err)
+	}
+	if err := waitFor(ctx, startTimeout, "the input stream", func() (bool, error) {
+		_, err := js.Stream(ctx, inputStream)
+		return err == nil, err
+	}); err != nil {
+		return nil, fmt.Errorf("chaos: %w", err)
+	}
+	cfg.Logf("chaos: fleet ready after %v", time.Since(began).Round(time.Millisecond))
+
+	loadStart := time.Now()
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	defer stopLoad()
+	pubDone := make(chan error, 1)
+	go func() { pubDone <- publish(loadCtx, js, plan, cfg.Logf) }()
+	injected, ferr := fl.inject(ctx, faults, loadStart)
+	if ferr != nil {
+		stopLoad()
+		<-pubDone
+		return nil, fmt.Errorf("chaos: injecting faults: %w", ferr)
+	}
+	if err := <-pubDone; err != nil {
+		return nil, fmt.Errorf("chaos: publishing: %w", err)
+	}
+	loadEnd := time.Now()
+	cfg.Logf("chaos: load published in %v with %d faults; quiescing", loadEnd.Sub(loadStart).Round(time.Millisecond), len(injected))
+
+	quiesced, qerr := fl.quiesce(ctx, js, plan, cfg.Quiesce)
+	if qerr != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("chaos: quiescing: %w", qerr)
+	}
+	hist, err := readHistory(ctx, js)
+	if err != nil {
+		return nil, fmt.Errorf("chaos: %w", err)
+	}
+	ledger, err := readLedger(ctx, js)
+	if err != nil {
+		return nil, fmt.Errorf("chaos: %w", err)
+	}
+	rep = verify(plan, hist, ledger)
+	rep.Seed = cfg.Seed
+	rep.Config = summary(&cfg)
+	rep.Quiesced = quiesced
+	if qerr != nil {
+		rep.QuiesceError = qerr.Error()
+	}
+	rep.Faults = injected
+	rep.recoveries(hist)
+	rep.Exits = fl.exits
+	rep.ModelRequests, rep.ModelFailures = model.counts()
+	rep.LoadSeconds = loadEnd.Sub(loadStart).Seconds()
+	rep.Seconds = time.Since(began).Seconds()
+	cfg.Logf("chaos: seed %d: %d violations in %.1fs", cfg.Seed, rep.Total(), rep.Seconds)
+	return rep, nil
+}
+
+// inputStream is the orchestrators' durable input stream (prefix "agent").
+const inputStream = "AGENT_INPUT"
+
+// historyStream is the stream of session histories.
+const historyStream = "AGENT_HISTORY"
+
+// agentName is the agent profile every session uses.
+const agentName = "default"
+
+func subjectIn(session string) string { return "agent.in." + agentName + "." + session }
+
+// quietLogger is the logger of the harness's own NATS connection:
+// disconnections during a NATS restart are expected, so it drops them.
+func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

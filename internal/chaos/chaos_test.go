@@ -1,0 +1,112 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"sync"
+	"testing"
+	"time"
+)
+
+var (
+	flagSeed  = flag.Uint64("chaos.seed", 1, "first seed of the chaos test")
+	flagSeeds = flag.Int("chaos.seeds", 1, "number of consecutive seeds to run, from -chaos.seed")
+	flagLong  = flag.Bool("chaos.long", false, "run the long variant: a few hundred messages over dozens of sessions")
+	flagOrchs = flag.Int("chaos.orchestrators", 0, "orchestrators (1 or 2); default 1 for even seeds and 2 for odd ones")
+	flagKeep  = flag.Bool("chaos.keep", false, "keep the work directory (NATS store, logs) of every seed")
+)
+
+// The test binary doubles as the ledger worker.
+func TestMain(m *testing.M) {
+	LedgerChildMain()
+	flag.Parse()
+	os.Exit(m.Run())
+}
+
+var (
+	binOnce sync.Once
+	binDir  string
+	binErr  error
+)
+
+// binaries builds the programs once per test binary.
+func binaries(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "chaos-bin-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		binDir, binErr = BuildBinaries(ctx, dir)
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binDir
+}
+
+// TestChaos runs the harness against the real programs and fails for every
+// class of violation it finds, with examples. It is expected to fail until
+// the orchestrator's crash recovery is right.
+func TestChaos(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chaos: real processes and faults; skipped with -short")
+	}
+	bin := binaries(t)
+	t.Cleanup(func() { os.RemoveAll(bin) })
+	for i := range *flagSeeds {
+		seed := *flagSeed + uint64(i)
+		cfg := Config{
+			Seed: seed, Sessions: 16, Messages: 80, Duration: 15 * time.Second, Faults: 6,
+			Quiesce: 40 * time.Second, BinDir: bin, KeepWorkDir: *flagKeep,
+			Logf: t.Logf,
+		}
+		if *flagLong {
+			cfg.Sessions, cfg.Messages, cfg.Duration, cfg.Faults, cfg.Quiesce = 40, 400, 60*time.Second, 20, 90*time.Second
+		}
+		cfg.Orchestrators = *flagOrchs
+		if cfg.Orchestrators == 0 {
+			cfg.Orchestrators = 1 + int(seed%2)
+		}
+		t.Run("seed="+formatUint(seed), func(t *testing.T) {
+			cfg.Logf = t.Logf
+			t.Logf("chaos seed %d (rerun with -chaos.seed %d), %d orchestrator(s)", seed, seed, cfg.Orchestrators)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			rep, err := Run(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			rep.WriteTables(&out)
+			t.Logf("report:\n%s", out.String())
+			for _, v := range rep.Violations {
+				if v.Count > 0 {
+					t.Errorf("seed %d: %d %s; first: %v", seed, v.Count, v.Class, v.Examples)
+				}
+			}
+			if !rep.Quiesced {
+				t.Errorf("seed %d: did not quiesce: %s", seed, rep.QuiesceError)
+			}
+		})
+	}
+}
+
+func formatUint(n uint64) string {
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			break
+		}
+	}
+	return string(b[i:])
+}

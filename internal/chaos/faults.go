@@ -1,0 +1,196 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"syscall"
+	"time"
+)
+
+// FaultKind is a kind of fault the harness injects.
+type FaultKind string
+
+// The faults. Each is followed by a restart of what it hit, and the next
+// fault waits until the fleet is ready again.
+const (
+	// FaultKillWorker SIGKILLs a toolworker or the ledger worker.
+	FaultKillWorker FaultKind = "kill-worker"
+	// FaultKillOrchestrator SIGKILLs the active orchestrator.
+	FaultKillOrchestrator FaultKind = "kill-orchestrator"
+	// FaultTermOrchestrator SIGTERMs the active orchestrator (a graceful
+	// stop with a short --shutdown-timeout).
+	FaultTermOrchestrator FaultKind = "term-orchestrator"
+	// FaultKillNATS SIGKILLs the NATS server and restarts it on the same
+	// store and port.
+	FaultKillNATS FaultKind = "kill-nats"
+	// FaultPause SIGSTOPs the active orchestrator until the standby took
+	// over (past the leader TTL), then SIGCONTs it. Two orchestrators only.
+	FaultPause FaultKind = "pause-orchestrator"
+)
+
+// AllFaultKinds lists every kind, in a fixed order.
+var AllFaultKinds = []FaultKind{FaultKillWorker, FaultKillOrchestrator, FaultTermOrchestrator, FaultKillNATS, FaultPause}
+
+func (k FaultKind) valid() bool { return slices.Contains(AllFaultKinds, k) }
+
+// Fault is one fault, planned and then injected.
+type Fault struct {
+	Kind FaultKind `json:"kind"`
+	// AtSec is when it was planned, since the load began; InjectedSec
+	// when it was injected (later when the fleet was still recovering from
+	// the previous one).
+	AtSec       float64 `json:"at_s"`
+	InjectedSec float64 `json:"injected_s"`
+	// Target is the process it hit.
+	Target string `json:"target"`
+	// ReadySec is how long after the fault the process was back and ready
+	// (and an orchestrator served).
+	ReadySec float64 `json:"ready_s"`
+	// RecoverySec is how long after the fault the first run ended that was
+	// stored after the fleet was ready again; negative when none did.
+	RecoverySec float64 `json:"recovery_s"`
+	// Note says anything unusual: a stop that needed a SIGKILL, a paused
+	// orchestrator that did not step down.
+	Note string `json:"note,omitempty"`
+
+	at       time.Duration
+	target   int // index among the candidates of its kind
+	injected time.Time
+	ready    time.Time
+}
+
+// scheduleFaults plans cfg.Faults faults over the middle of the load: one
+// per slot of [10%, 90%] of Duration at a random point of its slot, the
+// kinds dealt so that each configured kind comes up once before any comes
+// up twice.
+func scheduleFaults(cfg *Config, rng *rand.Rand) []*Fault {
+	n := max(cfg.Faults, 0)
+	var deck []FaultKind
+	faults := make([]*Fault, 0, n)
+	slot := cfg.Duration * 8 / 10 / time.Duration(max(n, 1))
+	for i := range n {
+		if len(deck) == 0 {
+			deck = slices.Clone(cfg.FaultKinds)
+			rng.Shuffle(len(deck), func(a, b int) { deck[a], deck[b] = deck[b], deck[a] })
+		}
+		k := deck[0]
+		deck = deck[1:]
+		at := cfg.Duration/10 + time.Duration(i)*slot + time.Duration(rng.Int64N(int64(slot)+1))
+		faults = append(faults, &Fault{Kind: k, at: at, AtSec: at.Seconds(), target: rng.IntN(cfg.Workers + 1)})
+	}
+	return faults
+}
+
+// inject runs the fault schedule from loadStart, supervising the fleet in
+// between, and returns the faults as injected.
+func (f *fleet) inject(ctx context.Context, faults []*Fault, loadStart time.Time) ([]*Fault, error) {
+	var done []*Fault
+	for _, ft := range faults {
+		if err := f.superviseUntil(ctx, loadStart.Add(ft.at), loadStart); err != nil {
+			return done, err
+		}
+		if err := f.injectOne(ctx, ft, loadStart); err != nil {
+			return done, fmt.Errorf("%s: %w", ft.Kind, err)
+		}
+		done = append(done, ft)
+		f.cfg.Logf("chaos: %6.2fs %s %s: ready after %.2fs %s", ft.InjectedSec, ft.Kind, ft.Target, ft.ReadySec, ft.Note)
+	}
+	return done, nil
+}
+
+// superviseUntil restarts processes that exit on their own until the time
+// until comes.
+func (f *fleet) superviseUntil(ctx context.Context, until, since time.Time) error {
+	for {
+		if err := f.supervise(ctx, since); err != nil {
+			return err
+		}
+		d := time.Until(until)
+		if d <= 0 {
+			return nil
+		}
+		if err := pause(ctx, min(d, 200*time.Millisecond)); err != nil {
+			return err
+		}
+	}
+}
+
+// injectOne injects one fault and waits until the fleet is ready again.
+func (f *fleet) injectOne(ctx context.Context, ft *Fault, loadStart time.Time) error {
+	var target *proc
+	switch ft.Kind {
+	case FaultKillWorker:
+		target = f.workers[ft.target%len(f.workers)]
+	case FaultKillNATS:
+		target = f.nats
+	default:
+		if err := f.waitLeader(ctx); err != nil {
+			return err
+		}
+		target = f.leader()
+	}
+	ft.Target = target.name
+	ft.injected = time.Now()
+	ft.InjectedSec = ft.injected.Sub(loadStart).Seconds()
+	switch ft.Kind {
+	case FaultKillWorker, FaultKillOrchestrator, FaultKillNATS:
+		if err := target.kill(ctx); err != nil {
+			return err
+		}
+		if err := target.start(); err != nil {
+			return err
+		}
+	case FaultTermOrchestrator:
+		if err := target.signal(syscall.SIGTERM, true); err != nil {
+			return err
+		}
+		if err := target.waitExit(ctx, 15*time.Second); err != nil {
+			ft.Note = "did not stop within 15s of SIGTERM; killed"
+			if err := target.kill(ctx); err != nil {
+				return err
+			}
+		}
+		if err := target.start(); err != nil {
+			return err
+		}
+	case FaultPause:
+		if err := target.signal(syscall.SIGSTOP, false); err != nil {
+			return err
+		}
+		// Stopped past the leader TTL: until the standby serves.
+		var other *proc
+		for _, p := range f.orchs {
+			if p != target {
+				other = p
+			}
+		}
+		werr := waitFor(ctx, 3*f.cfg.LeaderTTL+10*time.Second, "the standby to take over", func() (bool, error) {
+			return other.isMarked(), nil
+		})
+		if err := target.signal(syscall.SIGCONT, false); err != nil {
+			return err
+		}
+		if werr != nil {
+			ft.Note = "the standby did not take over"
+		} else if err := target.waitExit(ctx, 3*f.cfg.LeaderTTL+5*time.Second); err != nil {
+			ft.Note = "the paused orchestrator did not step down after it resumed"
+		} else {
+			// It lost the lead and exited, as it should: it comes back
+			// as a standby.
+			target.mu.Lock()
+			target.expected = true
+			target.mu.Unlock()
+			if err := target.start(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := f.waitAllReady(ctx); err != nil {
+		return err
+	}
+	ft.ready = time.Now()
+	ft.ReadySec = ft.ready.Sub(ft.injected).Seconds()
+	return nil
+}
