@@ -7,6 +7,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/agentfleet/agentfleet/internal/history"
 )
 
 // Class is a class of violation of the fleet's guarantees.
@@ -212,7 +214,7 @@ func (r *Report) WriteTables(w io.Writer) {
 	if len(r.Writers) > 0 {
 		fmt.Fprintf(w, "writers: %s; runs stored by more than one: %d\n", strings.Join(r.Writers, ", "), r.MultiWriterRuns)
 	} else {
-		fmt.Fprintln(w, "writers: no record carries "+HeaderWriter)
+		fmt.Fprintln(w, "writers: no record carries "+history.HeaderWriter)
 	}
 	if r.Quiesced {
 		fmt.Fprintln(w, "quiesced: every message has a run that ended")

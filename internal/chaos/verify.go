@@ -11,12 +11,9 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/history"
 	"github.com/nats-io/nats.go/jetstream"
 )
-
-// HeaderWriter names the orchestrator instance that stored a history
-// record, on orchestrators that set it.
-const HeaderWriter = "Agentfleet-Writer"
 
 // record is one stored history record.
 type record struct {
@@ -87,8 +84,8 @@ func readHistory(ctx context.Context, js jetstream.JetStream) ([]*record, error)
 		r := &record{
 			seq: meta.Sequence.Stream, time: meta.Timestamp,
 			session: strings.TrimPrefix(m.Subject(), prefix),
-			run:     m.Headers().Get(bus.HeaderRunID), writer: m.Headers().Get(HeaderWriter),
-			end: m.Headers().Get(bus.HeaderRecord) == bus.RecordRunEnd,
+			run:     m.Headers().Get(bus.HeaderRunID), writer: m.Headers().Get(history.HeaderWriter),
+			end: m.Headers().Get(history.HeaderRecord) == history.RecordRunEnd,
 		}
 		if r.end {
 			r.final = new(agentfleet.AssistantMessage)

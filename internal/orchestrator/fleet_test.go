@@ -3,6 +3,7 @@ package orchestrator_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -175,11 +176,13 @@ func isType(t agentfleet.EventType) func(agentfleet.Event) bool {
 
 // testFleet is a NATS server, an orchestrator and its workers.
 type testFleet struct {
-	srv     *server.Server
-	nc      *nats.Conn
-	orch    *orchestrator.Orchestrator
-	events  *events
-	workers []*bus.ToolServer
+	srv  *server.Server
+	nc   *nats.Conn
+	orch *orchestrator.Orchestrator
+	// orchConn is the orchestrator's own connection.
+	orchConn *nats.Conn
+	events   *events
+	workers  []*bus.ToolServer
 }
 
 func startFleet(t *testing.T, cfg orchestrator.Config, workers ...bus.ServerConfig) *testFleet {
@@ -194,7 +197,8 @@ func startFleet(t *testing.T, cfg orchestrator.Config, workers ...bus.ServerConf
 		cfg.Discovery.Wait = 200 * time.Millisecond
 	}
 	var err error
-	f.orch, err = orchestrator.New(bustest.MustConnect(t, f.srv), cfg)
+	f.orchConn = bustest.MustConnect(t, f.srv)
+	f.orch, err = orchestrator.New(f.orchConn, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +208,7 @@ func startFleet(t *testing.T, cfg orchestrator.Config, workers ...bus.ServerConf
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := f.orch.Close(ctx); err != nil {
+		if err := f.orch.Close(ctx); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 			t.Errorf("close orchestrator: %v", err)
 		}
 	})

@@ -2,6 +2,7 @@
 package bustest
 
 import (
+	"net"
 	"testing"
 	"time"
 
@@ -48,4 +49,32 @@ func Eventually(tb testing.TB, what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// FreeAddr returns a loopback address with a port free at the time of the
+// call, for a server that must come back on the same address.
+func FreeAddr(tb testing.TB) string {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// MustRunNATSAt starts an embedded NATS server with JetStream at addr,
+// storing in dir, so that a test can stop it and start it again on the
+// same address and store; it is stopped when the test ends.
+func MustRunNATSAt(tb testing.TB, addr, dir string) *server.Server {
+	tb.Helper()
+	s, err := bus.RunEmbedded(bus.EmbeddedConfig{Listen: addr, DataDir: dir})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		s.Shutdown()
+		s.WaitForShutdown()
+	})
+	return s
 }

@@ -1,0 +1,164 @@
+package orchestrator_test
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/orchestrator"
+	"github.com/nats-io/nats.go"
+)
+
+// TestInterruptedRunResumesBeforeLaterInput cuts an orchestrator off in the
+// middle of a run, as a crash does (its input stays unacknowledged for the
+// whole ack wait), and sends the session a second message. The next
+// orchestrator resumes the interrupted run at once, from the store, before
+// the second message; each answer is built from its own message's results.
+func TestInterruptedRunResumesBeforeLaterInput(t *testing.T) {
+	var calls atomic.Int32
+	inCall := make(chan struct{})
+	lookup := tool("lookup", false, func(ctx context.Context, c *agentfleet.Call) (*agentfleet.ToolResult, error) {
+		if calls.Add(1) == 1 {
+			close(inCall)
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		return agentfleet.TextResult("found " + string(c.Arguments["q"].(string))), nil
+	})
+	first := newScript().on("o", use(`lookup {"q":"a"}`))
+	f := startFleet(t, orchestrator.Config{Model: first, Durable: true}, bus.ServerConfig{Tools: []*agentfleet.Tool{lookup}})
+	out := outs(t, f.nc, "default", "o")
+	publish(t, f.nc, "agent.in.default.o", "", `{"content":"find a","id":"a"}`)
+	<-inCall
+	// The first orchestrator is cut off: it can neither store nor settle.
+	f.orchConn.Close()
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel()
+	f.orch.Close(stopped)
+	publish(t, f.nc, "agent.in.default.o", "", `{"content":"find b","id":"b"}`)
+
+	second := newScript().on("o", sayResults(), use(`lookup {"q":"b"}`), sayResults())
+	o2, err := orchestrator.New(bustest.MustConnect(t, f.srv), orchestrator.Config{Model: second, Durable: true, Discovery: bus.FleetConfig{Wait: 200 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := time.Now()
+	if err := o2.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer o2.Close(context.Background())
+	a := next(t, out)
+	if d := time.Since(started); d > 5*time.Second {
+		t.Errorf("the interrupted run resumed after %v, want within 5s (the ack wait is 30s)", d)
+	}
+	b := next(t, out)
+	if got := agentfleet.JoinText(a.Content); got != "lookup=found a" {
+		t.Errorf("first answer = %q, want the interrupted run's own result", got)
+	}
+	if got := agentfleet.JoinText(b.Content); got != "lookup=found b" {
+		t.Errorf("second answer = %q", got)
+	}
+	st := loadHistory(t, f.nc, "default", "o")
+	if got, want := roleList(st.Messages()), "user:find a assistant tool assistant user:find b assistant tool assistant"; got != want {
+		t.Errorf("stored history = %s\nwant %s", got, want)
+	}
+	if e := st.Ended(); e[a.RunID] != 1 || e[b.RunID] != 1 || len(e) != 2 {
+		t.Errorf("end records = %v, want one for each of %s and %s", e, a.RunID, b.RunID)
+	}
+}
+
+// TestRetriedInputGetsTheStoredAnswer retries an ask, and re-sends an in
+// message with an id that was answered: each gets the original final
+// message, and the model is not asked again.
+func TestRetriedInputGetsTheStoredAnswer(t *testing.T) {
+	model := newScript().on("re", say("the one answer")).on("in", say("answered once"))
+	f := startFleet(t, orchestrator.Config{Model: model, Durable: true}, bus.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}})
+	first := f.ask(t, "default", "re", `{"content":"q","id":"q1"}`)
+	again := f.ask(t, "default", "re", `{"content":"q","id":"q1"}`)
+	if agentfleet.JoinText(again.Content) != "the one answer" || again.RunID != first.RunID || again.StopReason != agentfleet.StopReasonStop {
+		t.Errorf("retried ask = %s %q %s, want the first answer of run %s", again.RunID, agentfleet.JoinText(again.Content), again.StopReason, first.RunID)
+	}
+	out := outs(t, f.nc, "default", "in")
+	publish(t, f.nc, "agent.in.default.in", "", `{"content":"q","id":"i1"}`)
+	one := next(t, out)
+	publish(t, f.nc, "agent.in.default.in", "", `{"content":"q","id":"i1"}`) // another stream message, same id
+	two := next(t, out)
+	if two.RunID != one.RunID || agentfleet.JoinText(two.Content) != "answered once" {
+		t.Errorf("re-sent in = %s %q, want the answer of run %s", two.RunID, agentfleet.JoinText(two.Content), one.RunID)
+	}
+	if n, m := len(model.requests("re")), len(model.requests("in")); n != 1 || m != 1 {
+		t.Errorf("model calls = %d and %d, want 1 each", n, m)
+	}
+}
+
+// TestNATSOutageLongerThanLeaderTTL takes the server away for longer than
+// the leader TTL: the orchestrator loses the lead, keeps running, and leads
+// and serves again once the server is back.
+func TestNATSOutageLongerThanLeaderTTL(t *testing.T) {
+	addr, dir := bustest.FreeAddr(t), t.TempDir()
+	srv := bustest.MustRunNATSAt(t, addr, dir)
+	url := srv.ClientURL()
+	connect := func() *nats.Conn {
+		nc, err := bus.Connect(bus.ConnectConfig{URL: url})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		return nc
+	}
+	w, err := bus.Serve(connect(), bus.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}, Heartbeat: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	var lost atomic.Int32
+	model := newScript().on("out", say("before"), say("after"))
+	o, err := orchestrator.New(connect(), orchestrator.Config{Model: model, Durable: true, Elect: true, LeaderTTL: time.Second,
+		Discovery: bus.FleetConfig{Wait: 200 * time.Millisecond}, OnLostLead: func() { lost.Add(1) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close(context.Background())
+	client := connect()
+	ask := func(want string) {
+		t.Helper()
+		var reply *nats.Msg
+		bustest.Eventually(t, "an answer to an ask", func() bool {
+			reply, err = client.Request("agent.ask.default.out", []byte(`{"content":"hi","id":"`+want+`"}`), 2*time.Second)
+			return err == nil
+		})
+		if !strings.Contains(string(reply.Data), want) {
+			t.Errorf("answer = %s, want %q", reply.Data, want)
+		}
+	}
+	ask("before")
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	bustest.Eventually(t, "the lead to be lost", func() bool { return !o.Leading() })
+	if lost.Load() != 1 {
+		t.Errorf("OnLostLead called %d times, want 1", lost.Load())
+	}
+	bustest.MustRunNATSAt(t, addr, dir)
+	bustest.Eventually(t, "the orchestrator to lead again", o.Leading)
+	ask("after")
+}
+
+func roleList(ms []agentfleet.Message) string {
+	var out []string
+	for _, m := range ms {
+		s := m.MessageRole()
+		if u, ok := m.(*agentfleet.UserMessage); ok {
+			s += ":" + agentfleet.JoinText(u.Content)
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, " ")
+}
