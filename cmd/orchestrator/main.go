@@ -329,7 +329,8 @@ func (m *Main) NATSURL() string {
 }
 
 // Close stops taking input, lets active runs end within ShutdownWait, drains
-// the in-process workers and stops the embedded server.
+// the in-process workers and the connections (what they published confirmed
+// by the server before they close) and stops the embedded server.
 func (m *Main) Close() error {
 	var errs []error
 	if m.orch != nil {
@@ -342,11 +343,17 @@ func (m *Main) Close() error {
 		errs = append(errs, w.Drain(ctx))
 		cancel()
 	}
+	// Close alone writes out the buffers but confirms nothing; the
+	// workers' last results go to other processes.
 	for _, c := range m.wconns {
-		c.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		errs = append(errs, bus.Drain(ctx, c))
+		cancel()
 	}
 	if m.nc != nil {
-		m.nc.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		errs = append(errs, bus.Drain(ctx, m.nc))
+		cancel()
 	}
 	if m.embedded != nil {
 		m.embedded.Shutdown()

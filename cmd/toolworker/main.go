@@ -25,6 +25,10 @@ import (
 
 func main() { cli.Serve("toolworker", NewMain(), nil) }
 
+// connDrainTimeout bounds the drain of the NATS connection, once the calls
+// have ended: a flush and the subscriptions' last deliveries.
+const connDrainTimeout = 10 * time.Second
+
 // Main is the toolworker program: ParseFlags, then Run, then Close.
 type Main struct {
 	NATS         cli.NATSFlags
@@ -118,7 +122,8 @@ func (m *Main) Run(ctx context.Context) error {
 }
 
 // Close drains the worker: it stops taking calls, lets those in flight
-// finish (cancelling them after DrainTimeout) and disconnects.
+// finish (cancelling them after DrainTimeout), and returns once their final
+// frames have reached the server and the connection is closed.
 func (m *Main) Close() error {
 	var errs []error
 	if m.server != nil {
@@ -128,7 +133,12 @@ func (m *Main) Close() error {
 		m.logger.Info("toolworker drained", "worker", m.server.Name())
 	}
 	if m.nc != nil {
-		errs = append(errs, m.nc.Drain())
+		// The results of the calls that ended last are still in the
+		// connection's buffer: the process must not exit before they are
+		// flushed.
+		ctx, cancel := context.WithTimeout(context.Background(), connDrainTimeout)
+		errs = append(errs, bus.Drain(ctx, m.nc))
+		cancel()
 	}
 	if m.http != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

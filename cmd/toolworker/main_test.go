@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -150,6 +152,68 @@ func TestSIGTERMDrains(t *testing.T) {
 	_, err = client.Execute(context.Background(), sleepCall(1, time.Second), func(any) {})
 	if !errors.Is(err, pipeline.ErrNoResponders) {
 		t.Errorf("after drain: %v, want no responders", err)
+	}
+}
+
+// TestSIGTERMDrainsEveryCallInFlight sends SIGTERM while many calls run:
+// every one of them gets its result, the worker announces that it left, and
+// it exits 0. The results are the last frames the worker publishes before it
+// exits, so they are lost unless it flushes them.
+func TestSIGTERMDrainsEveryCallInFlight(t *testing.T) {
+	const calls = 48
+	srv := bustest.MustRunNATS(t)
+	nc := bustest.MustConnect(t, srv)
+	child := startChild(t, nc, "--nats-url "+srv.ClientURL()+" --tools sleep --heartbeat 100ms --name drained")
+	client, err := bus.NewToolClient(nc, bus.ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	fleet, err := nc.SubscribeSync("agent.fleet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fleet.Unsubscribe()
+
+	running := make(chan struct{}, calls)
+	done := make(chan error, calls)
+	for i := range calls {
+		go func() {
+			call := sleepCall(400, 30*time.Second) // all end at once, at the exit
+			call.Call.ID = fmt.Sprintf("call-%d", i)
+			var once sync.Once
+			res, err := client.Execute(context.Background(), call, func(any) {
+				once.Do(func() { running <- struct{}{} })
+			})
+			if err == nil && agentfleet.JoinText(res.Content) != "slept 400 ms" {
+				err = errors.New("unexpected result " + agentfleet.JoinText(res.Content))
+			}
+			done <- err
+		}()
+	}
+	for range calls {
+		<-running // every call runs on the worker
+	}
+	if err := child.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for range calls {
+		if err := <-done; err != nil {
+			t.Errorf("call in flight during SIGTERM: %v", err)
+		}
+	}
+	if err := child.Wait(); err != nil {
+		t.Errorf("worker exit: %v, want status 0", err)
+	}
+	for {
+		m, err := fleet.NextMsg(5 * time.Second)
+		if err != nil {
+			t.Fatalf("the worker did not announce that it left: %v", err)
+		}
+		var n bus.FleetNotice
+		if json.Unmarshal(m.Data, &n) == nil && n.Event == "left" && n.Service == "drained" {
+			break
+		}
 	}
 }
 

@@ -1,6 +1,8 @@
 package bus
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -80,4 +82,50 @@ func Connect(cfg ConnectConfig) (*nats.Conn, error) {
 		return nil, fmt.Errorf("nats: connect to %s: %w", url, err)
 	}
 	return nc, nil
+}
+
+// Drain flushes what nc has published, drains its subscriptions, and waits
+// until the connection is closed or ctx ends (which closes it at once). Call
+// it last, once nothing more is published, and before the process exits:
+// nats.Conn.Drain only starts the drain and returns, and a process that exits
+// then loses whatever was still in the connection's buffer, such as the
+// results of the calls that ended last.
+func Drain(ctx context.Context, nc *nats.Conn) error {
+	// Wait for CLOSED with a listener registered before the drain starts,
+	// so that the event cannot come before anyone listens.
+	closed := nc.StatusChanged(nats.CLOSED)
+	defer nc.RemoveStatusListener(closed)
+	if nc.IsReconnecting() {
+		// Drain would close it at once; a flush would wait for a server
+		// that may not come back.
+		nc.Close()
+		return fmt.Errorf("nats: drain: %w", nats.ErrConnectionReconnecting)
+	}
+	// The drain flushes too, but reports a failure only to the async error
+	// handler; this round trip says whether the server has it all.
+	var flushErr error
+	if _, ok := ctx.Deadline(); ok {
+		flushErr = nc.FlushWithContext(ctx)
+	} else {
+		flushErr = nc.Flush() // FlushWithContext insists on a deadline
+	}
+	if flushErr != nil {
+		flushErr = fmt.Errorf("nats: flush: %w", flushErr)
+	}
+	if err := nc.Drain(); err != nil {
+		// Closed or reconnecting (when Drain closes it): what was still
+		// buffered is lost.
+		nc.Close()
+		return errors.Join(flushErr, fmt.Errorf("nats: drain: %w", err))
+	}
+	select {
+	case <-closed:
+	case <-ctx.Done():
+		nc.Close()
+		return errors.Join(flushErr, fmt.Errorf("nats: drain: %w", ctx.Err()))
+	}
+	if err := nc.LastError(); errors.Is(err, nats.ErrDrainTimeout) {
+		return errors.Join(flushErr, fmt.Errorf("nats: drain: %w", err))
+	}
+	return flushErr
 }

@@ -16,7 +16,7 @@ const ProtocolVersion = 1
 // Frame types on a call's reply inbox (see docs/PROTOCOL.md).
 const (
 	FrameAck       = "ack"      // the worker took the call
-	FrameBusy      = "busy"     // the worker is at its concurrency limit
+	FrameBusy      = "busy"     // the worker is at its concurrency limit, or draining
 	FrameProgress  = "progress" // a partial result
 	FrameHeartbeat = "hb"       // the call still runs
 	FrameResult    = "result"   // final: the tool's result

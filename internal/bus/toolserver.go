@@ -58,6 +58,10 @@ type ToolServer struct {
 
 	mu    sync.Mutex
 	calls map[string]context.CancelCauseFunc
+	// draining is set by Drain and Stop: the calls that reach the handler
+	// from then on are refused. Under mu with wg.Add, so that no call joins
+	// wg once Drain waits on it.
+	draining bool
 }
 
 // ErrCanceledByOrchestrator is the cause of a call's context when the
@@ -169,12 +173,20 @@ func (s *ToolServer) announce(event string) {
 }
 
 // Drain stops taking calls, waits for the calls in flight to finish (or ctx
-// to end, which cancels them) and stops the service.
+// to end, which cancels them) and stops the service. Calls that still reach
+// it are refused as busy, so that they go to another worker. Their final
+// frames are published, not flushed: flush the connection (see Drain) before
+// the process exits.
 func (s *ToolServer) Drain(ctx context.Context) error {
 	return s.drain(ctx, false)
 }
 
 func (s *ToolServer) drain(ctx context.Context, force bool) error {
+	s.mu.Lock()
+	s.draining = true
+	s.mu.Unlock()
+	// Stop drains the endpoints' subscriptions: the requests they already
+	// hold still reach the handler after it returns, and are refused.
 	err := s.svc.Stop()
 	s.announce("left")
 	done := make(chan struct{})
@@ -254,12 +266,9 @@ func (s *ToolServer) handler(t *agentfleet.Tool) micro.Handler {
 		select {
 		case s.slots <- struct{}{}:
 		default:
-			b, _ := EncodeFrame(&Frame{T: FrameBusy, ID: creq.ID, Worker: s.Name(), InFlight: s.InFlight(), Limit: s.cfg.Concurrency})
-			_ = req.Error(CodeUnavailable, "worker busy", b)
-			s.observe(t.Name, "busy", time.Since(start))
+			s.refuse(req, t, creq, "worker busy", start)
 			return
 		}
-		s.inFlight.Add(1)
 		timeout := time.Duration(creq.TimeoutMS) * time.Millisecond
 		ctx, cancel := context.WithCancelCause(context.Background())
 		var stopTimer context.CancelFunc = func() {}
@@ -272,9 +281,21 @@ func (s *ToolServer) handler(t *agentfleet.Tool) micro.Handler {
 		// may repeat across sessions; the inbox is unique per attempt.
 		key := callKey(creq.ID, req.Reply())
 		s.mu.Lock()
+		if s.draining {
+			// The call was sent before the server took our unsubscription.
+			// Refused as busy, it goes to another worker; run here, it could
+			// outlive the drain and lose its result.
+			s.mu.Unlock()
+			stopTimer()
+			cancel(nil)
+			<-s.slots
+			s.refuse(req, t, creq, "worker draining", start)
+			return
+		}
 		s.calls[key] = cancel
-		s.mu.Unlock()
 		s.wg.Add(1)
+		s.mu.Unlock()
+		s.inFlight.Add(1)
 		go func() {
 			defer s.wg.Done()
 			defer func() {
@@ -293,6 +314,13 @@ func (s *ToolServer) handler(t *agentfleet.Tool) micro.Handler {
 }
 
 func callKey(id, inbox string) string { return id + "|" + inbox }
+
+// refuse answers a call with a busy frame, which sends it to another worker.
+func (s *ToolServer) refuse(req micro.Request, t *agentfleet.Tool, creq *CallRequest, why string, start time.Time) {
+	b, _ := EncodeFrame(&Frame{T: FrameBusy, ID: creq.ID, Worker: s.Name(), InFlight: s.InFlight(), Limit: s.cfg.Concurrency})
+	_ = req.Error(CodeUnavailable, why, b)
+	s.observe(t.Name, "busy", time.Since(start))
+}
 
 // AckDelay is how long a call may run before the worker acknowledges it. A
 // call that ends sooner sends its result alone, which saves a message on the
