@@ -174,18 +174,12 @@ func (f *fleet) injectOne(ctx context.Context, ft *Fault, loadStart time.Time) e
 		}
 		if werr != nil {
 			ft.Note = "the standby did not take over"
-		} else if err := target.waitExit(ctx, 3*f.cfg.LeaderTTL+5*time.Second); err != nil {
+		} else if err := waitFor(ctx, 3*f.cfg.LeaderTTL+5*time.Second, "the paused orchestrator to step down", func() (bool, error) {
+			return !target.isMarked(), nil
+		}); err != nil {
 			ft.Note = "the paused orchestrator did not step down after it resumed"
-		} else {
-			// It lost the lead and exited, as it should: it comes back
-			// as a standby.
-			target.mu.Lock()
-			target.expected = true
-			target.mu.Unlock()
-			if err := target.start(); err != nil {
-				return err
-			}
 		}
+		// Stepped down, it stands by in the same process.
 	}
 	if err := f.waitAllReady(ctx); err != nil {
 		return err

@@ -83,8 +83,8 @@ func newFleet(cfg *Config, dir, modelURL string) (*fleet, error) {
 				"--ack-wait", cfg.AckWait.String(), "--leader-ttl", cfg.LeaderTTL.String(),
 				"--shutdown-timeout", "500ms", "--data-dir", filepath.Join(dir, name+"-data")},
 			env:    []string{"OPENAI_BASE_URL=" + modelURL, "OPENAI_API_KEY=x", "OPENAI_MODEL=chaos"},
-			marker: "orchestrator serving",
-			ready:  httpReady("http://127.0.0.1:" + strconv.Itoa(port) + "/readyz"),
+			marker: "orchestrator serving", unmarker: "lost the lead",
+			ready: httpReady("http://127.0.0.1:" + strconv.Itoa(port) + "/readyz"),
 		})
 	}
 	return f, nil

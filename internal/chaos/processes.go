@@ -31,7 +31,10 @@ type proc struct {
 	env    []string
 	log    string // log file path
 	marker string
-	ready  func(ctx context.Context) error // one readiness probe
+	// unmarker, if set, unmarks the instance again (an orchestrator that
+	// lost the lead and stands by); a later marker marks it anew.
+	unmarker string
+	ready    func(ctx context.Context) error // one readiness probe
 
 	mu       sync.Mutex
 	cmd      *exec.Cmd
@@ -94,7 +97,18 @@ func (p *proc) start() error {
 			p.logMu.Unlock()
 			if !once && p.marker != "" && strings.Contains(line, p.marker) {
 				once = true
-				close(marked)
+				p.mu.Lock()
+				if p.done == done {
+					close(p.marked)
+				}
+				p.mu.Unlock()
+			} else if once && p.unmarker != "" && strings.Contains(line, p.unmarker) {
+				once = false
+				p.mu.Lock()
+				if p.done == done {
+					p.marked = make(chan struct{})
+				}
+				p.mu.Unlock()
 			}
 		}
 		_, _ = io.Copy(io.Discard, pr)

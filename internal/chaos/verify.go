@@ -377,14 +377,15 @@ func checkRun(rep *Report, ru *run) {
 	}
 
 	// malformed: calls and results pair up
-	calls := map[string]bool{}  // every call of the run's assistants so far
-	var pending []string        // calls of the last assistant
-	results := map[string]int{} // results per call of the last assistant
-	var texts []string          // tool result texts in order
-	var textsAtEnd [][]string   // texts as they were at each run end
-	var wrong []string          // tool results whose text is not the tool's
-	working := false            // an assistant or tool record came
-	var cut []string            // user messages the run took after working on earlier ones
+	calls := map[string]bool{}    // every call of the run's assistants so far
+	var pending []string          // calls of the last assistant
+	results := map[string]int{}   // results per call of the last assistant
+	var texts []string            // tool result texts, in the order of the last assistant's calls
+	textOf := map[string]string{} // tool result text per call of the last assistant
+	var textsAtEnd [][]string     // texts as they were at each run end
+	var wrong []string            // tool results whose text is not the tool's
+	working := false              // an assistant or tool record came
+	var cut []string              // user messages the run took after working on earlier ones
 	closeTurn := func(where string) {
 		for _, id := range pending {
 			if n := results[id]; n != 1 {
@@ -407,6 +408,9 @@ func checkRun(rep *Report, ru *run) {
 		case *agentfleet.AssistantMessage:
 			working = true
 			closeTurn(fmt.Sprintf("before the next assistant message (seq %d)", r.seq))
+			if len(m.ToolCalls()) > 0 {
+				texts, textOf = nil, map[string]string{}
+			}
 			for _, c := range m.ToolCalls() {
 				calls[c.ID] = true
 				pending = append(pending, c.ID)
@@ -418,7 +422,15 @@ func checkRun(rep *Report, ru *run) {
 			}
 			results[m.ToolCallID]++
 			text := agentfleet.JoinText(m.Content)
-			texts = append(texts, text)
+			// Results are stored as each call ends; the model sees them
+			// in the order of the calls.
+			textOf[m.ToolCallID] = text
+			texts = texts[:0]
+			for _, id := range pending {
+				if t, ok := textOf[id]; ok {
+					texts = append(texts, t)
+				}
+			}
 			if !m.IsError {
 				if want := expectedResult(m.ToolName, ru.msgid); want != "" && text != want {
 					wrong = append(wrong, fmt.Sprintf("%s result %q, want %q", m.ToolName, text, want))

@@ -221,3 +221,25 @@ func TestSuspendStopsWithoutEnding(t *testing.T) {
 		}
 	}
 }
+
+// TestResumeKeepsCallOrder resumes a run whose stored results came in the
+// order the calls ended, with one missing: the model sees them in the order
+// of the calls.
+func TestResumeKeepsCallOrder(t *testing.T) {
+	safe := tool("safe", false, text("two"))
+	safe.Annotations.Idempotent = true
+	history := entries("run-1", agentfleet.NewUserMessage("q"), callMsg("safe#1", "safe#2", "safe#3"),
+		result("safe#3", "three"), result("safe#1", "one"))
+	m := &script{steps: []step{say("done")}}
+	s, _ := newSession(t, m, loop.Config{History: history}, safe)
+	wait(t, s.Resume("run-1"))
+	var got []string
+	for _, msg := range m.request(0).Messages {
+		if tr, ok := msg.(*agentfleet.ToolResultMessage); ok {
+			got = append(got, tr.ToolCallID)
+		}
+	}
+	if strings.Join(got, " ") != "safe#1 safe#2 safe#3" {
+		t.Errorf("the model saw results %v, want them in call order", got)
+	}
+}

@@ -440,6 +440,7 @@ func (r *run) settle() *agentfleet.AssistantMessage {
 		for _, m := range batch.Messages {
 			results[m.ToolCallID] = m
 		}
+		r.s.orderResultsOf()
 	}
 	if r.ctx.Err() != nil {
 		return r.aborted()

@@ -143,44 +143,6 @@ func (s *session) restore(st *history.Loaded) []loop.Entry {
 	if o.history != nil {
 		s.writer = o.history.Writer(s.agent.profile.Name, s.name, st.LastSeq, s.fence)
 	}
-	return normalize(entries)
-}
-
-// normalize puts the tool results that follow each assistant message in the
-// order of its tool calls: they are stored as each call ends, and the model
-// sees them in call order, as in the process that ran them.
-func normalize(entries []loop.Entry) []loop.Entry {
-	for i := 0; i < len(entries); i++ {
-		a, ok := entries[i].Message.(*agentfleet.AssistantMessage)
-		if !ok {
-			continue
-		}
-		order := map[string]int{}
-		for k, c := range loop.ExtractToolCalls(&agentfleet.AssistantMessage{Content: append([]agentfleet.Content(nil), a.Content...)}) {
-			order[c.ID] = k
-		}
-		j := i + 1
-		for j < len(entries) {
-			if _, ok := entries[j].Message.(*agentfleet.ToolResultMessage); !ok || entries[j].RunID != entries[i].RunID {
-				break
-			}
-			j++
-		}
-		block := entries[i+1 : j]
-		rank := func(e loop.Entry) int {
-			if k, ok := order[e.Message.(*agentfleet.ToolResultMessage).ToolCallID]; ok {
-				return k
-			}
-			return len(order)
-		}
-		// Insertion sort: blocks are short and mostly in order already.
-		for x := 1; x < len(block); x++ {
-			for y := x; y > 0 && rank(block[y]) < rank(block[y-1]); y-- {
-				block[y], block[y-1] = block[y-1], block[y]
-			}
-		}
-		i = j - 1
-	}
 	return entries
 }
 
