@@ -102,7 +102,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.DurationVar(&m.ShutdownWait, "shutdown-timeout", 30*time.Second, "on SIGTERM, how long active runs may take to finish before they are left for a restart to resume")
 	fs.StringVar(&m.Durable, "durable", "auto", "JetStream durability of input, sessions and events: auto (when the server has JetStream), true or false")
 	fs.DurationVar(&m.Streams.AckWait, "ack-wait", 30*time.Second, "redeliver input not acknowledged (nor kept alive) for this long")
-	fs.IntVar(&m.Streams.MaxDeliver, "max-deliver", 5, "deliveries of one input message before it is dropped with an error event")
+	fs.IntVar(&m.Streams.MaxDeliver, "max-deliver", 5, "failed handlings of one input message (a session that could not be loaded, say) before it is dropped with an error event; redeliveries after a crash or a handover do not count")
 	fs.DurationVar(&m.Streams.EventsMaxAge, "events-max-age", 24*time.Hour, "how long the event stream keeps events for late observers")
 	fs.Int64Var(&m.Streams.EventsMaxBytes, "events-max-bytes", 1<<30, "size bound of the event stream")
 	fs.DurationVar(&m.Streams.HistoryMaxAge, "history-max-age", 0, "how long session histories are kept (0: forever)")

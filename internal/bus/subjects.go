@@ -1,8 +1,10 @@
 // Package bus carries the fleet over NATS: the public subjects and their
 // payloads, the tool protocol between the orchestrator and its workers (a
 // NATS micro service per worker, MessagePack frames on the wire), the event
-// publisher, fleet discovery and an embedded server. It is the only package
-// that imports nats.go.
+// publisher, the input subscriptions and the durable input consumer, fleet
+// discovery and an embedded server. It is the transport; the stores built on
+// the same connection are packages of their own (history, lead), and no
+// package above them imports nats.go.
 package bus
 
 import (

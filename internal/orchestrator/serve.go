@@ -271,6 +271,8 @@ func (o *Orchestrator) close(ctx context.Context) error {
 	var errs []error
 	errs = append(errs, o.unserve())
 	o.bg.Wait()
+	// A standby may have begun to serve while the loops stopped.
+	errs = append(errs, o.unserve())
 	o.mu.Lock()
 	o.closed = true
 	sessions := slices.Collect(maps.Values(o.sessions))
