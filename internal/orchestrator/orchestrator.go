@@ -290,7 +290,6 @@ func sameDef(a, b agentfleet.ToolDef) bool {
 		a.Annotations == b.Annotations && a.Parallel == b.Parallel && a.TimeoutMS == b.TimeoutMS && a.Scripted == b.Scripted
 }
 
-
 // sink publishes events, counts them and logs them: every event at debug
 // level, failures at warn, with the run, session and tool call as
 // attributes.
@@ -336,4 +335,3 @@ func (o *Orchestrator) logEvent(e *agentfleet.Event) {
 	}
 	o.log.LogAttrs(ctx, level, string(e.Type), attrs...)
 }
-
