@@ -10,6 +10,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/history"
+	"github.com/agentfleet/agentfleet/internal/worker"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -28,7 +29,14 @@ func TestPausedLeaderWritesNothingAfterTakeover(t *testing.T) {
 	resumed, _ := nc.SubscribeSync("agent.events.default.sb.run.resumed")
 	out, _ := nc.SubscribeSync("agent.out.default.sb")
 	nc.Flush()
-	args := "--nats-url " + srv.ClientURL() + " --workers 1 --heartbeat 100ms --ack-wait 2s --leader-ttl 1s --shutdown-timeout 200ms --log-level warn --http 127.0.0.1:0"
+	// The worker is not paused with the leader: a process of its own (here,
+	// this one), as tool workers are.
+	w, err := worker.Start(bustest.MustConnect(t, srv), worker.Config{Name: "sleeper", Tools: []string{"sleep"}, Heartbeat: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	args := "--nats-url " + srv.ClientURL() + " --workers 0 --ack-wait 2s --leader-ttl 1s --shutdown-timeout 200ms --log-level warn --http 127.0.0.1:0"
 	first := startOrchestrator(t, args)
 	var kv jetstream.KeyValue
 	bustest.Eventually(t, "the first orchestrator to lead", func() bool {
