@@ -162,3 +162,54 @@ func roleList(ms []agentfleet.Message) string {
 	}
 	return strings.Join(out, " ")
 }
+
+// TestSessionsWithoutJetStreamAreEvicted keeps sessions in memory only: an
+// idle one still leaves memory after SessionIdle.
+func TestSessionsWithoutJetStreamAreEvicted(t *testing.T) {
+	model := newScript().on("m", say("hi"))
+	f := startFleet(t, orchestrator.Config{Model: model, SessionIdle: 50 * time.Millisecond}, bus.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}})
+	f.ask(t, "default", "m", "hello")
+	bustest.Eventually(t, "the idle session to leave memory", func() bool { return f.orch.Sessions() == 0 })
+}
+
+// TestSessionQueueIsBounded fills a session's queue behind a run that does
+// not end: input beyond the bound is refused with an error that says so, and
+// the queued input is still answered once the run ends.
+func TestSessionQueueIsBounded(t *testing.T) {
+	release := make(chan struct{})
+	model := newScript().on("full", func(req *loopRequest) *agentfleet.AssistantMessage { <-release; return say("first")(req) },
+		say("the rest"))
+	f := startFleet(t, orchestrator.Config{Model: model, SessionQueue: 2}, bus.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}})
+	out := outs(t, f.nc, "default", "full")
+	if err := f.nc.Publish("agent.in.default.full", []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	bustest.Eventually(t, "the first run to start", func() bool { return len(model.requests("full")) == 1 })
+	for _, text := range []string{"two", "three"} {
+		if err := f.nc.Publish("agent.in.default.full", []byte(text)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := f.orch.Session("default", "full")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bustest.Eventually(t, "two messages queued", func() bool { return s.Queued() == 2 })
+	reply, err := f.nc.Request("agent.ask.default.full", []byte("four"), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(reply.Data), "has 2 messages queued, the limit is 2") {
+		t.Errorf("reply to input beyond the bound = %s", reply.Data)
+	}
+	close(release)
+	if got := agentfleet.JoinText(next(t, out).Content); got != "first" {
+		t.Errorf("first answer = %q", got)
+	}
+	if got := agentfleet.JoinText(next(t, out).Content); got != "the rest" {
+		t.Errorf("second answer = %q", got)
+	}
+	if got, want := roles(model.requests("full")[1].Messages), "user:one assistant user:two user:three"; got != want {
+		t.Errorf("the second run saw %s, want %s", got, want)
+	}
+}
