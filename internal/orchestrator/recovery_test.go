@@ -2,6 +2,7 @@ package orchestrator_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -10,8 +11,10 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/history"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // TestInterruptedRunResumesBeforeLaterInput cuts an orchestrator off in the
@@ -211,5 +214,35 @@ func TestSessionQueueIsBounded(t *testing.T) {
 	}
 	if got, want := roles(model.requests("full")[1].Messages), "user:one assistant user:two user:three"; got != want {
 		t.Errorf("the second run saw %s, want %s", got, want)
+	}
+}
+
+// TestUndecodableHistoryRecord stores a record that does not decode in a
+// session's history: the session loads without it, an error event names
+// its stream sequence, and the session answers.
+func TestUndecodableHistoryRecord(t *testing.T) {
+	model := newScript().on("bad", say("still here"))
+	f := startFleet(t, orchestrator.Config{Model: model, Durable: true}, bus.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}})
+	errs, err := f.nc.SubscribeSync("agent.events.default.bad.error")
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ := jetstream.New(f.nc)
+	m := nats.NewMsg("agent.history.default.bad")
+	m.Data = []byte(`{"role":"robot"}`)
+	m.Header.Set(history.HeaderRunID, "r0")
+	ack, err := js.PublishMsg(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := agentfleet.JoinText(f.ask(t, "default", "bad", "hello").Content); got != "still here" {
+		t.Errorf("answer = %q", got)
+	}
+	e, err := errs.NextMsg(5 * time.Second)
+	if err != nil {
+		t.Fatalf("no error event: %v", err)
+	}
+	if want := fmt.Sprintf("history record %d of session bad skipped", ack.Sequence); !strings.Contains(string(e.Data), want) {
+		t.Errorf("error event = %s, want it to say %q", e.Data, want)
 	}
 }
