@@ -38,21 +38,61 @@ type session struct {
 	backlog []*bus.Inbound // input that arrived while loading
 	loop    *loop.Session
 	writer  *history.Writer
-	runOf   map[string]string                       // message id → run ("" while queued)
-	seqOf   map[string]uint64                       // message id → input stream sequence
-	idsOf   map[string][]string                     // run → message ids it took
-	final   map[string]*agentfleet.AssistantMessage // ended runs
-	tickets map[string][]*bus.Inbound               // message id → deliveries waiting on its run
-	stopped error                                   // why the session was suspended
+	msgs    map[string]*msgInfo // by message id
+	runs    map[string]*runInfo // by run id
+	waiting int                 // deliveries waiting on runs, over all msgs
+	stopped error               // why the session was suspended
+}
+
+// msgInfo is what a session knows of one message id.
+type msgInfo struct {
+	run     string         // the run that took it; "" while it is queued
+	seq     uint64         // its input stream sequence, if known
+	tickets []*bus.Inbound // deliveries waiting on its run
+}
+
+// runInfo is what a session knows of one run.
+type runInfo struct {
+	ids   []string                     // the message ids it took
+	final *agentfleet.AssistantMessage // set once it ended
+}
+
+// msg returns the session's record of message id, making it if need be.
+// Call it with s.mu held.
+func (s *session) msg(id string) *msgInfo {
+	if s.msgs == nil {
+		s.msgs = map[string]*msgInfo{}
+	}
+	m := s.msgs[id]
+	if m == nil {
+		m = &msgInfo{}
+		s.msgs[id] = m
+	}
+	return m
+}
+
+// run returns the session's record of run id, making it if need be. Call it
+// with s.mu held.
+func (s *session) run(id string) *runInfo {
+	if s.runs == nil {
+		s.runs = map[string]*runInfo{}
+	}
+	r := s.runs[id]
+	if r == nil {
+		r = &runInfo{}
+		s.runs[id] = r
+	}
+	return r
+}
+
+// hasEnded reports whether run id has ended; s.mu held.
+func (s *session) hasEnded(id string) bool {
+	r := s.runs[id]
+	return r != nil && r.final != nil
 }
 
 func newSession(o *Orchestrator, a *agent, name, key string) *session {
-	s := &session{
-		o: o, agent: a, name: name, key: key,
-		runOf: map[string]string{}, seqOf: map[string]uint64{}, idsOf: map[string][]string{},
-		final: map[string]*agentfleet.AssistantMessage{}, tickets: map[string][]*bus.Inbound{},
-		ready: make(chan struct{}),
-	}
+	s := &session{o: o, agent: a, name: name, key: key, ready: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	return s
 }
@@ -96,7 +136,7 @@ func (s *session) load(loads chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.loop = loop.New(s.config(entries))
-	for _, runID := range loop.Interrupted(entries, func(runID string) bool { return s.final[runID] != nil }) {
+	for _, runID := range loop.Interrupted(entries, s.hasEnded) {
 		o.log.Info("resuming run", "agent", s.agent.profile.Name, "session", s.name, "run_id", runID)
 		s.loop.Resume(runID)
 	}
@@ -128,13 +168,13 @@ func (s *session) restore(st *history.Loaded) []loop.Entry {
 	entries := make([]loop.Entry, 0, len(st.Records))
 	for _, r := range st.Records {
 		if r.Final != nil {
-			s.final[r.RunID] = r.Final
+			s.run(r.RunID).final = r.Final
 			continue
 		}
 		if u, ok := r.Message.(*agentfleet.UserMessage); ok && u.ID != "" {
-			if _, dup := s.runOf[u.ID]; !dup {
-				s.runOf[u.ID] = r.RunID
-				s.idsOf[r.RunID] = append(s.idsOf[r.RunID], u.ID)
+			if m := s.msg(u.ID); m.run == "" {
+				m.run = r.RunID
+				s.run(r.RunID).ids = append(s.run(r.RunID).ids, u.ID)
 			}
 		}
 		entries = append(entries, loop.Entry{RunID: r.RunID, Message: r.Message})
@@ -179,9 +219,10 @@ func (s *session) fence() error {
 func (s *session) stored(runID string, m agentfleet.Message) error {
 	if u, ok := m.(*agentfleet.UserMessage); ok && u.ID != "" {
 		s.mu.Lock()
-		if s.runOf[u.ID] == "" {
-			s.runOf[u.ID] = runID
-			s.idsOf[runID] = append(s.idsOf[runID], u.ID)
+		if m := s.msg(u.ID); m.run == "" {
+			m.run = runID
+			r := s.run(runID)
+			r.ids = append(r.ids, u.ID)
 		}
 		s.mu.Unlock()
 	}
@@ -203,11 +244,15 @@ func (s *session) ended(final *agentfleet.AssistantMessage) error {
 		}
 	}
 	s.mu.Lock()
-	s.final[final.RunID] = final
+	r := s.run(final.RunID)
+	r.final = final
 	var waiting []*bus.Inbound
-	for _, id := range s.idsOf[final.RunID] {
-		waiting = append(waiting, s.tickets[id]...)
-		delete(s.tickets, id)
+	for _, id := range r.ids {
+		if m := s.msgs[id]; m != nil {
+			waiting = append(waiting, m.tickets...)
+			s.waiting -= len(m.tickets)
+			m.tickets = nil
+		}
 	}
 	s.mu.Unlock()
 	s.o.pub.PublishOut(s.agent.profile.Name, s.name, final)
@@ -260,10 +305,11 @@ func (s *session) suspend(why error, mode settleMode) {
 	}
 	l := s.loop
 	var waiting []*bus.Inbound
-	for id, ins := range s.tickets {
-		waiting = append(waiting, ins...)
-		delete(s.tickets, id)
+	for _, m := range s.msgs {
+		waiting = append(waiting, m.tickets...)
+		m.tickets = nil
 	}
+	s.waiting = 0
 	waiting = append(waiting, s.backlog...)
 	s.backlog = nil
 	s.mu.Unlock()
@@ -316,8 +362,10 @@ func (s *session) handleLocked(in *bus.Inbound, scanned bool) {
 		return
 	}
 	id := in.Message.ID
-	runID, seen := s.runOf[id]
-	k := Known{Seen: seen, RunID: runID, Ended: seen && runID != "" && s.final[runID] != nil, Seq: s.seqOf[id]}
+	k := Known{}
+	if m := s.msgs[id]; m != nil {
+		k = Known{Seen: true, RunID: m.run, Ended: m.run != "" && s.hasEnded(m.run), Seq: m.seq}
+	}
 	d := Decide(k, Arrival{Ask: in.Kind == bus.KindAsk, Seq: in.Seq, Scanned: scanned})
 	switch d.Action {
 	case Queue:
@@ -325,12 +373,11 @@ func (s *session) handleLocked(in *bus.Inbound, scanned bool) {
 			in.Retry(fmt.Errorf("session %s of agent %s has %d messages queued, the limit is %d", s.name, s.agent.profile.Name, s.loop.Queued(), limit))
 			return
 		}
-		s.runOf[id] = ""
-		if in.Seq != 0 {
-			s.seqOf[id] = in.Seq
-		}
+		m := s.msg(id)
+		m.seq = in.Seq
 		if !scanned {
-			s.tickets[id] = append(s.tickets[id], in)
+			m.tickets = append(m.tickets, in)
+			s.waiting++
 			o.observeInput("accepted")
 		}
 		if in.Kind == bus.KindSteer {
@@ -342,19 +389,21 @@ func (s *session) handleLocked(in *bus.Inbound, scanned bool) {
 		if !scanned {
 			// The first delivery this process sees of a message it read
 			// from the stream, or whose run it resumed, is no duplicate.
-			if len(s.tickets[id]) > 0 {
+			m := s.msgs[id]
+			if len(m.tickets) > 0 {
 				o.observeInput("duplicate")
 			} else {
 				o.observeInput("accepted")
 			}
-			s.tickets[id] = append(s.tickets[id], in)
+			m.tickets = append(m.tickets, in)
+			s.waiting++
 		}
 	case Answered:
 		if scanned {
 			return
 		}
 		o.observeInput("duplicate")
-		final := s.final[runID]
+		final := s.runs[k.RunID].final
 		in.Reply(final)
 		if d.Replay {
 			o.pub.PublishOut(s.agent.profile.Name, s.name, final)
@@ -368,7 +417,7 @@ func (s *session) handleLocked(in *bus.Inbound, scanned bool) {
 // idleLocked reports whether the session may leave memory: loaded, no
 // run, no input waiting, idle for longer than d.
 func (s *session) idleLocked(d time.Duration) bool {
-	if !s.loaded || len(s.tickets) > 0 || len(s.backlog) > 0 {
+	if !s.loaded || s.waiting > 0 || len(s.backlog) > 0 {
 		return false
 	}
 	since, ok := s.loop.IdleSince()
