@@ -485,6 +485,8 @@ func TestOrchestratorStoppedMidRun(t *testing.T) {
 			}
 			defer nc.Close()
 			toolStart, _ := nc.SubscribeSync("agent.events.default.stop.tool.start")
+			runEnds, _ := nc.SubscribeSync("agent.events.default.stop.run.end")
+			suspended, _ := nc.SubscribeSync("agent.events.default.stop.run.suspended")
 			out, _ := nc.SubscribeSync("agent.out.default.stop")
 			nc.Flush()
 			// A killed orchestrator holds the lead until it expires.
@@ -523,6 +525,18 @@ func TestOrchestratorStoppedMidRun(t *testing.T) {
 			}
 			if m, err := out.NextMsg(500 * time.Millisecond); err == nil {
 				t.Errorf("a second final message: %s", m.Data)
+			}
+			// One run.end for the run, from the orchestrator that ended it;
+			// the one cut short by SIGTERM said run.suspended instead.
+			if n, _, _ := runEnds.Pending(); n != 1 {
+				t.Errorf("%d run.end events, want 1", n)
+			}
+			wantSuspended := 0
+			if sig == syscall.SIGTERM {
+				wantSuspended = 1
+			}
+			if n, _, _ := suspended.Pending(); n != wantSuspended {
+				t.Errorf("%d run.suspended events, want %d", n, wantSuspended)
 			}
 			subjects, _ := bus.NewSubjects("")
 			h, err := history.Open(context.Background(), js, subjects, "", history.Config{})
