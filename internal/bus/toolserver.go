@@ -369,9 +369,9 @@ func (s *ToolServer) run(ctx context.Context, t *agentfleet.Tool, creq *CallRequ
 			}
 		}
 	}()
-	if creq.Allowed != nil {
-		ctx = WithCaller(ctx, Caller{Agent: creq.Agent, Session: creq.Session, RunID: creq.RunID, Allowed: creq.Allowed})
-	}
+	// Always, so that a request without an allowed list reaches the tool
+	// as a caller allowed nothing: call_tool fails closed.
+	ctx = WithCaller(ctx, Caller{Agent: creq.Agent, Session: creq.Session, RunID: creq.RunID, Allowed: creq.Allowed})
 	res, err := s.call(ctx, t, creq, func(partial any) {
 		publish(&Frame{T: FrameProgress, ID: creq.ID, Partial: partial})
 	})
@@ -459,7 +459,8 @@ func headerSafe(s string) string {
 }
 
 // Caller is the agent on whose behalf a scripted tool runs, with the tools
-// that agent may use.
+// that agent may use. A nil or empty Allowed allows no tool: a call request
+// without an allowed list gets a caller like that.
 type Caller struct {
 	Agent, Session, RunID string
 	Allowed               []string
