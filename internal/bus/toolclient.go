@@ -34,8 +34,16 @@ type ClientConfig struct {
 	// HeartbeatMisses is how many heartbeat intervals may pass without a
 	// frame before the worker is declared lost; default 3.
 	HeartbeatMisses int
-	// MaxBusyBackoff caps the wait before a call refused by a busy worker is
-	// sent again; default 50ms.
+	// BusyBackoff is the first bound of the wait before a call refused by a
+	// busy worker is sent again; default 5ms. The bound doubles with each
+	// refusal of the call up to MaxBusyBackoff, and the wait is drawn at
+	// random below it (full jitter), so that refused calls spread out
+	// instead of coming back together.
+	BusyBackoff time.Duration
+	// MaxBusyBackoff caps the bound of that wait; default 250ms. A call
+	// that workers keep refusing is therefore sent about
+	// log2(MaxBusyBackoff/BusyBackoff) + 2·timeout/MaxBusyBackoff times,
+	// not hundreds.
 	MaxBusyBackoff time.Duration
 	// MaxAttempts bounds the attempts of a call to an idempotent or
 	// read-only tool whose attempt timed out or whose worker was lost;
@@ -85,9 +93,13 @@ func NewToolClient(nc *nats.Conn, cfg ClientConfig) (*ToolClient, error) {
 	if cfg.HeartbeatMisses <= 0 {
 		cfg.HeartbeatMisses = 3
 	}
-	if cfg.MaxBusyBackoff <= 0 {
-		cfg.MaxBusyBackoff = 50 * time.Millisecond
+	if cfg.BusyBackoff <= 0 {
+		cfg.BusyBackoff = 5 * time.Millisecond
 	}
+	if cfg.MaxBusyBackoff <= 0 {
+		cfg.MaxBusyBackoff = 250 * time.Millisecond
+	}
+	cfg.MaxBusyBackoff = max(cfg.MaxBusyBackoff, cfg.BusyBackoff)
 	if cfg.MaxAttempts <= 0 {
 		cfg.MaxAttempts = 3
 	}
@@ -146,7 +158,9 @@ func (c *ToolClient) route(m *nats.Msg) {
 
 // Execute implements pipeline.Executor. It sends the call to a worker,
 // streams its progress, and returns its result. A busy worker's refusal
-// sends the call again, to whichever worker the queue group picks. Each
+// sends the call again, after a backoff (see BusyBackoff), to whichever
+// worker the queue group picks; a call still refused when its timeout ends
+// never ran, and is not retried. Each
 // attempt is bounded by the call's timeout; an attempt that times out or
 // whose worker is lost is retried, with backoff, up to MaxAttempts when the
 // tool is idempotent or read-only, and reported as of unknown outcome
@@ -158,6 +172,11 @@ func (c *ToolClient) Execute(ctx context.Context, prep *pipeline.Prepared, progr
 	retryable := prep.Tool != nil && (prep.Tool.Annotations.Idempotent || prep.Tool.Annotations.ReadOnly)
 	for attempt := 1; ; attempt++ {
 		res, err := c.execute(ctx, prep, attempt, progress)
+		if _, ok := errors.AsType[*notSentError](err); ok {
+			// No worker took the call: its outcome is known, and another
+			// attempt would wait for the same full fleet.
+			return nil, err
+		}
 		// A retry that finds no worker (one may be reconnecting) waits and
 		// tries again like a lost one; a first attempt that finds none fails
 		// at once.
@@ -210,17 +229,34 @@ func (c *ToolClient) execute(ctx context.Context, prep *pipeline.Prepared, attem
 		if !again {
 			return res, err
 		}
-		// Jittered, growing wait before asking the fleet again.
-		wait := time.Duration(rand.Int64N(int64(min(c.cfg.MaxBusyBackoff, time.Millisecond<<min(busy, 10))) + 1))
-		t := time.NewTimer(wait)
+		t := time.NewTimer(c.busyWait(busy))
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return nil, c.ctxErr(ctx, prep, "", "while every worker was busy")
+			return nil, &notSentError{c.ctxErr(ctx, prep, "", fmt.Sprintf("while every worker was busy (%d refusals); the call never ran", busy+1))}
 		}
 	}
 }
+
+// busyWait returns the wait before sending a call again after its
+// refusals+1-th busy refusal: a random duration up to BusyBackoff doubled
+// once per earlier refusal, capped at MaxBusyBackoff (full jitter).
+func (c *ToolClient) busyWait(refusals int) time.Duration {
+	bound := c.cfg.MaxBusyBackoff
+	if refusals < 30 {
+		bound = min(bound, c.cfg.BusyBackoff<<refusals)
+	}
+	return time.Duration(rand.Int64N(int64(bound) + 1))
+}
+
+// notSentError is an error of a call that no worker took (it waited for a
+// free worker until its timeout or abort), so that Execute neither retries
+// it nor calls its outcome unknown.
+type notSentError struct{ err error }
+
+func (e *notSentError) Error() string { return e.err.Error() }
+func (e *notSentError) Unwrap() error { return e.err }
 
 // attempt sends one request and follows it to its end. again reports a busy
 // refusal.

@@ -315,10 +315,19 @@ func (s *ToolServer) handler(t *agentfleet.Tool) micro.Handler {
 
 func callKey(id, inbox string) string { return id + "|" + inbox }
 
+// HeaderBusy is set on busy refusals, to why the worker refused ("worker
+// busy", "worker draining"), for operators reading traffic.
+const HeaderBusy = "Agentfleet-Busy"
+
 // refuse answers a call with a busy frame, which sends it to another worker.
+// A refusal is flow control, not a failure of the service: it is answered
+// without micro's error headers, which would count it in the endpoint's
+// num_errors (`nats micro stats`).
 func (s *ToolServer) refuse(req micro.Request, t *agentfleet.Tool, creq *CallRequest, why string, start time.Time) {
 	b, _ := EncodeFrame(&Frame{T: FrameBusy, ID: creq.ID, Worker: s.Name(), InFlight: s.InFlight(), Limit: s.cfg.Concurrency})
-	_ = req.Error(CodeUnavailable, why, b)
+	if err := req.Respond(b, micro.WithHeaders(micro.Headers{HeaderBusy: {why}})); err != nil {
+		s.log.Warn("send busy frame", "err", err)
+	}
 	s.observe(t.Name, "busy", time.Since(start))
 }
 
