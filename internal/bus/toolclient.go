@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -70,6 +71,12 @@ type ToolClient struct {
 
 	mu    sync.Mutex
 	calls map[string]*inflight
+
+	// gates bound the calls in flight per tool to the fleet's capacity;
+	// a tool has one only while it has a capacity, or calls in its gate.
+	gatesMu  sync.Mutex
+	gates    map[string]*gate
+	capacity map[string]int
 }
 
 var _ pipeline.Executor = (*ToolClient)(nil)
@@ -110,7 +117,7 @@ func NewToolClient(nc *nats.Conn, cfg ClientConfig) (*ToolClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &ToolClient{nc: nc, cfg: cfg, subjects: subjects, inbox: nc.NewRespInbox() + ".", calls: make(map[string]*inflight)}
+	c := &ToolClient{nc: nc, cfg: cfg, subjects: subjects, inbox: nc.NewRespInbox() + ".", calls: make(map[string]*inflight), gates: map[string]*gate{}}
 	c.sub, err = nc.Subscribe(c.inbox+"*", c.route)
 	if err != nil {
 		return nil, fmt.Errorf("tool client: subscribe: %w", err)
@@ -121,6 +128,53 @@ func NewToolClient(nc *nats.Conn, cfg ClientConfig) (*ToolClient, error) {
 		return nil, fmt.Errorf("tool client: %w", err)
 	}
 	return c, nil
+}
+
+// SetCapacity sets how many calls of each tool the client keeps in flight at
+// most: the sum of the concurrency advertised by the workers that serve it
+// (FleetTool.Concurrency). Calls beyond it wait in the client, first come
+// first served, until a call of that tool ends, or their timeout ends, or
+// they are aborted; a full fleet then holds its calls here instead of
+// refusing them as busy again and again. A tool absent from caps, or of
+// capacity 0 (unknown: a worker advertises none), is not limited. It may be
+// called at any time, typically on every change of the fleet
+// (FleetConfig.OnCapacity); waiting calls are admitted at once when a
+// capacity grows, and calls in flight keep their slots when it shrinks.
+func (c *ToolClient) SetCapacity(caps map[string]int) {
+	c.gatesMu.Lock()
+	defer c.gatesMu.Unlock()
+	c.capacity = maps.Clone(caps)
+	for name, g := range c.gates {
+		g.setLimit(caps[name])
+		if running, waiting, limit := g.state(); running == 0 && waiting == 0 && limit == 0 {
+			delete(c.gates, name)
+		}
+	}
+}
+
+// Queued returns the number of calls of tool that wait in the client for a
+// slot of the fleet (see SetCapacity). For metrics and tests.
+func (c *ToolClient) Queued(tool string) int {
+	c.gatesMu.Lock()
+	g := c.gates[tool]
+	c.gatesMu.Unlock()
+	if g == nil {
+		return 0
+	}
+	_, waiting, _ := g.state()
+	return waiting
+}
+
+// gate returns the gate of tool name, nil when it is not limited.
+func (c *ToolClient) gate(name string) *gate {
+	c.gatesMu.Lock()
+	defer c.gatesMu.Unlock()
+	g := c.gates[name]
+	if g == nil && c.capacity[name] > 0 {
+		g = &gate{limit: c.capacity[name]}
+		c.gates[name] = g
+	}
+	return g
 }
 
 // Close stops the client; calls in flight end with an error.
@@ -223,6 +277,16 @@ func (c *ToolClient) execute(ctx context.Context, prep *pipeline.Prepared, attem
 	data, err := EncodeRequest(req)
 	if err != nil {
 		return nil, fmt.Errorf("Tool %s: arguments do not encode: %w", prep.Call.Name, err)
+	}
+	// The slot is held through busy refusals and their backoff too: a
+	// refusal means the fleet is fuller than this client knows, and the
+	// calls behind this one would find it so as well.
+	if g := c.gate(prep.Call.Name); g != nil {
+		if err := g.acquire(ctx); err != nil {
+			_, _, limit := g.state()
+			return nil, &notSentError{c.ctxErr(ctx, prep, "", fmt.Sprintf("while waiting for one of the fleet's %d slots for the tool; the call never ran", limit))}
+		}
+		defer g.release()
 	}
 	for busy := 0; ; busy++ {
 		res, again, err := c.attempt(ctx, prep, attempt, data, progress)

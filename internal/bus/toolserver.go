@@ -112,9 +112,9 @@ func Serve(nc *nats.Conn, cfg ServerConfig) (*ToolServer, error) {
 		Description: "agentfleet tool worker",
 		QueueGroup:  QueueGroup,
 		Metadata: map[string]string{
-			MetaProtocol:  fmt.Sprint(ProtocolVersion),
-			"prefix":      subjects.Prefix,
-			"concurrency": fmt.Sprint(cfg.Concurrency),
+			MetaProtocol:    fmt.Sprint(ProtocolVersion),
+			"prefix":        subjects.Prefix,
+			MetaConcurrency: fmt.Sprint(cfg.Concurrency),
 		},
 	})
 	if err != nil {
