@@ -161,6 +161,13 @@ func (m *Main) runScaleFleet(ctx context.Context, specs []scaleWorkerSpec) (_ *S
 	}
 	defer client.Close()
 	subjects, _ := bus.NewSubjects("")
+	// As the orchestrator does: no more calls in flight than the fleet
+	// advertises slots, the rest waiting in the client.
+	fleet, err := bus.WatchFleet(ctx, nc, subjects, bus.FleetConfig{OnCapacity: client.SetCapacity, Logger: m.logger})
+	if err != nil {
+		return nil, err
+	}
+	defer fleet.Close()
 	sink := &envelope{agent: "bench", session: "scale", runID: "scale-run", next: bus.NewPublisher(nc, subjects, m.logger)}
 	store := tools.NewStore("bench")
 	if err := store.Register(&agentfleet.Tool{ToolDef: sleepDef}); err != nil {

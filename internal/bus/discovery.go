@@ -22,6 +22,10 @@ import (
 type FleetTool struct {
 	agentfleet.ToolDef
 	Workers []string
+	// Concurrency is the sum of the concurrency the Workers advertise
+	// (service metadata MetaConcurrency); 0 when one of them advertises
+	// none, and the fleet's capacity for the tool is unknown.
+	Concurrency int
 }
 
 // Discover asks every micro service on nc for its info ($SRV.INFO) and
@@ -65,6 +69,10 @@ func Discover(ctx context.Context, nc *nats.Conn, subjects Subjects, wait time.D
 		if info.Metadata[MetaProtocol] == "" || info.Metadata["prefix"] != subjects.Prefix {
 			continue // not a worker of this fleet
 		}
+		concurrency, err := strconv.Atoi(info.Metadata[MetaConcurrency])
+		if err != nil || concurrency < 0 {
+			concurrency = 0 // unknown
+		}
 		for _, ep := range info.Endpoints {
 			name, ok := strings.CutPrefix(ep.Subject, subjects.Prefix+".tool.")
 			if !ok || name != ep.Name {
@@ -72,13 +80,18 @@ func Discover(ctx context.Context, nc *nats.Conn, subjects Subjects, wait time.D
 			}
 			if t := found[name]; t != nil {
 				t.Workers = append(t.Workers, info.ID)
+				if t.Concurrency > 0 && concurrency > 0 {
+					t.Concurrency += concurrency
+				} else {
+					t.Concurrency = 0
+				}
 				continue
 			}
 			def, err := ToolFromMetadata(name, ep.Metadata)
 			if err != nil {
 				continue
 			}
-			found[name] = &FleetTool{ToolDef: def, Workers: []string{info.ID}}
+			found[name] = &FleetTool{ToolDef: def, Workers: []string{info.ID}, Concurrency: concurrency}
 		}
 	}
 }
@@ -94,7 +107,11 @@ type FleetConfig struct {
 	// OnChange is called after a refresh that changed the tool set, with
 	// the tools sorted by name.
 	OnChange func(tools []agentfleet.ToolDef)
-	Logger   *slog.Logger
+	// OnCapacity, if set, is called after the first refresh and after every
+	// one that changed the fleet's capacity, with the Concurrency of each
+	// tool (see Capacity); typically ToolClient.SetCapacity.
+	OnCapacity func(caps map[string]int)
+	Logger     *slog.Logger
 }
 
 // Fleet keeps the tool set of the fleet up to date: it discovers the
@@ -111,6 +128,7 @@ type Fleet struct {
 	mu    sync.Mutex
 	tools map[string]*FleetTool
 	sig   string
+	caps  map[string]int
 	ready bool
 }
 
@@ -170,14 +188,35 @@ func (f *Fleet) Refresh(ctx context.Context) error {
 		return err
 	}
 	sig := signature(found)
+	caps := capacities(found)
 	f.mu.Lock()
 	changed := sig != f.sig
-	f.tools, f.sig, f.ready = found, sig, true
+	capsChanged := !f.ready || !maps.Equal(caps, f.caps)
+	f.tools, f.sig, f.caps, f.ready = found, sig, caps, true
 	f.mu.Unlock()
 	if changed && f.cfg.OnChange != nil {
 		f.cfg.OnChange(f.Tools())
 	}
+	if capsChanged && f.cfg.OnCapacity != nil {
+		f.cfg.OnCapacity(maps.Clone(caps))
+	}
 	return nil
+}
+
+// Capacity returns, by tool, the calls the fleet runs at once: the sum of
+// the concurrency its workers advertise, 0 when unknown.
+func (f *Fleet) Capacity() map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.caps)
+}
+
+func capacities(found map[string]*FleetTool) map[string]int {
+	caps := make(map[string]int, len(found))
+	for name, t := range found {
+		caps[name] = t.Concurrency
+	}
+	return caps
 }
 
 // Tools returns the tools of the fleet, sorted by name.

@@ -23,6 +23,12 @@ const (
 	MetaScripted     = "scripted"
 )
 
+// MetaConcurrency is the key of the service metadata (not the endpoints')
+// that advertises how many calls a worker runs at once, over all its
+// tools: an orchestrator keeps at most the sum over a tool's workers in
+// flight.
+const MetaConcurrency = "concurrency"
+
 // ToolMetadata returns the endpoint metadata that describes d.
 func ToolMetadata(d *agentfleet.ToolDef) map[string]string {
 	md := map[string]string{

@@ -339,7 +339,9 @@ func (s *ScriptServer) closeClient() error {
 // on the fleet through client. A call is bounded by the caller's deadline
 // (a script's own time limit) or, when it has none, by timeout (default
 // pipeline.DefaultTimeout). The call's ID, which carries the depth of
-// nesting, is passed on unchanged.
+// nesting, is passed on unchanged. It refuses every tool not in the
+// caller's allowed list (see CallerFrom), and every tool when ctx carries
+// no caller or the list is empty.
 func FleetCaller(client *ToolClient, timeout time.Duration) func(ctx context.Context, call *agentfleet.ToolCall) (*agentfleet.ToolResult, error) {
 	if timeout <= 0 {
 		timeout = pipeline.DefaultTimeout
@@ -359,13 +361,16 @@ func FleetCaller(client *ToolClient, timeout time.Duration) func(ctx context.Con
 			Timeout: t,
 		}
 		// A script calls with its caller's permissions, passed on to the
-		// tools it calls.
-		if c, ok := CallerFrom(ctx); ok {
-			if !slices.Contains(c.Allowed, call.Name) {
-				return nil, fmt.Errorf("call_tool: tool %s is not allowed for agent %s", call.Name, c.Agent)
-			}
-			prep.Agent, prep.Session, prep.RunID, prep.Allowed = c.Agent, c.Session, c.RunID, c.Allowed
+		// tools it calls. No list means nothing allowed: a request that
+		// lost or never had its list must not reach the whole fleet.
+		c, _ := CallerFrom(ctx)
+		if len(c.Allowed) == 0 {
+			return nil, fmt.Errorf("call_tool: tool %s is not allowed: the call request of this scripted tool carried no allowed list (field \"allowed\": the tools of the calling agent), so call_tool reaches no tool", call.Name)
 		}
+		if !slices.Contains(c.Allowed, call.Name) {
+			return nil, fmt.Errorf("call_tool: tool %s is not allowed for agent %s", call.Name, c.Agent)
+		}
+		prep.Agent, prep.Session, prep.RunID, prep.Allowed = c.Agent, c.Session, c.RunID, c.Allowed
 		return client.Execute(ctx, prep, func(any) {})
 	}
 }

@@ -67,11 +67,14 @@ func (w *scriptWorker) await(t *testing.T, want map[string]uint64) {
 	}
 }
 
-func call(t *testing.T, c *bus.ToolClient, name string, args map[string]any) (string, error) {
+// call calls the tool name as an agent that may use the tools allowed
+// (the list a scripted tool's call_tool is bounded by).
+func call(t *testing.T, c *bus.ToolClient, name string, args map[string]any, allowed ...string) (string, error) {
 	t.Helper()
 	res, err := c.Execute(testContext(t), &pipeline.Prepared{
 		Tool: &agentfleet.Tool{ToolDef: agentfleet.ToolDef{Name: name}},
 		Call: agentfleet.ToolCall{ID: "call_" + name, Name: name}, Args: args, Timeout: 10 * time.Second,
+		Allowed: allowed,
 	}, func(any) {})
 	if err != nil {
 		return "", err
@@ -276,16 +279,17 @@ func TestScriptCallToolOverTheBus(t *testing.T) {
 	}
 	t.Cleanup(func() { client.Close() })
 
-	if got, err := call(t, client, "sum_squared", map[string]any{"a": 2, "b": 3}); err != nil || got != "25" {
+	all := []string{"add", "probe", "square", "sum_squared", "outer", "inner", "loop"}
+	if got, err := call(t, client, "sum_squared", map[string]any{"a": 2, "b": 3}, all...); err != nil || got != "25" {
 		t.Fatalf("sum_squared(2, 3) = %q, %v", got, err)
 	}
 	// The depth travels with the calls across workers, in the call ID.
-	got, err := call(t, client, "outer", nil)
+	got, err := call(t, client, "outer", nil, all...)
 	if err != nil || !strings.HasPrefix(got, "depth 2, id call_outer~d2~") {
 		t.Fatalf("outer = %q, %v", got, err)
 	}
 	// A tool that calls itself stops at the limit.
-	got, err = call(t, client, "loop", nil)
+	got, err = call(t, client, "loop", nil, all...)
 	if err != nil || got != `call_tool("loop"): the limit of 3 nested tool calls is reached; scripted tools cannot call each other deeper` {
 		t.Fatalf("loop = %q, %v", got, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -34,8 +35,16 @@ type ClientConfig struct {
 	// HeartbeatMisses is how many heartbeat intervals may pass without a
 	// frame before the worker is declared lost; default 3.
 	HeartbeatMisses int
-	// MaxBusyBackoff caps the wait before a call refused by a busy worker is
-	// sent again; default 50ms.
+	// BusyBackoff is the first bound of the wait before a call refused by a
+	// busy worker is sent again; default 5ms. The bound doubles with each
+	// refusal of the call up to MaxBusyBackoff, and the wait is drawn at
+	// random below it (full jitter), so that refused calls spread out
+	// instead of coming back together.
+	BusyBackoff time.Duration
+	// MaxBusyBackoff caps the bound of that wait; default 250ms. A call
+	// that workers keep refusing is therefore sent about
+	// log2(MaxBusyBackoff/BusyBackoff) + 2·timeout/MaxBusyBackoff times,
+	// not hundreds.
 	MaxBusyBackoff time.Duration
 	// MaxAttempts bounds the attempts of a call to an idempotent or
 	// read-only tool whose attempt timed out or whose worker was lost;
@@ -62,6 +71,12 @@ type ToolClient struct {
 
 	mu    sync.Mutex
 	calls map[string]*inflight
+
+	// gates bound the calls in flight per tool to the fleet's capacity;
+	// a tool has one only while it has a capacity, or calls in its gate.
+	gatesMu  sync.Mutex
+	gates    map[string]*gate
+	capacity map[string]int
 }
 
 var _ pipeline.Executor = (*ToolClient)(nil)
@@ -85,9 +100,13 @@ func NewToolClient(nc *nats.Conn, cfg ClientConfig) (*ToolClient, error) {
 	if cfg.HeartbeatMisses <= 0 {
 		cfg.HeartbeatMisses = 3
 	}
-	if cfg.MaxBusyBackoff <= 0 {
-		cfg.MaxBusyBackoff = 50 * time.Millisecond
+	if cfg.BusyBackoff <= 0 {
+		cfg.BusyBackoff = 5 * time.Millisecond
 	}
+	if cfg.MaxBusyBackoff <= 0 {
+		cfg.MaxBusyBackoff = 250 * time.Millisecond
+	}
+	cfg.MaxBusyBackoff = max(cfg.MaxBusyBackoff, cfg.BusyBackoff)
 	if cfg.MaxAttempts <= 0 {
 		cfg.MaxAttempts = 3
 	}
@@ -98,7 +117,7 @@ func NewToolClient(nc *nats.Conn, cfg ClientConfig) (*ToolClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &ToolClient{nc: nc, cfg: cfg, subjects: subjects, inbox: nc.NewRespInbox() + ".", calls: make(map[string]*inflight)}
+	c := &ToolClient{nc: nc, cfg: cfg, subjects: subjects, inbox: nc.NewRespInbox() + ".", calls: make(map[string]*inflight), gates: map[string]*gate{}}
 	c.sub, err = nc.Subscribe(c.inbox+"*", c.route)
 	if err != nil {
 		return nil, fmt.Errorf("tool client: subscribe: %w", err)
@@ -109,6 +128,53 @@ func NewToolClient(nc *nats.Conn, cfg ClientConfig) (*ToolClient, error) {
 		return nil, fmt.Errorf("tool client: %w", err)
 	}
 	return c, nil
+}
+
+// SetCapacity sets how many calls of each tool the client keeps in flight at
+// most: the sum of the concurrency advertised by the workers that serve it
+// (FleetTool.Concurrency). Calls beyond it wait in the client, first come
+// first served, until a call of that tool ends, or their timeout ends, or
+// they are aborted; a full fleet then holds its calls here instead of
+// refusing them as busy again and again. A tool absent from caps, or of
+// capacity 0 (unknown: a worker advertises none), is not limited. It may be
+// called at any time, typically on every change of the fleet
+// (FleetConfig.OnCapacity); waiting calls are admitted at once when a
+// capacity grows, and calls in flight keep their slots when it shrinks.
+func (c *ToolClient) SetCapacity(caps map[string]int) {
+	c.gatesMu.Lock()
+	defer c.gatesMu.Unlock()
+	c.capacity = maps.Clone(caps)
+	for name, g := range c.gates {
+		g.setLimit(caps[name])
+		if running, waiting, limit := g.state(); running == 0 && waiting == 0 && limit == 0 {
+			delete(c.gates, name)
+		}
+	}
+}
+
+// Queued returns the number of calls of tool that wait in the client for a
+// slot of the fleet (see SetCapacity). For metrics and tests.
+func (c *ToolClient) Queued(tool string) int {
+	c.gatesMu.Lock()
+	g := c.gates[tool]
+	c.gatesMu.Unlock()
+	if g == nil {
+		return 0
+	}
+	_, waiting, _ := g.state()
+	return waiting
+}
+
+// gate returns the gate of tool name, nil when it is not limited.
+func (c *ToolClient) gate(name string) *gate {
+	c.gatesMu.Lock()
+	defer c.gatesMu.Unlock()
+	g := c.gates[name]
+	if g == nil && c.capacity[name] > 0 {
+		g = &gate{limit: c.capacity[name]}
+		c.gates[name] = g
+	}
+	return g
 }
 
 // Close stops the client; calls in flight end with an error.
@@ -146,7 +212,9 @@ func (c *ToolClient) route(m *nats.Msg) {
 
 // Execute implements pipeline.Executor. It sends the call to a worker,
 // streams its progress, and returns its result. A busy worker's refusal
-// sends the call again, to whichever worker the queue group picks. Each
+// sends the call again, after a backoff (see BusyBackoff), to whichever
+// worker the queue group picks; a call still refused when its timeout ends
+// never ran, and is not retried. Each
 // attempt is bounded by the call's timeout; an attempt that times out or
 // whose worker is lost is retried, with backoff, up to MaxAttempts when the
 // tool is idempotent or read-only, and reported as of unknown outcome
@@ -158,6 +226,11 @@ func (c *ToolClient) Execute(ctx context.Context, prep *pipeline.Prepared, progr
 	retryable := prep.Tool != nil && (prep.Tool.Annotations.Idempotent || prep.Tool.Annotations.ReadOnly)
 	for attempt := 1; ; attempt++ {
 		res, err := c.execute(ctx, prep, attempt, progress)
+		if _, ok := errors.AsType[*notSentError](err); ok {
+			// No worker took the call: its outcome is known, and another
+			// attempt would wait for the same full fleet.
+			return nil, err
+		}
 		// A retry that finds no worker (one may be reconnecting) waits and
 		// tries again like a lost one; a first attempt that finds none fails
 		// at once.
@@ -205,22 +278,49 @@ func (c *ToolClient) execute(ctx context.Context, prep *pipeline.Prepared, attem
 	if err != nil {
 		return nil, fmt.Errorf("Tool %s: arguments do not encode: %w", prep.Call.Name, err)
 	}
+	// The slot is held through busy refusals and their backoff too: a
+	// refusal means the fleet is fuller than this client knows, and the
+	// calls behind this one would find it so as well.
+	if g := c.gate(prep.Call.Name); g != nil {
+		if err := g.acquire(ctx); err != nil {
+			_, _, limit := g.state()
+			return nil, &notSentError{c.ctxErr(ctx, prep, "", fmt.Sprintf("while waiting for one of the fleet's %d slots for the tool; the call never ran", limit))}
+		}
+		defer g.release()
+	}
 	for busy := 0; ; busy++ {
 		res, again, err := c.attempt(ctx, prep, attempt, data, progress)
 		if !again {
 			return res, err
 		}
-		// Jittered, growing wait before asking the fleet again.
-		wait := time.Duration(rand.Int64N(int64(min(c.cfg.MaxBusyBackoff, time.Millisecond<<min(busy, 10))) + 1))
-		t := time.NewTimer(wait)
+		t := time.NewTimer(c.busyWait(busy))
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return nil, c.ctxErr(ctx, prep, "", "while every worker was busy")
+			return nil, &notSentError{c.ctxErr(ctx, prep, "", fmt.Sprintf("while every worker was busy (%d refusals); the call never ran", busy+1))}
 		}
 	}
 }
+
+// busyWait returns the wait before sending a call again after its
+// refusals+1-th busy refusal: a random duration up to BusyBackoff doubled
+// once per earlier refusal, capped at MaxBusyBackoff (full jitter).
+func (c *ToolClient) busyWait(refusals int) time.Duration {
+	bound := c.cfg.MaxBusyBackoff
+	if refusals < 30 {
+		bound = min(bound, c.cfg.BusyBackoff<<refusals)
+	}
+	return time.Duration(rand.Int64N(int64(bound) + 1))
+}
+
+// notSentError is an error of a call that no worker took (it waited for a
+// free worker until its timeout or abort), so that Execute neither retries
+// it nor calls its outcome unknown.
+type notSentError struct{ err error }
+
+func (e *notSentError) Error() string { return e.err.Error() }
+func (e *notSentError) Unwrap() error { return e.err }
 
 // attempt sends one request and follows it to its end. again reports a busy
 // refusal.

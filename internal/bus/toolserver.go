@@ -112,9 +112,9 @@ func Serve(nc *nats.Conn, cfg ServerConfig) (*ToolServer, error) {
 		Description: "agentfleet tool worker",
 		QueueGroup:  QueueGroup,
 		Metadata: map[string]string{
-			MetaProtocol:  fmt.Sprint(ProtocolVersion),
-			"prefix":      subjects.Prefix,
-			"concurrency": fmt.Sprint(cfg.Concurrency),
+			MetaProtocol:    fmt.Sprint(ProtocolVersion),
+			"prefix":        subjects.Prefix,
+			MetaConcurrency: fmt.Sprint(cfg.Concurrency),
 		},
 	})
 	if err != nil {
@@ -315,10 +315,19 @@ func (s *ToolServer) handler(t *agentfleet.Tool) micro.Handler {
 
 func callKey(id, inbox string) string { return id + "|" + inbox }
 
+// HeaderBusy is set on busy refusals, to why the worker refused ("worker
+// busy", "worker draining"), for operators reading traffic.
+const HeaderBusy = "Agentfleet-Busy"
+
 // refuse answers a call with a busy frame, which sends it to another worker.
+// A refusal is flow control, not a failure of the service: it is answered
+// without micro's error headers, which would count it in the endpoint's
+// num_errors (`nats micro stats`).
 func (s *ToolServer) refuse(req micro.Request, t *agentfleet.Tool, creq *CallRequest, why string, start time.Time) {
 	b, _ := EncodeFrame(&Frame{T: FrameBusy, ID: creq.ID, Worker: s.Name(), InFlight: s.InFlight(), Limit: s.cfg.Concurrency})
-	_ = req.Error(CodeUnavailable, why, b)
+	if err := req.Respond(b, micro.WithHeaders(micro.Headers{HeaderBusy: {why}})); err != nil {
+		s.log.Warn("send busy frame", "err", err)
+	}
 	s.observe(t.Name, "busy", time.Since(start))
 }
 
@@ -369,9 +378,9 @@ func (s *ToolServer) run(ctx context.Context, t *agentfleet.Tool, creq *CallRequ
 			}
 		}
 	}()
-	if creq.Allowed != nil {
-		ctx = WithCaller(ctx, Caller{Agent: creq.Agent, Session: creq.Session, RunID: creq.RunID, Allowed: creq.Allowed})
-	}
+	// Always, so that a request without an allowed list reaches the tool
+	// as a caller allowed nothing: call_tool fails closed.
+	ctx = WithCaller(ctx, Caller{Agent: creq.Agent, Session: creq.Session, RunID: creq.RunID, Allowed: creq.Allowed})
 	res, err := s.call(ctx, t, creq, func(partial any) {
 		publish(&Frame{T: FrameProgress, ID: creq.ID, Partial: partial})
 	})
@@ -459,7 +468,8 @@ func headerSafe(s string) string {
 }
 
 // Caller is the agent on whose behalf a scripted tool runs, with the tools
-// that agent may use.
+// that agent may use. A nil or empty Allowed allows no tool: a call request
+// without an allowed list gets a caller like that.
 type Caller struct {
 	Agent, Session, RunID string
 	Allowed               []string

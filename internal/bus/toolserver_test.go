@@ -87,8 +87,11 @@ func TestDrainRefusesCallsStillQueued(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.T != bus.FrameBusy || m.Header.Get(micro.ErrorHeader) != "worker draining" {
-		t.Errorf("answer %q (%s), want a busy frame saying the worker drains", f.T, m.Header.Get(micro.ErrorHeader))
+	if f.T != bus.FrameBusy || m.Header.Get(bus.HeaderBusy) != "worker draining" {
+		t.Errorf("answer %q (%s), want a busy frame saying the worker drains", f.T, m.Header.Get(bus.HeaderBusy))
+	}
+	if h := m.Header.Get(micro.ErrorHeader); h != "" {
+		t.Errorf("busy refusal carries %s: %q; a refusal is not a service error", micro.ErrorHeader, h)
 	}
 	if n := ran.Load(); n != 0 {
 		t.Errorf("the tool ran %d times after Drain returned", n)

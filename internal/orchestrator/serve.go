@@ -29,6 +29,9 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 	dc := o.cfg.Discovery
 	dc.Logger = o.log
 	dc.OnChange = o.updateTools
+	// The client keeps no more calls of a tool in flight than the fleet
+	// has slots for, and follows the fleet as workers join and leave.
+	dc.OnCapacity = o.client.SetCapacity
 	if o.fleet, err = bus.WatchFleet(ctx, o.nc, o.subjects, dc); err != nil {
 		return errors.Join(fmt.Errorf("orchestrator: %w", err), o.client.Close())
 	}
