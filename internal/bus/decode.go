@@ -180,6 +180,17 @@ var kindNames = [...]string{"nil", "boolean", "integer", "integer", "float", "st
 
 func (k kind) String() string { return kindNames[k] }
 
+// a returns the kind's name with its article, for errors.
+func (k kind) a() string {
+	switch k {
+	case kindNil:
+		return "nil"
+	case kindInt, kindUint, kindArray, kindExt:
+		return "an " + k.String()
+	}
+	return "a " + k.String()
+}
+
 // head is the start of one value: its kind, and, by kind, its scalar value
 // (bool, int, uint, float bits, float32 flag in ext) or its declared length
 // (str, bin, array, map, ext) with the offset of its contents.
@@ -360,7 +371,7 @@ func (r *reader) str() (string, *DecodeError) {
 	case kindStr, kindBin:
 		return r.text(h)
 	}
-	return "", r.errAt(h.off, "is a %s, want a string", h.kind)
+	return "", r.errAt(h.off, "is %s, want a string", h.kind.a())
 }
 
 // int reads an integer that fits an int64; nil is 0, and an integral float
@@ -386,7 +397,7 @@ func (r *reader) int() (int64, *DecodeError) {
 		}
 		return 0, r.errAt(h.off, "number %v is not an integer", h.f)
 	}
-	return 0, r.errAt(h.off, "is a %s, want an integer", h.kind)
+	return 0, r.errAt(h.off, "is %s, want an integer", h.kind.a())
 }
 
 // bool reads a boolean; nil is false.
@@ -401,7 +412,7 @@ func (r *reader) bool() (bool, *DecodeError) {
 	case kindBool:
 		return h.isTrue, nil
 	}
-	return false, r.errAt(h.off, "is a %s, want a boolean", h.kind)
+	return false, r.errAt(h.off, "is %s, want a boolean", h.kind.a())
 }
 
 // mapLen reads the head of a map, -1 for nil. depth is the map's own level.
@@ -419,7 +430,7 @@ func (r *reader) mapLen(depth int) (int, *DecodeError) {
 		}
 		return h.n, nil
 	}
-	return 0, r.errAt(h.off, "is a %s, want a map", h.kind)
+	return 0, r.errAt(h.off, "is %s, want a map", h.kind.a())
 }
 
 // arrayLen reads the head of an array, -1 for nil. depth is the array's own
@@ -438,7 +449,7 @@ func (r *reader) arrayLen(depth int) (int, *DecodeError) {
 		}
 		return h.n, nil
 	}
-	return 0, r.errAt(h.off, "is a %s, want an array", h.kind)
+	return 0, r.errAt(h.off, "is %s, want an array", h.kind.a())
 }
 
 // key reads the key of an entry of a typed map, which must be a string; it
@@ -449,7 +460,7 @@ func (r *reader) key() ([]byte, *DecodeError) {
 		return nil, err
 	}
 	if h.kind != kindStr && h.kind != kindBin {
-		return nil, r.errAt(h.off, "has a %s as a map key, want a string", h.kind)
+		return nil, r.errAt(h.off, "has %s as a map key, want a string", h.kind.a())
 	}
 	return r.bytes(h), nil
 }
@@ -565,7 +576,7 @@ func (r *reader) anyMap(depth int) (map[string]any, *DecodeError) {
 		}
 		return r.mapEntries(h, depth)
 	}
-	return nil, r.errAt(h.off, "is a %s, want a map", h.kind)
+	return nil, r.errAt(h.off, "is %s, want a map", h.kind.a())
 }
 
 // mapEntries reads the h.n entries of a map whose head is h.
@@ -615,7 +626,7 @@ func (r *reader) anyKey() (string, *DecodeError) {
 		}
 		k = strconv.FormatFloat(h.f, 'g', -1, bits)
 	default:
-		return "", r.errAt(h.off, "has a %s as a map key", h.kind)
+		return "", r.errAt(h.off, "has %s as a map key", h.kind.a())
 	}
 	if err := r.charge(h.off, stringCost(len(k))); err != nil {
 		return "", err

@@ -160,10 +160,10 @@ func TestDecodeErrorSaysWhatAndWhere(t *testing.T) {
 			`frame field "partial": array of 4294967295 elements in 0 bytes at byte 25`},
 		{"deep in args", bombRequest(cat([]byte{0x81}, str("list"), []byte{0x92, 0xc0, 0x81}, str("x"), []byte{0xdb, 0, 0, 1, 0})),
 			`call request field "args.a.list[1].x": string of 256 bytes in 0 bytes at byte 38`},
-		{"not a map", []byte("hello"), `frame is not a MessagePack map: it is a integer (byte 0x68) at byte 0`},
+		{"not a map", []byte("hello"), `frame is not a MessagePack map: it starts with byte 0x68 at byte 0`},
 		{"trailing bytes", cat(bombFrame([]byte{0xc0}), []byte{1, 2}), `frame has 2 bytes after its map at byte 26`},
-		{"key not a string", []byte{0x81, 0x01, 0x01}, `frame has a integer as a map key, want a string at byte 1`},
-		{"wrong type", cat([]byte{0x81}, str("t"), []byte{0x01}), `frame field "t": is a integer, want a string at byte 3`},
+		{"key not a string", []byte{0x81, 0x01, 0x01}, `frame has an integer as a map key, want a string at byte 1`},
+		{"wrong type", cat([]byte{0x81}, str("t"), []byte{0x01}), `frame field "t": is an integer, want a string at byte 3`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

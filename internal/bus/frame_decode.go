@@ -103,18 +103,13 @@ func (r *reader) open() (int, *DecodeError) {
 	if len(r.b) == 0 {
 		return 0, r.errAt(0, "is not a MessagePack map: it is empty")
 	}
-	c := r.b[0]
-	isMap := c&0xf0 == 0x80 || c == 0xde || c == 0xdf
+	if c := r.b[0]; c&0xf0 != 0x80 && c != 0xde && c != 0xdf {
+		return 0, r.errAt(0, "is not a MessagePack map: it starts with byte 0x%02x", c)
+	}
 	h, err := r.next()
-	switch {
-	case err != nil && isMap:
+	if err != nil {
 		err.Reason = "is a " + err.Reason
 		return 0, err
-	case err != nil:
-		err.Reason = "is not a MessagePack map: it " + err.Reason
-		return 0, err
-	case h.kind != kindMap:
-		return 0, r.errAt(0, "is not a MessagePack map: it is a %s (byte 0x%02x)", h.kind, c)
 	}
 	return h.n, nil
 }

@@ -57,8 +57,9 @@ type ToolServer struct {
 	inFlight  atomic.Int64
 	wg        sync.WaitGroup
 
-	noReply       atomic.Uint64 // requests refused for want of a reply subject
-	noReplyLogged atomic.Int64  // unix nanoseconds of the last warning about them
+	// Messages the server drops without an answer, counted and warned
+	// about at most once a second: a flood of them must not flood the log.
+	noReply, badCancel rateLog
 
 	mu    sync.Mutex
 	calls map[string]context.CancelCauseFunc
@@ -231,7 +232,9 @@ func (s *ToolServer) cancelAll(cause error) {
 func (s *ToolServer) onCancel(m *nats.Msg) {
 	f, err := DecodeCancel(m.Data)
 	if err != nil {
-		s.log.Warn("ignoring a bad cancel frame", "subject", m.Subject, "err", err)
+		if warn, n := s.badCancel.count(); warn {
+			s.log.Warn("ignoring a bad cancel frame", "subject", m.Subject, "err", err, "ignored_so_far", n)
+		}
 		return
 	}
 	s.mu.Lock()
@@ -332,15 +335,29 @@ func callKey(id, inbox string) string { return id + "|" + inbox }
 
 // NoReply returns the number of requests refused because they had no reply
 // subject.
-func (s *ToolServer) NoReply() uint64 { return s.noReply.Load() }
+func (s *ToolServer) NoReply() uint64 { return s.noReply.n.Load() }
 
-// refuseNoReply counts a request without a reply subject and warns about
-// it, at most once a second: a flood of them must not flood the log too.
-func (s *ToolServer) refuseNoReply(t *agentfleet.Tool) {
-	n := s.noReply.Add(1)
+// BadCancels returns the number of messages on the cancel subject that were
+// not cancels.
+func (s *ToolServer) BadCancels() uint64 { return s.badCancel.n.Load() }
+
+// rateLog counts events and lets one warning through per second.
+type rateLog struct {
+	n    atomic.Uint64
+	last atomic.Int64 // unix nanoseconds of the last warning
+}
+
+// count counts one event and reports whether to warn about it, with the
+// count so far.
+func (l *rateLog) count() (warn bool, n uint64) {
+	n = l.n.Add(1)
 	now := time.Now().UnixNano()
-	last := s.noReplyLogged.Load()
-	if now-last >= int64(time.Second) && s.noReplyLogged.CompareAndSwap(last, now) {
+	last := l.last.Load()
+	return now-last >= int64(time.Second) && l.last.CompareAndSwap(last, now), n
+}
+
+func (s *ToolServer) refuseNoReply(t *agentfleet.Tool) {
+	if warn, n := s.noReply.count(); warn {
 		s.log.Warn("refused a call request without a reply subject; not run", "tool", t.Name, "refused_so_far", n)
 	}
 }
