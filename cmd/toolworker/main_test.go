@@ -34,6 +34,13 @@ func TestMain(m *testing.M) {
 // startChild runs a toolworker process and waits until it has joined.
 func startChild(t *testing.T, nc *nats.Conn, args string) *exec.Cmd {
 	t.Helper()
+	cmd, _ := startChildID(t, nc, args)
+	return cmd
+}
+
+// startChildID is startChild that also returns the worker's service id.
+func startChildID(t *testing.T, nc *nats.Conn, args string) (*exec.Cmd, string) {
+	t.Helper()
 	joined, err := nc.SubscribeSync("agent.fleet")
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +64,7 @@ func startChild(t *testing.T, nc *nats.Conn, args string) *exec.Cmd {
 		}
 		var n bus.FleetNotice
 		if json.Unmarshal(m.Data, &n) == nil && n.Event == "joined" {
-			return cmd
+			return cmd, n.ID
 		}
 	}
 }

@@ -31,17 +31,27 @@ func BenchmarkEncodeRequest(b *testing.B) {
 	}
 }
 
+// The decode benchmarks run the hand-written bounded decoders ("hand") and,
+// side by side, the decoders by reflection they replaced ("reflect",
+// legacy_codec_test.go).
 func BenchmarkDecodeRequest(b *testing.B) {
 	data, err := EncodeRequest(benchRequest)
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := DecodeRequest(data); err != nil {
-			b.Fatal(err)
-		}
+	for _, impl := range []struct {
+		name   string
+		decode func([]byte) (*CallRequest, error)
+	}{{"hand", DecodeRequest}, {"reflect", legacyDecodeRequest}} {
+		b.Run("impl="+impl.name, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := impl.decode(data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
@@ -66,18 +76,23 @@ func BenchmarkDecodeFrame(b *testing.B) {
 		name string
 		f    *Frame
 	}{{"result", benchResult}, {"ack", benchAck}} {
-		b.Run(bc.name, func(b *testing.B) {
-			data, err := EncodeFrame(bc.f)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.SetBytes(int64(len(data)))
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := DecodeFrame(data); err != nil {
-					b.Fatal(err)
+		data, err := EncodeFrame(bc.f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, impl := range []struct {
+			name   string
+			decode func([]byte) (*Frame, error)
+		}{{"hand", DecodeFrame}, {"reflect", legacyDecodeFrame}} {
+			b.Run(bc.name+"/impl="+impl.name, func(b *testing.B) {
+				b.SetBytes(int64(len(data)))
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := impl.decode(data); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 }

@@ -2,8 +2,8 @@ package bus
 
 import (
 	"bytes"
-	"fmt"
 	"sync"
+	"time"
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/vmihailenco/msgpack/v5"
@@ -101,113 +101,34 @@ func EncodeRequest(r *CallRequest) ([]byte, error) { return encode(r) }
 // EncodeFrame encodes a frame.
 func EncodeFrame(f *Frame) ([]byte, error) { return encode(f) }
 
-// decode decodes data into v. Maps inside untyped values decode as
-// map[string]any whatever their keys, since MessagePack allows keys that JSON
-// does not.
-func decode(data []byte, v any) error {
-	dec := msgpack.GetDecoder()
-	defer msgpack.PutDecoder(dec)
-	dec.Reset(bytes.NewReader(data))
-	dec.SetMapDecoder(decodeMap)
-	return dec.Decode(v)
+// The range of heartbeat intervals: what a worker announces in the hb_ms of
+// its ack is clamped to it by the client, and a worker configured outside it
+// beats at the nearest bound. Below MinHeartbeat heartbeats would be most of
+// the traffic; above MaxHeartbeat a worker could all but switch loss
+// detection off, and hb_ms × misses could overflow into a negative window.
+const (
+	MinHeartbeat = 10 * time.Millisecond
+	MaxHeartbeat = 60 * time.Second
+)
+
+// ClampHeartbeat returns d within [MinHeartbeat, MaxHeartbeat].
+func ClampHeartbeat(d time.Duration) time.Duration {
+	return min(max(d, MinHeartbeat), MaxHeartbeat)
 }
 
-func decodeMap(d *msgpack.Decoder) (any, error) {
-	n, err := d.DecodeMapLen()
-	if err != nil || n < 0 {
-		return nil, err
+// HeartbeatWindow returns how long a client waits for the next frame of a
+// call whose worker announced hbMS (the ack's hb_ms, in milliseconds):
+// misses intervals of hbMS clamped to the heartbeat range. ok is false when
+// the worker announced none (hbMS ≤ 0), and the client keeps its own
+// window. misses is taken within [1, 1000], so that the product cannot
+// overflow.
+func HeartbeatWindow(hbMS int64, misses int) (window time.Duration, ok bool) {
+	if hbMS <= 0 {
+		return 0, false
 	}
-	m := make(map[string]any, min(n, 64))
-	for range n {
-		k, err := d.DecodeInterface()
-		if err != nil {
-			return nil, err
-		}
-		v, err := d.DecodeInterface()
-		if err != nil {
-			return nil, err
-		}
-		if ks, ok := k.(string); ok {
-			m[ks] = v
-		} else {
-			m[fmt.Sprint(k)] = v
-		}
+	hb := MaxHeartbeat
+	if hbMS < int64(MaxHeartbeat/time.Millisecond) {
+		hb = ClampHeartbeat(time.Duration(hbMS) * time.Millisecond)
 	}
-	return m, nil
-}
-
-// DecodeRequest decodes a call request; the error says what is wrong.
-func DecodeRequest(data []byte) (*CallRequest, error) {
-	var r CallRequest
-	if err := decode(data, &r); err != nil {
-		return nil, fmt.Errorf("call request is not a MessagePack map of the call frame: %w", err)
-	}
-	if r.V > ProtocolVersion {
-		return nil, fmt.Errorf("call request has protocol version %d, this worker speaks %d", r.V, ProtocolVersion)
-	}
-	if r.ID == "" {
-		return nil, fmt.Errorf("call request has no id")
-	}
-	if r.Tool == "" {
-		return nil, fmt.Errorf("call request %s has no tool name", r.ID)
-	}
-	r.Args, _ = normalize(r.Args).(map[string]any)
-	if r.Args == nil {
-		r.Args = map[string]any{}
-	}
-	return &r, nil
-}
-
-// DecodeFrame decodes a frame; the error says what is wrong.
-func DecodeFrame(data []byte) (*Frame, error) {
-	var f Frame
-	if err := decode(data, &f); err != nil {
-		return nil, fmt.Errorf("frame is not a MessagePack map of a tool frame: %w", err)
-	}
-	switch f.T {
-	case FrameAck, FrameBusy, FrameProgress, FrameHeartbeat, FrameError, FrameCancel:
-	case FrameResult:
-		if f.Result == nil {
-			return nil, fmt.Errorf("result frame has no result")
-		}
-		for i, c := range f.Result.Content {
-			if err := c.Validate(); err != nil {
-				return nil, fmt.Errorf("result frame: content block %d: %w", i, err)
-			}
-		}
-		f.Result.Details, _ = normalize(f.Result.Details).(map[string]any)
-	case "":
-		return nil, fmt.Errorf("frame has no type (field t)")
-	default:
-		return nil, fmt.Errorf("frame type %q is unknown", f.T)
-	}
-	f.Partial = normalize(f.Partial)
-	return &f, nil
-}
-
-// normalize turns maps with non-string keys, which MessagePack allows and
-// JSON does not, into maps with string keys, recursively.
-func normalize(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		for k, e := range v {
-			v[k] = normalize(e)
-		}
-		return v
-	case map[any]any:
-		m := make(map[string]any, len(v))
-		for k, e := range v {
-			m[fmt.Sprint(k)] = normalize(e)
-		}
-		return m
-	case []any:
-		for i, e := range v {
-			v[i] = normalize(e)
-		}
-		return v
-	case []byte:
-		return string(v)
-	default:
-		return v
-	}
+	return hb * time.Duration(min(max(misses, 1), 1000)), true
 }

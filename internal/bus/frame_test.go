@@ -3,9 +3,11 @@ package bus
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/vmihailenco/msgpack/v5"
@@ -102,32 +104,6 @@ func TestNonStringKeysBecomeStrings(t *testing.T) {
 	}
 }
 
-func FuzzDecodeFrame(f *testing.F) {
-	for _, fr := range []*Frame{{T: FrameAck, Worker: "w"}, {T: FrameResult, Result: agentfleet.TextResult("x")}, {T: FrameProgress, Partial: []any{1, "a"}}} {
-		b, _ := EncodeFrame(fr)
-		f.Add(b)
-	}
-	f.Add([]byte{0x81, 0xa1, 't'})
-	f.Fuzz(func(t *testing.T, data []byte) {
-		fr, err := DecodeFrame(data)
-		if err == nil && fr.T == "" {
-			t.Error("decoded a frame without a type")
-		}
-	})
-}
-
-func FuzzDecodeRequest(f *testing.F) {
-	b, _ := EncodeRequest(&CallRequest{V: 1, ID: "c", Tool: "echo", Args: map[string]any{"text": "hi"}})
-	f.Add(b)
-	f.Add([]byte{0x80})
-	f.Fuzz(func(t *testing.T, data []byte) {
-		r, err := DecodeRequest(data)
-		if err == nil && (r.ID == "" || r.Tool == "" || r.Args == nil) {
-			t.Errorf("decoded an incomplete request %+v", r)
-		}
-	})
-}
-
 // TestHandEncodingMatchesTags checks that the hand-written encoders write
 // what the struct tags describe: the same map, field for field.
 func TestHandEncodingMatchesTags(t *testing.T) {
@@ -176,6 +152,30 @@ func TestHandEncodingMatchesTags(t *testing.T) {
 		tags, _ := msgpack.Marshal((*plainRequest)(req))
 		if got, want := asJSON(hand), asJSON(tags); got != want && !(req.Args == nil && strings.Replace(want, `"args":null`, `"args":{}`, 1) == got) {
 			t.Errorf("request:\nhand %s\ntags %s", got, want)
+		}
+	}
+}
+
+func TestHeartbeatWindow(t *testing.T) {
+	tests := []struct {
+		hbMS   int64
+		misses int
+		want   time.Duration
+		ok     bool
+	}{
+		{1000, 3, 3 * time.Second, true},
+		{0, 3, 0, false},
+		{-5, 3, 0, false},
+		{1, 3, 3 * MinHeartbeat, true},
+		{math.MaxInt64, 3, 3 * MaxHeartbeat, true},
+		{math.MaxInt64 / 1000, 3, 3 * MaxHeartbeat, true},
+		{1000, math.MaxInt, 1000 * time.Second, true},
+		{1000, 0, time.Second, true},
+	}
+	for _, tt := range tests {
+		got, ok := HeartbeatWindow(tt.hbMS, tt.misses)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("HeartbeatWindow(%d, %d) = %v, %v; want %v, %v", tt.hbMS, tt.misses, got, ok, tt.want, tt.ok)
 		}
 	}
 }

@@ -342,10 +342,11 @@ func (c *ToolClient) attempt(ctx context.Context, prep *pipeline.Prepared, attem
 	msg := nats.NewMsg(c.subjects.Tool(prep.Call.Name))
 	msg.Reply = c.inbox + token
 	msg.Data = data
-	msg.Header.Set(HeaderCallID, prep.Call.ID)
+	// The call id comes from the model: one line, bounded, in the header.
+	msg.Header.Set(HeaderCallID, HeaderValue(prep.Call.ID))
 	msg.Header.Set(HeaderAttempt, strconv.Itoa(attempt))
 	if prep.RunID != "" {
-		msg.Header.Set(HeaderRunID, prep.RunID)
+		msg.Header.Set(HeaderRunID, HeaderValue(prep.RunID))
 	}
 	if err := c.nc.PublishMsg(msg); err != nil {
 		if errors.Is(err, nats.ErrMaxPayload) {
@@ -395,8 +396,10 @@ func (c *ToolClient) attempt(ctx context.Context, prep *pipeline.Prepared, attem
 			switch f.T {
 			case FrameAck:
 				worker, cancelSubject = f.Worker, f.Cancel
-				if f.HeartbeatMS > 0 {
-					window = time.Duration(f.HeartbeatMS) * time.Millisecond * time.Duration(c.cfg.HeartbeatMisses)
+				// Clamped: a worker's hb_ms must not overflow the window
+				// nor switch loss detection off.
+				if w, ok := HeartbeatWindow(f.HeartbeatMS, c.cfg.HeartbeatMisses); ok {
+					window = w
 					watchdog.Reset(window)
 				}
 			case FrameBusy:

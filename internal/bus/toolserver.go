@@ -31,13 +31,14 @@ type ServerConfig struct {
 	// arrives at the limit is refused with a busy frame at once, so that the
 	// orchestrator sends it to another worker.
 	Concurrency int
-	// Heartbeat is the interval of heartbeat frames; default 1s.
+	// Heartbeat is the interval of heartbeat frames; default 1s, within
+	// [MinHeartbeat, MaxHeartbeat].
 	Heartbeat time.Duration
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 	// Observe, if set, is called when a call ends, with its tool, outcome
-	// ("ok", "error", "canceled", "busy", "bad_request", "too_large") and
-	// duration. For metrics.
+	// ("ok", "error", "canceled", "busy", "bad_request", "too_large",
+	// "no_reply") and duration. For metrics.
 	Observe func(tool, outcome string, d time.Duration)
 }
 
@@ -55,6 +56,10 @@ type ToolServer struct {
 	slots     chan struct{}
 	inFlight  atomic.Int64
 	wg        sync.WaitGroup
+
+	// Messages the server drops without an answer, counted and warned
+	// about at most once a second: a flood of them must not flood the log.
+	noReply, badCancel rateLog
 
 	mu    sync.Mutex
 	calls map[string]context.CancelCauseFunc
@@ -83,6 +88,9 @@ func Serve(nc *nats.Conn, cfg ServerConfig) (*ToolServer, error) {
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = time.Second
 	}
+	// Clients clamp the interval a worker announces; beating outside the
+	// range would have them declare the worker lost, or heartbeats flood.
+	cfg.Heartbeat = ClampHeartbeat(cfg.Heartbeat)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -222,9 +230,11 @@ func (s *ToolServer) cancelAll(cause error) {
 }
 
 func (s *ToolServer) onCancel(m *nats.Msg) {
-	f, err := DecodeFrame(m.Data)
-	if err != nil || f.T != FrameCancel {
-		s.log.Warn("ignoring a bad cancel frame", "subject", m.Subject, "err", err)
+	f, err := DecodeCancel(m.Data)
+	if err != nil {
+		if warn, n := s.badCancel.count(); warn {
+			s.log.Warn("ignoring a bad cancel frame", "subject", m.Subject, "err", err, "ignored_so_far", n)
+		}
 		return
 	}
 	s.mu.Lock()
@@ -254,6 +264,14 @@ func (s *ToolServer) observe(tool, outcome string, d time.Duration) {
 func (s *ToolServer) handler(t *agentfleet.Tool) micro.Handler {
 	return micro.HandlerFunc(func(req micro.Request) {
 		start := time.Now()
+		if req.Reply() == "" {
+			// Nobody could read the result, nor tell the call to stop: a
+			// call without a reply subject is a mistake or an attack, and
+			// running it would only spend a slot.
+			s.refuseNoReply(t)
+			s.observe(t.Name, "no_reply", time.Since(start))
+			return
+		}
 		creq, err := DecodeRequest(req.Data())
 		if err == nil && creq.Tool != t.Name {
 			err = fmt.Errorf("call request names tool %q but was sent to the endpoint of %q", creq.Tool, t.Name)
@@ -319,13 +337,42 @@ func callKey(id, inbox string) string { return id + "|" + inbox }
 // busy", "worker draining"), for operators reading traffic.
 const HeaderBusy = "Agentfleet-Busy"
 
+// NoReply returns the number of requests refused because they had no reply
+// subject.
+func (s *ToolServer) NoReply() uint64 { return s.noReply.n.Load() }
+
+// BadCancels returns the number of messages on the cancel subject that were
+// not cancels.
+func (s *ToolServer) BadCancels() uint64 { return s.badCancel.n.Load() }
+
+// rateLog counts events and lets one warning through per second.
+type rateLog struct {
+	n    atomic.Uint64
+	last atomic.Int64 // unix nanoseconds of the last warning
+}
+
+// count counts one event and reports whether to warn about it, with the
+// count so far.
+func (l *rateLog) count() (warn bool, n uint64) {
+	n = l.n.Add(1)
+	now := time.Now().UnixNano()
+	last := l.last.Load()
+	return now-last >= int64(time.Second) && l.last.CompareAndSwap(last, now), n
+}
+
+func (s *ToolServer) refuseNoReply(t *agentfleet.Tool) {
+	if warn, n := s.noReply.count(); warn {
+		s.log.Warn("refused a call request without a reply subject; not run", "tool", t.Name, "refused_so_far", n)
+	}
+}
+
 // refuse answers a call with a busy frame, which sends it to another worker.
 // A refusal is flow control, not a failure of the service: it is answered
 // without micro's error headers, which would count it in the endpoint's
 // num_errors (`nats micro stats`).
 func (s *ToolServer) refuse(req micro.Request, t *agentfleet.Tool, creq *CallRequest, why string, start time.Time) {
 	b, _ := EncodeFrame(&Frame{T: FrameBusy, ID: creq.ID, Worker: s.Name(), InFlight: s.InFlight(), Limit: s.cfg.Concurrency})
-	if err := req.Respond(b, micro.WithHeaders(micro.Headers{HeaderBusy: {why}})); err != nil {
+	if err := req.Respond(b, micro.WithHeaders(micro.Headers{HeaderBusy: {HeaderValue(why)}})); err != nil {
 		s.log.Warn("send busy frame", "err", err)
 	}
 	s.observe(t.Name, "busy", time.Since(start))
@@ -429,7 +476,7 @@ func (s *ToolServer) sendError(reply, id, code, msg string) {
 	b, _ := EncodeFrame(&Frame{T: FrameError, ID: id, Worker: s.Name(), Error: msg, Code: code})
 	m := nats.NewMsg(reply)
 	m.Data = b
-	m.Header.Set(micro.ErrorHeader, headerSafe(msg))
+	m.Header.Set(micro.ErrorHeader, HeaderValue(msg))
 	m.Header.Set(micro.ErrorCodeHeader, code)
 	if err := s.nc.PublishMsg(m); err != nil {
 		s.log.Warn("send error frame", "err", err)
@@ -448,23 +495,9 @@ func (s *ToolServer) call(ctx context.Context, t *agentfleet.Tool, creq *CallReq
 
 func (s *ToolServer) respondError(req micro.Request, id, code, msg string) {
 	b, _ := EncodeFrame(&Frame{T: FrameError, ID: id, Worker: s.Name(), Error: msg, Code: code})
-	if err := req.Error(code, headerSafe(msg), b); err != nil {
+	if err := req.Error(code, HeaderValue(msg), b); err != nil {
 		s.log.Warn("send error frame", "err", err)
 	}
-}
-
-// headerSafe makes s fit a header value: one line, at most 256 bytes.
-func headerSafe(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if r == '\r' || r == '\n' {
-			return ' '
-		}
-		return r
-	}, s)
-	if len(s) > 256 {
-		s = s[:256]
-	}
-	return s
 }
 
 // Caller is the agent on whose behalf a scripted tool runs, with the tools

@@ -97,3 +97,43 @@ func TestDrainRefusesCallsStillQueued(t *testing.T) {
 		t.Errorf("the tool ran %d times after Drain returned", n)
 	}
 }
+
+// TestRequestWithoutReplyIsNotRun publishes a good call request without a
+// reply subject, then one with: only the second runs, the first is counted.
+func TestRequestWithoutReplyIsNotRun(t *testing.T) {
+	srv := bustest.MustRunNATS(t)
+	wc, cc := bustest.MustConnect(t, srv), bustest.MustConnect(t, srv)
+	var ran atomic.Int64
+	echo := &agentfleet.Tool{
+		ToolDef: agentfleet.ToolDef{Name: "echo", Description: "answers at once"},
+		Handler: agentfleet.HandlerFunc(func(ctx context.Context, c *agentfleet.Call) (*agentfleet.ToolResult, error) {
+			ran.Add(1)
+			return agentfleet.TextResult("echo"), nil
+		}),
+	}
+	outcomes := make(chan string, 4)
+	s, err := bus.Serve(wc, bus.ServerConfig{Tools: []*agentfleet.Tool{echo}, Observe: func(tool, outcome string, d time.Duration) { outcomes <- outcome }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	req, _ := bus.EncodeRequest(&bus.CallRequest{V: bus.ProtocolVersion, ID: "c", Tool: "echo", Args: map[string]any{}})
+	if err := cc.Publish("agent.tool.echo", req); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cc.Request("agent.tool.echo", req, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-outcomes; got != "no_reply" {
+		t.Errorf("first outcome %q, want no_reply", got)
+	}
+	if got := <-outcomes; got != "ok" {
+		t.Errorf("second outcome %q, want ok", got)
+	}
+	if n := ran.Load(); n != 1 {
+		t.Errorf("the tool ran %d times, want once", n)
+	}
+	if n := s.NoReply(); n != 1 {
+		t.Errorf("NoReply() = %d, want 1", n)
+	}
+}

@@ -30,7 +30,7 @@ func newWorker(reg *prometheus.Registry) *Worker {
 	w := &Worker{reg: reg, tools: newBounded(MaxTools), outcomes: newBounded(maxEnum)}
 	w.calls = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "worker_calls_total",
-		Help: "Tool calls that reached this worker, by tool and outcome (ok, error, canceled, busy, bad_request, too_large).",
+		Help: "Tool calls that reached this worker, by tool and outcome (ok, error, canceled, busy, bad_request, too_large, no_reply).",
 	}, []string{"tool", "outcome"})
 	w.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: Namespace, Name: "worker_call_duration_seconds",
@@ -60,16 +60,17 @@ func (w *Worker) Registry() *prometheus.Registry { return w.reg }
 // Observe records one call that ended on the worker with the given outcome
 // after d. Its signature is that of bus.ServerConfig.Observe (and
 // worker.Config.Observe), which reports the outcomes "ok", "error",
-// "canceled", "busy", "bad_request" and "too_large". A "busy" call also
-// counts as rejected; it and a "bad_request" one never ran, so their
-// durations are not observed.
+// "canceled", "busy", "bad_request", "too_large" and "no_reply". A "busy"
+// call also counts as rejected; it, a "bad_request" and a "no_reply" one
+// (a request without a reply subject) never ran, so their durations are not
+// observed.
 func (w *Worker) Observe(tool, outcome string, d time.Duration) {
 	tool = w.tools.value(tool)
 	w.calls.WithLabelValues(tool, w.outcomes.value(outcome)).Inc()
 	switch outcome {
 	case "busy":
 		w.rejected.WithLabelValues(tool).Inc()
-	case "bad_request":
+	case "bad_request", "no_reply":
 	default:
 		w.duration.WithLabelValues(tool).Observe(d.Seconds())
 	}

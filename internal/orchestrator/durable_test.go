@@ -75,20 +75,28 @@ func next(t *testing.T, ch chan *agentfleet.AssistantMessage) *agentfleet.Assist
 
 func loadHistory(t *testing.T, nc *nats.Conn, agent, session string) *history.Loaded {
 	t.Helper()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	subjects, _ := bus.NewSubjects("")
-	h, err := history.Open(context.Background(), js, subjects, "", history.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := h.Load(context.Background(), agent, session)
+	st, err := tryLoadHistory(nc, agent, session)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return st
+}
+
+// tryLoadHistory loads a session's stored history, for tests that wait for
+// a server coming back.
+func tryLoadHistory(nc *nats.Conn, agent, session string) (*history.Loaded, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	subjects, _ := bus.NewSubjects("")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	h, err := history.Open(ctx, js, subjects, "", history.Config{})
+	if err != nil {
+		return nil, err
+	}
+	return h.Load(ctx, agent, session)
 }
 
 func publish(t *testing.T, nc *nats.Conn, subject, msgID, payload string) {
@@ -354,8 +362,8 @@ func TestNATSRestart(t *testing.T) {
 		if !client.IsConnected() {
 			return false
 		}
-		st := loadHistory(t, client, "default", "nr")
-		if len(st.Ended()) == 0 {
+		st, err := tryLoadHistory(client, "default", "nr")
+		if err != nil || len(st.Ended()) == 0 {
 			return false
 		}
 		last = agentfleet.JoinText(st.Messages()[len(st.Messages())-1].(*agentfleet.AssistantMessage).Content)
