@@ -158,3 +158,22 @@ func FuzzToolFromMetadata(f *testing.F) {
 		}
 	})
 }
+
+func TestIsCancel(t *testing.T) {
+	s, _ := NewSubjects("acme.agent")
+	for subject, want := range map[string]bool{
+		"acme.agent.worker.Q94026aeuu1iC6cuHQEzSf.cancel": true,
+		"acme.agent.worker.a-b_c.cancel":                  true,
+		"acme.agent.worker..cancel":                       false,
+		"acme.agent.worker.a.b.cancel":                    false,
+		"acme.agent.worker.*.cancel":                      false,
+		"agent.worker.x.cancel":                           false,
+		"acme.agent.tool.echo":                            false,
+		"$SYS.REQ.SERVER.PING":                            false,
+		"":                                                false,
+	} {
+		if got := s.IsCancel(subject); got != want {
+			t.Errorf("IsCancel(%q) = %v, want %v", subject, got, want)
+		}
+	}
+}

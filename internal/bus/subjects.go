@@ -111,6 +111,17 @@ func (s Subjects) Tool(name string) string { return s.Prefix + ".tool." + name }
 // Cancel returns the subject a worker listens on for cancellations.
 func (s Subjects) Cancel(workerID string) string { return s.Prefix + ".worker." + workerID + ".cancel" }
 
+// IsCancel reports whether subject is a worker's cancel subject under this
+// prefix: <prefix>.worker.<id>.cancel with a valid id token.
+func (s Subjects) IsCancel(subject string) bool {
+	rest, ok := strings.CutPrefix(subject, s.Prefix+".worker.")
+	if !ok {
+		return false
+	}
+	id, ok := strings.CutSuffix(rest, ".cancel")
+	return ok && ValidToken(id)
+}
+
 // Fleet returns the subject on which workers announce that they joined or
 // left, so that orchestrators refresh their discovery at once.
 func (s Subjects) Fleet() string { return s.Prefix + ".fleet" }

@@ -475,9 +475,12 @@ func (c *ToolClient) cancelLate(token string, call *inflight, id string) {
 	}
 }
 
-// cancel tells the worker to stop a call; best effort.
+// cancel tells the worker to stop a call; best effort. The subject comes
+// from the worker's ack: only a worker's cancel subject of this prefix
+// (<prefix>.worker.<id>.cancel) is used, so that a rogue responder cannot
+// make the orchestrator publish where it likes.
 func (c *ToolClient) cancel(subject, id, token string) {
-	if subject == "" {
+	if !c.subjects.IsCancel(subject) {
 		return
 	}
 	b, _ := EncodeFrame(&Frame{T: FrameCancel, ID: id, Inbox: c.inbox + token})
