@@ -63,7 +63,7 @@ func TestBombFramesFailTheCallNotTheClient(t *testing.T) {
 		bombs = append(bombs, bomb{frame: b})
 	}
 
-	cancels, err := raw.SubscribeSync("bomber.cancel")
+	cancels, err := raw.SubscribeSync("agent.worker.bomber1.cancel")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestBombFramesFailTheCallNotTheClient(t *testing.T) {
 	}
 	var next atomic.Int64
 	good, _ := bus.EncodeFrame(&bus.Frame{T: bus.FrameResult, ID: "c", Worker: "bomber/1", Result: agentfleet.TextResult("fine")})
-	ack, _ := bus.EncodeFrame(&bus.Frame{T: bus.FrameAck, ID: "c", Worker: "bomber/1", Cancel: "bomber.cancel", HeartbeatMS: math.MaxInt64})
+	ack, _ := bus.EncodeFrame(&bus.Frame{T: bus.FrameAck, ID: "c", Worker: "bomber/1", Cancel: "agent.worker.bomber1.cancel", HeartbeatMS: math.MaxInt64})
 	_, err = raw.QueueSubscribe("agent.tool.bombed", bus.QueueGroup, func(m *nats.Msg) {
 		i := int(next.Add(1)) - 1
 		raw.Publish(m.Reply, ack)
