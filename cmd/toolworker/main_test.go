@@ -299,3 +299,43 @@ func TestLostWorkerRetryPolicy(t *testing.T) {
 		})
 	}
 }
+
+// TestKilledWorkerLeavesTheFleet kills a worker process with SIGKILL: it
+// says nothing, and an orchestrator's fleet watcher drops its tools after it
+// missed a few beats (the default beat is 1 s): within 5 s, not at the next
+// round.
+func TestKilledWorkerLeavesTheFleet(t *testing.T) {
+	srv := bustest.MustRunNATS(t)
+	nc := bustest.MustConnect(t, srv)
+	changed := make(chan []agentfleet.ToolDef, 16)
+	subjects, _ := bus.NewSubjects("")
+	child := startChild(t, nc, "--nats-url "+srv.ClientURL()+" --tools echo --name doomed")
+	fleet, err := bus.WatchFleet(context.Background(), nc, subjects, bus.FleetConfig{OnChange: func(d []agentfleet.ToolDef) { changed <- d }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fleet.Close()
+	if len(fleet.Tools()) != 1 {
+		t.Fatalf("tools before the kill: %v", fleet.Tools())
+	}
+	killed := time.Now()
+	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		select {
+		case defs := <-changed:
+			if len(defs) > 0 {
+				continue
+			}
+			if d := time.Since(killed); d > 5*time.Second {
+				t.Errorf("the killed worker's tools went after %v, want within 5s", d)
+			} else {
+				t.Logf("the killed worker's tools went after %v", d.Round(time.Millisecond))
+			}
+			return
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the killed worker's tools are still listed after 10s: %v", fleet.Tools())
+		}
+	}
+}

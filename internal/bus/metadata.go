@@ -29,6 +29,11 @@ const (
 // flight.
 const MetaConcurrency = "concurrency"
 
+// MetaBeat is the service metadata key (optional) that says the worker beats
+// on <prefix>.fleet every so many milliseconds, so that an orchestrator that
+// found it in a discovery round knows how soon its silence means it is gone.
+const MetaBeat = "beat_ms"
+
 // ToolMetadata returns the endpoint metadata that describes d.
 func ToolMetadata(d *agentfleet.ToolDef) map[string]string {
 	md := map[string]string{

@@ -32,6 +32,12 @@ type ClientConfig struct {
 	Prefix string
 	// AckTimeout bounds the wait for a worker to take a call; default 5s.
 	AckTimeout time.Duration
+	// NoResponderWait bounds how long a call that finds no worker
+	// subscribed (NATS no responders: the request reached nobody) waits
+	// for one and is sent again, whatever its tool; default AckTimeout.
+	// Workers reconnect a moment after the orchestrator when a NATS server
+	// restarts, and a worker may be on its way.
+	NoResponderWait time.Duration
 	// HeartbeatMisses is how many heartbeat intervals may pass without a
 	// frame before the worker is declared lost; default 3.
 	HeartbeatMisses int
@@ -96,6 +102,9 @@ type delivery struct {
 func NewToolClient(nc *nats.Conn, cfg ClientConfig) (*ToolClient, error) {
 	if cfg.AckTimeout <= 0 {
 		cfg.AckTimeout = 5 * time.Second
+	}
+	if cfg.NoResponderWait <= 0 {
+		cfg.NoResponderWait = cfg.AckTimeout
 	}
 	if cfg.HeartbeatMisses <= 0 {
 		cfg.HeartbeatMisses = 3
@@ -231,11 +240,8 @@ func (c *ToolClient) Execute(ctx context.Context, prep *pipeline.Prepared, progr
 			// attempt would wait for the same full fleet.
 			return nil, err
 		}
-		// A retry that finds no worker (one may be reconnecting) waits and
-		// tries again like a lost one; a first attempt that finds none fails
-		// at once.
-		lost := errors.Is(err, pipeline.ErrWorkerLost) || errors.Is(err, pipeline.ErrTimeout) ||
-			attempt > 1 && errors.Is(err, pipeline.ErrNoResponders)
+		// No responders was waited for within the attempt already.
+		lost := errors.Is(err, pipeline.ErrWorkerLost) || errors.Is(err, pipeline.ErrTimeout)
 		if !lost || ctx.Err() != nil {
 			if res != nil {
 				res.Attempts = attempt
@@ -288,8 +294,21 @@ func (c *ToolClient) execute(ctx context.Context, prep *pipeline.Prepared, attem
 		}
 		defer g.release()
 	}
+	var nobody time.Time // when the first no-responders answer came
 	for busy := 0; ; busy++ {
 		res, again, err := c.attempt(ctx, prep, attempt, data, progress)
+		if errors.Is(err, pipeline.ErrNoResponders) {
+			// Not delivered to anyone: safe to send again for any tool,
+			// while a worker may still come.
+			if nobody.IsZero() {
+				nobody = time.Now()
+			}
+			if time.Since(nobody) < c.cfg.NoResponderWait {
+				again = true
+			} else if busy > 0 {
+				err = fmt.Errorf("%w, for %v", err, time.Since(nobody).Round(time.Millisecond))
+			}
+		}
 		if !again {
 			return res, err
 		}
@@ -298,6 +317,9 @@ func (c *ToolClient) execute(ctx context.Context, prep *pipeline.Prepared, attem
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
+			if err != nil { // no responders
+				return nil, &notSentError{fmt.Errorf("%w; waited %v for a worker, until %w", err, time.Since(nobody).Round(time.Millisecond), c.ctxErr(ctx, prep, "", "; the call never ran"))}
+			}
 			return nil, &notSentError{c.ctxErr(ctx, prep, "", fmt.Sprintf("while every worker was busy (%d refusals); the call never ran", busy+1))}
 		}
 	}

@@ -34,6 +34,9 @@ type ServerConfig struct {
 	// Heartbeat is the interval of heartbeat frames; default 1s, within
 	// [MinHeartbeat, MaxHeartbeat].
 	Heartbeat time.Duration
+	// Beat is the interval of the worker's presence beats on
+	// <prefix>.fleet; default DefaultBeat, within [MinBeat, MaxBeat].
+	Beat time.Duration
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 	// Observe, if set, is called when a call ends, with its tool, outcome
@@ -67,6 +70,9 @@ type ToolServer struct {
 	// from then on are refused. Under mu with wg.Add, so that no call joins
 	// wg once Drain waits on it.
 	draining bool
+
+	beatStop, beatDone chan struct{}
+	beatOnce           sync.Once
 }
 
 // ErrCanceledByOrchestrator is the cause of a call's context when the
@@ -88,6 +94,10 @@ func Serve(nc *nats.Conn, cfg ServerConfig) (*ToolServer, error) {
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = time.Second
 	}
+	if cfg.Beat <= 0 {
+		cfg.Beat = DefaultBeat
+	}
+	cfg.Beat = min(max(cfg.Beat, MinBeat), MaxBeat)
 	// Clients clamp the interval a worker announces; beating outside the
 	// range would have them declare the worker lost, or heartbeats flood.
 	cfg.Heartbeat = ClampHeartbeat(cfg.Heartbeat)
@@ -123,6 +133,7 @@ func Serve(nc *nats.Conn, cfg ServerConfig) (*ToolServer, error) {
 			MetaProtocol:    fmt.Sprint(ProtocolVersion),
 			"prefix":        subjects.Prefix,
 			MetaConcurrency: fmt.Sprint(cfg.Concurrency),
+			MetaBeat:        fmt.Sprint(cfg.Beat.Milliseconds()),
 		},
 	})
 	if err != nil {
@@ -146,7 +157,36 @@ func Serve(nc *nats.Conn, cfg ServerConfig) (*ToolServer, error) {
 		return nil, errors.Join(fmt.Errorf("tool server: %w", err), s.svc.Stop())
 	}
 	s.announce("joined")
+	s.beatStop, s.beatDone = make(chan struct{}), make(chan struct{})
+	go s.beat()
 	return s, nil
+}
+
+// beat says every Beat that the worker is there, with its tools, so that
+// orchestrators add it within a beat of its start or of a reconnect, and
+// remove it a few beats after it died.
+func (s *ToolServer) beat() {
+	defer close(s.beatDone)
+	t := time.NewTicker(s.cfg.Beat)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.beatStop:
+			return
+		case <-t.C:
+			if s.nc.IsConnected() {
+				s.announce("beat")
+			}
+		}
+	}
+}
+
+// stopBeat stops the beats, once.
+func (s *ToolServer) stopBeat() {
+	s.beatOnce.Do(func() {
+		close(s.beatStop)
+		<-s.beatDone
+	})
 }
 
 // ID returns the worker's micro service instance id.
@@ -163,14 +203,17 @@ func (s *ToolServer) Concurrency() int { return s.cfg.Concurrency }
 
 // FleetNotice is the JSON body of a message on <prefix>.fleet.
 type FleetNotice struct {
-	Event   string   `json:"event"` // joined or left
+	Event   string   `json:"event"` // joined, beat or left
 	Service string   `json:"service"`
 	ID      string   `json:"id"`
 	Tools   []string `json:"tools,omitempty"`
+	// BeatMS is the interval of the worker's beats, in milliseconds; 0 for
+	// a worker that does not beat.
+	BeatMS int64 `json:"beat_ms,omitempty"`
 }
 
 func (s *ToolServer) announce(event string) {
-	n := FleetNotice{Event: event, Service: s.cfg.Name, ID: s.id}
+	n := FleetNotice{Event: event, Service: s.cfg.Name, ID: s.id, BeatMS: s.cfg.Beat.Milliseconds()}
 	for _, t := range s.cfg.Tools {
 		n.Tools = append(n.Tools, t.Name)
 	}
@@ -196,6 +239,7 @@ func (s *ToolServer) drain(ctx context.Context, force bool) error {
 	// Stop drains the endpoints' subscriptions: the requests they already
 	// hold still reach the handler after it returns, and are refused.
 	err := s.svc.Stop()
+	s.stopBeat()
 	s.announce("left")
 	done := make(chan struct{})
 	go func() {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/history"
 	"github.com/agentfleet/agentfleet/internal/lead"
@@ -29,6 +30,12 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 	dc := o.cfg.Discovery
 	dc.Logger = o.log
 	dc.OnChange = o.updateTools
+	dc.OnSkipped = func(worker, endpoint string, err error) {
+		o.pub.Emit(&agentfleet.Event{
+			Type: agentfleet.EventError, Agent: "_", Session: "fleet", Time: time.Now().UTC(), Worker: worker, ToolName: endpoint,
+			ErrorMessage: fmt.Sprintf("worker %s: endpoint %s skipped: %v", worker, endpoint, err),
+		})
+	}
 	// The client keeps no more calls of a tool in flight than the fleet
 	// has slots for, and follows the fleet as workers join and leave.
 	dc.OnCapacity = o.client.SetCapacity

@@ -1,0 +1,181 @@
+package bus
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentfleet/agentfleet"
+	"github.com/nats-io/nats.go/micro"
+)
+
+// member is one worker of the fleet as the orchestrator knows it: what its
+// $SRV.INFO said, and when it was last heard from.
+type member struct {
+	id, service, version string
+	// concurrency is what the worker advertises (MetaConcurrency); 0 when
+	// it advertises none.
+	concurrency int
+	tools       map[string]agentfleet.ToolDef
+	// seen is when the worker last sent a beat, an announcement or an
+	// info answer; beat is the interval it beats at, 0 for a worker that
+	// does not beat (it is kept alive by discovery rounds instead).
+	seen time.Time
+	beat time.Duration
+}
+
+// clampBeat keeps a beat interval a worker announces within [MinBeat,
+// MaxBeat], so that it can neither flood nor switch its loss detection off.
+func clampBeat(d time.Duration) time.Duration { return min(max(d, MinBeat), MaxBeat) }
+
+// skippedEndpoint is an endpoint of a worker of this fleet that does not
+// describe a tool the fleet can use, and why.
+type skippedEndpoint struct {
+	worker, endpoint string
+	err              error
+}
+
+// memberFromInfo reads a $SRV.INFO answer. It returns nil for a service that
+// is not a worker of this fleet (no protocol metadata, another prefix), and
+// the endpoints it skipped, each with the reason.
+func memberFromInfo(info *micro.Info, subjects Subjects) (*member, []skippedEndpoint) {
+	if info.Metadata[MetaProtocol] == "" || info.Metadata["prefix"] != subjects.Prefix {
+		return nil, nil
+	}
+	m := &member{id: info.ID, service: info.Name, version: info.Version, tools: map[string]agentfleet.ToolDef{}}
+	if c, err := strconv.Atoi(info.Metadata[MetaConcurrency]); err == nil && c > 0 {
+		m.concurrency = c
+	}
+	if ms, err := strconv.ParseInt(info.Metadata[MetaBeat], 10, 64); err == nil && ms > 0 {
+		m.beat = clampBeat(time.Duration(ms) * time.Millisecond)
+	}
+	var skipped []skippedEndpoint
+	for _, ep := range info.Endpoints {
+		name, ok := strings.CutPrefix(ep.Subject, subjects.Prefix+".tool.")
+		switch {
+		case !ok:
+			skipped = append(skipped, skippedEndpoint{info.ID, ep.Name, fmt.Errorf("subject %q is not under %s.tool.", ep.Subject, subjects.Prefix)})
+			continue
+		case name != ep.Name:
+			skipped = append(skipped, skippedEndpoint{info.ID, ep.Name, fmt.Errorf("endpoint name %q differs from the tool of its subject %q", ep.Name, ep.Subject)})
+			continue
+		}
+		def, err := ToolFromMetadata(name, ep.Metadata)
+		if err != nil {
+			skipped = append(skipped, skippedEndpoint{info.ID, ep.Name, err})
+			continue
+		}
+		m.tools[name] = def
+	}
+	return m, skipped
+}
+
+// resolve computes the fleet's tools from its members. A tool served by
+// several workers with different definitions (a rolling upgrade) takes the
+// definition of the worker whose service version is newest; between equal
+// versions, the one served by more workers, then the smallest worker id, so
+// that every orchestrator chooses the same one, every time.
+func resolve(members map[string]*member) map[string]*FleetTool {
+	type offer struct {
+		m   *member
+		def agentfleet.ToolDef
+	}
+	offers := map[string][]offer{}
+	for _, m := range members {
+		for name, def := range m.tools {
+			offers[name] = append(offers[name], offer{m, def})
+		}
+	}
+	out := make(map[string]*FleetTool, len(offers))
+	for name, os := range offers {
+		count := map[string]int{}
+		for _, o := range os {
+			count[defKey(o.def)]++
+		}
+		best := slices.MaxFunc(os, func(a, b offer) int {
+			if c := compareVersions(a.m.version, b.m.version); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(count[defKey(a.def)], count[defKey(b.def)]); c != 0 {
+				return c
+			}
+			return cmp.Compare(b.m.id, a.m.id) // the smaller id wins
+		})
+		t := &FleetTool{ToolDef: best.def, Concurrency: 0}
+		unknown := false
+		for _, o := range os {
+			t.Workers = append(t.Workers, o.m.id)
+			if o.m.concurrency == 0 {
+				unknown = true
+			}
+			t.Concurrency += o.m.concurrency
+		}
+		if unknown {
+			t.Concurrency = 0
+		}
+		slices.Sort(t.Workers)
+		out[name] = t
+	}
+	return out
+}
+
+// defKey identifies a definition.
+func defKey(d agentfleet.ToolDef) string {
+	return fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%+v\x00%v\x00%d\x00%v", d.Label, d.Description, d.InputSchema, d.OutputSchema, d.Annotations, d.Parallel, d.TimeoutMS, d.Scripted)
+}
+
+// compareVersions compares two SemVer versions by major, minor and patch
+// (numerically), then a release above a pre-release, then as strings.
+func compareVersions(a, b string) int {
+	pa, prea := splitVersion(a)
+	pb, preb := splitVersion(b)
+	for i := range 3 {
+		if c := cmp.Compare(pa[i], pb[i]); c != 0 {
+			return c
+		}
+	}
+	switch {
+	case prea == "" && preb != "":
+		return 1
+	case prea != "" && preb == "":
+		return -1
+	}
+	return cmp.Compare(prea, preb)
+}
+
+func splitVersion(v string) ([3]int, string) {
+	v = strings.TrimPrefix(v, "v")
+	v, _, _ = strings.Cut(v, "+")
+	core, pre, _ := strings.Cut(v, "-")
+	var out [3]int
+	for i, p := range strings.SplitN(core, ".", 3) {
+		n, _ := strconv.Atoi(p)
+		out[i] = n
+	}
+	return out, pre
+}
+
+// chosenVersions returns, for each tool served by workers of more than one
+// version, the version whose definition resolve chose; for logs.
+func chosenVersions(members map[string]*member, tools map[string]*FleetTool) map[string]string {
+	out := map[string]string{}
+	for name, t := range tools {
+		versions := map[string]bool{}
+		chosen := ""
+		for _, id := range t.Workers {
+			m := members[id]
+			versions[m.version] = true
+			if defKey(m.tools[name]) == defKey(t.ToolDef) && (chosen == "" || compareVersions(m.version, chosen) > 0) {
+				chosen = m.version
+			}
+		}
+		if len(versions) > 1 {
+			out[name] = chosen + " of " + strings.Join(slices.Sorted(maps.Keys(versions)), ", ")
+		}
+	}
+	return out
+}
