@@ -6,7 +6,8 @@
 //   NATS_URL=nats://127.0.0.1:4222 node worker.mjs
 //
 // Environment: NATS_URL (default nats://127.0.0.1:4222), PREFIX (default
-// agent), HB_MS (heartbeat interval, default 1000), CONCURRENCY (default 16).
+// agent), HB_MS (heartbeat interval, default 1000), BEAT_MS (presence beat
+// interval, default 1000), CONCURRENCY (default 16).
 // It prints "ready <service id>" once it serves, and exits 0 after SIGTERM
 // once its calls in flight have ended.
 import { connect } from "@nats-io/transport-node";
@@ -16,6 +17,7 @@ import { decode, encode } from "@msgpack/msgpack";
 const url = process.env.NATS_URL ?? "nats://127.0.0.1:4222";
 const prefix = process.env.PREFIX ?? "agent";
 const hbMS = Number(process.env.HB_MS ?? 1000);
+const beatMS = Number(process.env.BEAT_MS ?? 1000);
 const limit = Number(process.env.CONCURRENCY ?? 16);
 const protocol = 1;
 
@@ -46,7 +48,7 @@ const svc = await new Svcm(nc).add({
   name: "nodeworker",
   version: "1.0.0",
   description: "agentfleet tool worker in JavaScript",
-  metadata: { "agentfleet.protocol": String(protocol), prefix },
+  metadata: { "agentfleet.protocol": String(protocol), prefix, concurrency: String(limit), beat_ms: String(beatMS) },
   queue: "agentfleet",
 });
 const id = svc.info().id;
@@ -152,10 +154,12 @@ const cancels = nc.subscribe(cancelSubject, {
 });
 
 const announce = (event) =>
-  nc.publish(`${prefix}.fleet`, JSON.stringify({ event, service: "nodeworker", id, tools: [tool.name] }));
+  nc.publish(`${prefix}.fleet`, JSON.stringify({ event, service: "nodeworker", id, tools: [tool.name], beat_ms: beatMS }));
 
 await nc.flush();
 announce("joined");
+// Presence: orchestrators drop a worker that misses three beats.
+const beats = setInterval(() => announce("beat"), beatMS);
 await nc.flush();
 console.log(`ready ${id}`);
 
@@ -169,6 +173,7 @@ process.on("SIGTERM", async () => {
   }
   await svc.stop();
   cancels.unsubscribe();
+  clearInterval(beats);
   announce("left");
   await nc.drain();
   process.exit(0);

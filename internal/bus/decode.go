@@ -374,6 +374,26 @@ func (r *reader) str() (string, *DecodeError) {
 	return "", r.errAt(h.off, "is %s, want a string", h.kind.a())
 }
 
+// code reads an error code: a string, or an integer (which is unambiguous,
+// and which workers in other languages write), given as its decimal text.
+func (r *reader) code() (string, *DecodeError) {
+	h, err := r.next()
+	if err != nil {
+		return "", err
+	}
+	switch h.kind {
+	case kindNil:
+		return "", nil
+	case kindStr, kindBin:
+		return r.text(h)
+	case kindInt:
+		return strconv.FormatInt(h.i, 10), nil
+	case kindUint:
+		return strconv.FormatUint(h.u, 10), nil
+	}
+	return "", r.errAt(h.off, "is %s, want a string or an integer", h.kind.a())
+}
+
 // int reads an integer that fits an int64; nil is 0, and an integral float
 // (which some libraries write for whole numbers) is taken as its value.
 func (r *reader) int() (int64, *DecodeError) {

@@ -3,6 +3,7 @@ package bus
 import (
 	"bytes"
 	"errors"
+	"github.com/vmihailenco/msgpack/v5"
 	"runtime"
 	"strings"
 	"testing"
@@ -249,5 +250,27 @@ func TestDecodeKeepsTypes(t *testing.T) {
 	}
 	if a, ok := m["arr"].([]any); !ok || len(a) != 2 || a[0] != true || a[1] != nil {
 		t.Errorf("arr = %#v", m["arr"])
+	}
+}
+
+// TestFrameCodeAndWorker reads what workers in other languages write: an
+// integer code is taken as its decimal text, and a frame with a field of the
+// wrong type is refused naming the field, while its worker can still be
+// named.
+func TestFrameCodeAndWorker(t *testing.T) {
+	b, err := msgpack.Marshal(map[string]any{"t": "error", "id": "c1", "worker": "py/1", "error": "no such tool", "code": 404})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := DecodeFrame(b)
+	if err != nil || f.Code != "404" {
+		t.Fatalf("integer code: %+v, %v; want code 404 as text", f, err)
+	}
+	b, _ = msgpack.Marshal(map[string]any{"t": "result", "id": "c1", "worker": "py/2", "result": map[string]any{"content": []any{}, "details": []any{1}}})
+	if _, err := DecodeFrame(b); err == nil || !strings.Contains(err.Error(), `"result.details"`) {
+		t.Errorf("wrong type: %v, want an error naming result.details", err)
+	}
+	if w := FrameWorker(b); w != "py/2" {
+		t.Errorf("FrameWorker = %q, want py/2", w)
 	}
 }

@@ -48,6 +48,34 @@ func DecodeRequest(data []byte) (*CallRequest, error) {
 	return req, nil
 }
 
+// FrameWorker returns the worker field of a frame that may not decode as a
+// whole, so that an error about it can name the worker; "" if it has none
+// that reads.
+func FrameWorker(data []byte) string {
+	r := newReader(data, "frame")
+	n, err := r.open()
+	if err != nil {
+		return ""
+	}
+	for range n {
+		k, err := r.key()
+		if err != nil {
+			return ""
+		}
+		if string(k) == "worker" {
+			w, err := r.str()
+			if err != nil || len(w) > 256 {
+				return ""
+			}
+			return w
+		}
+		if r.skip(2) != nil {
+			return ""
+		}
+	}
+	return ""
+}
+
 // DecodeFrame decodes a frame of any type; the error says what is wrong (a
 // *DecodeError for a frame that does not decode).
 func DecodeFrame(data []byte) (*Frame, error) {
@@ -224,7 +252,7 @@ func (r *reader) frame(cancelOnly bool) (*Frame, *DecodeError) {
 		case "error":
 			f.Error, err = r.str()
 		case "code":
-			f.Code, err = r.str()
+			f.Code, err = r.code()
 		case "inbox":
 			f.Inbox, err = r.str()
 		default:

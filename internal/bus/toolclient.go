@@ -95,6 +95,7 @@ type inflight struct {
 type delivery struct {
 	f           *Frame
 	err         error
+	worker      string // of a frame that did not decode, if it says
 	noResponder bool
 }
 
@@ -203,6 +204,9 @@ func (c *ToolClient) route(m *nats.Msg) {
 		d.noResponder = true
 	} else {
 		d.f, d.err = DecodeFrame(m.Data)
+		if d.err != nil {
+			d.worker = FrameWorker(m.Data)
+		}
 	}
 	if d.f != nil && (d.f.T == FrameHeartbeat || d.f.T == FrameProgress) {
 		// Progress and heartbeats must not stall the subscription; if the
@@ -411,6 +415,9 @@ func (c *ToolClient) attempt(ctx context.Context, prep *pipeline.Prepared, attem
 			case d.err != nil:
 				c.cancel(cancelSubject, prep.Call.ID, token)
 				c.observe(prep.Call.Name, "error", worker)
+				if worker == "" {
+					worker = d.worker
+				}
 				return nil, false, fmt.Errorf("Tool %s: worker %s sent a bad frame: %v", prep.Call.Name, orUnknown(worker), d.err)
 			}
 			f := d.f
