@@ -44,6 +44,7 @@ type Main struct {
 	Scripts      bool
 	ScriptSteps  uint64
 	ScriptTime   time.Duration
+	ScriptMemory int64 // bytes
 	HTTP         string
 	Stderr       io.Writer
 
@@ -73,6 +74,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.BoolVar(&m.Scripts, "scripts", false, "also serve the fleet's scripted tools (written with write_tool; needs JetStream)")
 	fs.Uint64Var(&m.ScriptSteps, "script-steps", 0, "execution step limit of one scripted call (default 10 million)")
 	fs.DurationVar(&m.ScriptTime, "script-timeout", 0, "wall-time limit of one scripted call (default 5s)")
+	fs.Var((*byteSize)(&m.ScriptMemory), "script-memory", "memory budget of one scripted call, such as 64MiB: what its repetitions, concatenations, formatting, list building and JSON decoding may allocate in total (default 64MiB)")
 	fs.DurationVar(&m.DrainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM, how long calls in flight may run before they are cancelled")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -109,7 +111,7 @@ func (m *Main) Run(ctx context.Context) error {
 		Name: m.Name, Prefix: m.Prefix, Tools: worker.ParseToolList(m.Tools), Concurrency: m.Concurrency,
 		Heartbeat: m.Heartbeat, Logger: m.logger,
 		Builtin: builtin.Options{AllowPrivate: m.AllowPrivate, WeatherURL: m.WeatherURL},
-		Scripts: m.Scripts, ScriptEnv: script.Env{MaxSteps: m.ScriptSteps, Timeout: m.ScriptTime},
+		Scripts: m.Scripts, ScriptEnv: script.Env{MaxSteps: m.ScriptSteps, Timeout: m.ScriptTime, MaxMemory: m.ScriptMemory},
 		Observe: wm.Observe,
 	})
 	if err != nil {
