@@ -13,6 +13,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/script"
+	"github.com/agentfleet/agentfleet/internal/scripts"
 	"github.com/agentfleet/agentfleet/internal/tools/builtin"
 )
 
@@ -37,7 +38,7 @@ type Config struct {
 // Worker is a running worker.
 type Worker struct {
 	*bus.ToolServer
-	Scripts *bus.ScriptServer
+	Scripts *scripts.Server
 }
 
 // ParseToolList splits a comma-separated list of tool names.
@@ -76,7 +77,7 @@ func Start(nc *bus.Conn, cfg Config) (*Worker, error) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		w.Scripts, err = bus.ServeScripts(ctx, nc, bus.ScriptServerConfig{
+		w.Scripts, err = scripts.Serve(ctx, nc, scripts.ServerConfig{
 			Prefix: cfg.Prefix, Concurrency: cfg.Concurrency, Heartbeat: cfg.Heartbeat,
 			Logger: cfg.Logger, Observe: cfg.Observe, Env: cfg.ScriptEnv, Reserved: reserved,
 		})

@@ -1,4 +1,4 @@
-package bus
+package scripts
 
 import (
 	"context"
@@ -12,19 +12,20 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/script"
 	"github.com/nats-io/nats.go"
 )
 
-// ScriptServerConfig configures a ScriptServer; every field is optional and
+// ServerConfig configures a Server; every field is optional and
 // its zero value means the documented default.
-type ScriptServerConfig struct {
+type ServerConfig struct {
 	// Name is the micro service name; default "toolworker-scripts".
 	Name string
 	// Version is the service's SemVer version; default "0.1.0".
 	Version string
-	// Prefix is the subject prefix; default DefaultPrefix.
+	// Prefix is the subject prefix; default bus.DefaultPrefix.
 	Prefix string
 	// Concurrency, Heartbeat and Observe are those of ServerConfig.
 	Concurrency int
@@ -33,13 +34,13 @@ type ScriptServerConfig struct {
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 	// Store configures the bucket of the scripted tools.
-	Store ScriptStoreConfig
+	Store StoreConfig
 	// Env gives the scripts' limits and clock. When its CallTool is nil,
-	// call_tool calls the fleet through a ToolClient on the server's
+	// call_tool calls the fleet through a bus.ToolClient on the server's
 	// connection (see FleetCaller).
 	Env script.Env
-	// Client configures that ToolClient; its Prefix is always Prefix.
-	Client ClientConfig
+	// Client configures that bus.ToolClient; its Prefix is always Prefix.
+	Client bus.ClientConfig
 	// Reserved names are never served as scripts, typically the tools
 	// this process serves itself: the same subject in the same queue
 	// group would split their calls between the two.
@@ -53,22 +54,22 @@ type ScriptServerConfig struct {
 	OnChange func(served map[string]uint64)
 }
 
-// ScriptServer serves the scripted tools of the fleet's bucket as
+// Server serves the scripted tools of the fleet's bucket as
 // endpoints of a micro service, the same protocol as Serve, and keeps them
 // in line with the bucket: a tool written, replaced or deleted is served,
 // changed or dropped within moments.
 //
 // micro cannot remove one endpoint from a running service, so every change
-// starts a new ToolServer with the new set and then drains the old one: the
+// starts a new bus.ToolServer with the new set and then drains the old one: the
 // new set takes calls before the old one stops, and the old one's calls in
 // flight may finish. Both announce themselves on the fleet subject (joined,
 // then left), so that orchestrators rediscover at once.
-type ScriptServer struct {
+type Server struct {
 	nc       *nats.Conn
-	cfg      ScriptServerConfig
-	subjects Subjects
-	store    *ScriptStore
-	client   *ToolClient // nil when cfg.Env.CallTool was given
+	cfg      ServerConfig
+	subjects bus.Subjects
+	store    *Store
+	client   *bus.ToolClient // nil when cfg.Env.CallTool was given
 	env      script.Env
 	log      *slog.Logger
 	reserved map[string]bool
@@ -77,7 +78,7 @@ type ScriptServer struct {
 	done chan struct{}
 
 	mu       sync.Mutex
-	current  *ToolServer
+	current  *bus.ToolServer
 	served   map[string]uint64
 	built    map[string]builtTool
 	draining sync.WaitGroup
@@ -89,11 +90,11 @@ type builtTool struct {
 	tool     *agentfleet.Tool
 }
 
-// ServeScripts binds (or creates) the bucket, serves the scripted tools it
+// Serve binds (or creates) the bucket, serves the scripted tools it
 // holds, and keeps watching it until Close. ctx bounds the start only: it
 // returns once the tools stored at the start are served. Definitions that
 // do not pass script.Check are logged and not served.
-func ServeScripts(ctx context.Context, nc *nats.Conn, cfg ScriptServerConfig) (*ScriptServer, error) {
+func Serve(ctx context.Context, nc *nats.Conn, cfg ServerConfig) (*Server, error) {
 	if cfg.Name == "" {
 		cfg.Name = "toolworker-scripts"
 	}
@@ -103,15 +104,15 @@ func ServeScripts(ctx context.Context, nc *nats.Conn, cfg ScriptServerConfig) (*
 	if cfg.DrainTimeout <= 0 {
 		cfg.DrainTimeout = 10 * time.Second
 	}
-	subjects, err := NewSubjects(cfg.Prefix)
+	subjects, err := bus.NewSubjects(cfg.Prefix)
 	if err != nil {
 		return nil, fmt.Errorf("script server: %w", err)
 	}
-	store, err := NewScriptStore(ctx, nc, cfg.Store)
+	store, err := NewStore(ctx, nc, cfg.Store)
 	if err != nil {
 		return nil, fmt.Errorf("script server: %w", err)
 	}
-	s := &ScriptServer{
+	s := &Server{
 		nc: nc, cfg: cfg, subjects: subjects, store: store, env: cfg.Env, log: cfg.Logger,
 		reserved: map[string]bool{}, done: make(chan struct{}),
 		served: map[string]uint64{}, built: map[string]builtTool{},
@@ -122,7 +123,7 @@ func ServeScripts(ctx context.Context, nc *nats.Conn, cfg ScriptServerConfig) (*
 	if s.env.CallTool == nil {
 		cc := cfg.Client
 		cc.Prefix = subjects.Prefix
-		if s.client, err = NewToolClient(nc, cc); err != nil {
+		if s.client, err = bus.NewToolClient(nc, cc); err != nil {
 			return nil, fmt.Errorf("script server: %w", err)
 		}
 		s.env.CallTool = FleetCaller(s.client, 0)
@@ -155,7 +156,7 @@ func ServeScripts(ctx context.Context, nc *nats.Conn, cfg ScriptServerConfig) (*
 
 // note applies one update to state and reports whether it is the end of
 // the initial values.
-func (s *ScriptServer) note(state map[string]*script.Definition, u ScriptUpdate) (synced bool) {
+func (s *Server) note(state map[string]*script.Definition, u Update) (synced bool) {
 	switch {
 	case u.Synced:
 		return true
@@ -170,7 +171,7 @@ func (s *ScriptServer) note(state map[string]*script.Definition, u ScriptUpdate)
 	return false
 }
 
-func (s *ScriptServer) watch(updates <-chan ScriptUpdate, state map[string]*script.Definition) {
+func (s *Server) watch(updates <-chan Update, state map[string]*script.Definition) {
 	defer close(s.done)
 	for u := range updates {
 		s.note(state, u)
@@ -192,7 +193,7 @@ func (s *ScriptServer) watch(updates <-chan ScriptUpdate, state map[string]*scri
 }
 
 // apply serves the tools of state, if they differ from those served.
-func (s *ScriptServer) apply(state map[string]*script.Definition) {
+func (s *Server) apply(state map[string]*script.Definition) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var tools []*agentfleet.Tool
@@ -224,10 +225,10 @@ func (s *ScriptServer) apply(state map[string]*script.Definition) {
 	if maps.Equal(served, s.served) {
 		return
 	}
-	var next *ToolServer
+	var next *bus.ToolServer
 	if len(tools) > 0 {
 		var err error
-		next, err = Serve(s.nc, ServerConfig{
+		next, err = bus.Serve(s.nc, bus.ServerConfig{
 			Name: s.cfg.Name, Version: s.cfg.Version, Prefix: s.subjects.Prefix, Tools: tools,
 			Concurrency: s.cfg.Concurrency, Heartbeat: s.cfg.Heartbeat, Logger: s.log, Observe: s.cfg.Observe,
 		})
@@ -258,12 +259,12 @@ func (s *ScriptServer) apply(state map[string]*script.Definition) {
 }
 
 // awaitLeft returns a function that waits (two seconds at most) until the
-// ToolServer id announces that it left the fleet. The announcement follows
+// bus.ToolServer id announces that it left the fleet. The announcement follows
 // the service's unsubscriptions on the same connection, so once it is here
 // no new call reaches that server: the replaced tools take no more calls,
 // while those in flight finish in the background. A connection that may
 // not subscribe to the fleet subject waits the two seconds.
-func (s *ScriptServer) awaitLeft(id string) func() {
+func (s *Server) awaitLeft(id string) func() {
 	sub, err := s.nc.SubscribeSync(s.subjects.Fleet())
 	if err != nil {
 		s.log.Warn("watching the fleet subject", "err", err)
@@ -278,7 +279,7 @@ func (s *ScriptServer) awaitLeft(id string) func() {
 				s.log.Warn("replaced scripted tools did not announce that they left", "id", id, "err", err)
 				return
 			}
-			var n FleetNotice
+			var n bus.FleetNotice
 			if json.Unmarshal(m.Data, &n) == nil && n.Event == "left" && n.ID == id {
 				return
 			}
@@ -288,7 +289,7 @@ func (s *ScriptServer) awaitLeft(id string) func() {
 
 // build turns def into a served tool, nil (and a log line) when it does not
 // pass the checks.
-func (s *ScriptServer) build(def *script.Definition) *agentfleet.Tool {
+func (s *Server) build(def *script.Definition) *agentfleet.Tool {
 	t, err := script.New(def, s.env)
 	if err == nil {
 		t, err = script.WithChecks(t)
@@ -301,10 +302,10 @@ func (s *ScriptServer) build(def *script.Definition) *agentfleet.Tool {
 }
 
 // Store returns the store the server watches.
-func (s *ScriptServer) Store() *ScriptStore { return s.store }
+func (s *Server) Store() *Store { return s.store }
 
 // Served returns the names and revisions of the tools served now.
-func (s *ScriptServer) Served() map[string]uint64 {
+func (s *Server) Served() map[string]uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return maps.Clone(s.served)
@@ -312,7 +313,7 @@ func (s *ScriptServer) Served() map[string]uint64 {
 
 // Close stops watching the bucket and drains the tools served: calls in
 // flight may finish until ctx ends, when they are canceled.
-func (s *ScriptServer) Close(ctx context.Context) error {
+func (s *Server) Close(ctx context.Context) error {
 	s.stop()
 	<-s.done
 	s.mu.Lock()
@@ -328,7 +329,7 @@ func (s *ScriptServer) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (s *ScriptServer) closeClient() error {
+func (s *Server) closeClient() error {
 	if s.client == nil {
 		return nil
 	}
@@ -340,7 +341,7 @@ func (s *ScriptServer) closeClient() error {
 // (a script's own time limit) or, when it has none, by timeout (default
 // pipeline.DefaultTimeout). The call's ID, which carries the depth of
 // nesting, is passed on unchanged.
-func FleetCaller(client *ToolClient, timeout time.Duration) func(ctx context.Context, call *agentfleet.ToolCall) (*agentfleet.ToolResult, error) {
+func FleetCaller(client *bus.ToolClient, timeout time.Duration) func(ctx context.Context, call *agentfleet.ToolCall) (*agentfleet.ToolResult, error) {
 	if timeout <= 0 {
 		timeout = pipeline.DefaultTimeout
 	}
@@ -360,7 +361,7 @@ func FleetCaller(client *ToolClient, timeout time.Duration) func(ctx context.Con
 		}
 		// A script calls with its caller's permissions, passed on to the
 		// tools it calls.
-		if c, ok := CallerFrom(ctx); ok {
+		if c, ok := bus.CallerFrom(ctx); ok {
 			if !slices.Contains(c.Allowed, call.Name) {
 				return nil, fmt.Errorf("call_tool: tool %s is not allowed for agent %s", call.Name, c.Agent)
 			}
