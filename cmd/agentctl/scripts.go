@@ -176,7 +176,10 @@ func (m *Main) importTool(ctx context.Context) error {
 			}
 			return defs
 		}
-		w, err := script.Write(ctx, store, fleet, script.Env{}, def)
+		// agentctl is the operator's own process, not the orchestrator:
+		// it may run the dry run itself, under the default limits, and
+		// so import works before any script worker runs.
+		w, err := script.Write(ctx, store, fleet, script.LocalDryRun(script.Env{}), def)
 		if err != nil {
 			if ctx.Err() != nil {
 				return err
@@ -234,7 +237,7 @@ func decodeDefinitionFile(data []byte) (*script.Definition, error) {
 	}
 	delete(obj, "revision")
 	delete(obj, "updated")
-	schema, err := tools.CompileSchema(script.WriteTool(nil, nil, script.Env{}).InputSchema)
+	schema, err := tools.CompileSchema(script.WriteTool(nil, nil, nil).InputSchema)
 	if err != nil {
 		return nil, err
 	}

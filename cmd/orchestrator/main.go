@@ -198,7 +198,9 @@ func (m *Main) Run(ctx context.Context) error {
 			return append(defs, agentfleet.ToolDef{Name: tools.ListToolsName})
 		}
 		local = []*agentfleet.Tool{
-			m.announced(script.WriteTool(store, fleet, script.Env{}), agentfleet.EventToolWritten),
+			// The dry run runs model-written code: on a script worker,
+			// never in this process.
+			m.announced(script.WriteTool(store, fleet, scripts.RemoteDryRun(m.nc, m.Prefix)), agentfleet.EventToolWritten),
 			m.announced(script.DeleteTool(store, fleet), agentfleet.EventToolDeleted),
 		}
 	}

@@ -77,6 +77,10 @@ type Server struct {
 	stop context.CancelFunc
 	done chan struct{}
 
+	dryRunSub  *nats.Subscription
+	dryRuns    sync.WaitGroup
+	stopDryRun context.CancelFunc
+
 	mu       sync.Mutex
 	current  *bus.ToolServer
 	served   map[string]uint64
@@ -150,6 +154,13 @@ func Serve(ctx context.Context, nc *nats.Conn, cfg ServerConfig) (*Server, error
 		}
 	}
 	s.apply(state)
+	dctx, stopDryRun := context.WithCancel(context.Background())
+	s.stopDryRun = stopDryRun
+	if err := s.serveDryRuns(dctx); err != nil {
+		stop()
+		stopDryRun()
+		return nil, errors.Join(err, s.closeClient())
+	}
 	go s.watch(updates, state)
 	return s, nil
 }
@@ -311,16 +322,30 @@ func (s *Server) Served() map[string]uint64 {
 	return maps.Clone(s.served)
 }
 
-// Close stops watching the bucket and drains the tools served: calls in
-// flight may finish until ctx ends, when they are canceled.
+// Close stops watching the bucket and taking dry runs, and drains the tools
+// served: calls and dry runs in flight may finish until ctx ends, when they
+// are canceled.
 func (s *Server) Close(ctx context.Context) error {
+	var errs []error
+	// No more dry runs; those under way may finish until ctx ends.
+	if err := s.dryRunSub.Unsubscribe(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+		errs = append(errs, err)
+	}
+	dried := make(chan struct{})
+	go func() { s.dryRuns.Wait(); close(dried) }()
+	select {
+	case <-dried:
+	case <-ctx.Done():
+		s.stopDryRun()
+		<-dried
+	}
+	s.stopDryRun()
 	s.stop()
 	<-s.done
 	s.mu.Lock()
 	cur := s.current
 	s.current, s.served = nil, map[string]uint64{}
 	s.mu.Unlock()
-	var errs []error
 	if cur != nil {
 		errs = append(errs, cur.Drain(ctx))
 	}
