@@ -36,9 +36,10 @@ type dryRunRequest struct {
 	Definition *script.Definition `json:"definition"`
 }
 
-// dryRunReply is the body of its reply: no error, or its text and what
-// kind of error it is, so that the requester can tell a note from a fault.
-type dryRunReply struct {
+// errorReply is the body of a dry run's reply (and the error of a call run
+// in a child process): no error, or its text and what kind of error it is,
+// so that the requester can tell a note from a fault.
+type errorReply struct {
 	// Error is the text of the dry run's error, empty when it ran through.
 	Error string `json:"error,omitempty"`
 	// Incomplete marks a note (script.ErrDryRunIncomplete).
@@ -50,8 +51,14 @@ type dryRunReply struct {
 	Msg  string `json:"msg,omitempty"`
 }
 
-func encodeDryRunReply(err error) []byte {
-	var r dryRunReply
+func encodeError(err error) []byte {
+	r := newErrorReply(err)
+	b, _ := json.Marshal(r) // strings and bools only
+	return b
+}
+
+func newErrorReply(err error) *errorReply {
+	var r errorReply
 	if err != nil {
 		r.Error = err.Error()
 		r.Incomplete = errors.Is(err, script.ErrDryRunIncomplete)
@@ -60,8 +67,7 @@ func encodeDryRunReply(err error) []byte {
 			r.Kind, r.Tool, r.Pos, r.Msg = string(se.Kind), se.Tool, se.Pos, se.Msg
 		}
 	}
-	b, _ := json.Marshal(&r) // strings and bools only
-	return b
+	return &r
 }
 
 // remoteError is a dry run's error as the worker reported it.
@@ -78,9 +84,9 @@ func (e *remoteError) Is(target error) bool {
 	return e.incomplete && target == script.ErrDryRunIncomplete
 }
 
-func (r *dryRunReply) err() error {
+func (r *errorReply) err() error {
 	switch {
-	case r.Error == "":
+	case r == nil || r.Error == "":
 		return nil
 	case r.Kind != "":
 		return &script.Error{Tool: r.Tool, Kind: script.ErrorKind(r.Kind), Pos: r.Pos, Msg: r.Msg}
@@ -115,7 +121,7 @@ func RemoteDryRun(nc *nats.Conn, prefix string) script.DryRunner {
 		case err != nil:
 			return fmt.Errorf("%s: the dry run on a script worker failed: %w", def.Name, err)
 		}
-		var r dryRunReply
+		var r errorReply
 		if err := json.Unmarshal(msg.Data, &r); err != nil {
 			return fmt.Errorf("%s: the script worker's dry-run reply is not JSON: %w", def.Name, err)
 		}
@@ -131,7 +137,7 @@ func (s *Server) serveDryRuns(ctx context.Context) error {
 	sub, err := s.nc.QueueSubscribe(DryRunSubject(s.subjects.Prefix), DryRunQueue, func(m *nats.Msg) {
 		var req dryRunRequest
 		if err := json.Unmarshal(m.Data, &req); err != nil || req.Definition == nil {
-			m.Respond(encodeDryRunReply(fmt.Errorf(`dry run: the request is not {"definition": {...}}: %v`, err)))
+			m.Respond(encodeError(fmt.Errorf(`dry run: the request is not {"definition": {...}}: %v`, err)))
 			return
 		}
 		s.dryRuns.Add(1)
@@ -141,11 +147,11 @@ func (s *Server) serveDryRuns(ctx context.Context) error {
 			case slots <- struct{}{}:
 				defer func() { <-slots }()
 			case <-ctx.Done():
-				m.Respond(encodeDryRunReply(fmt.Errorf("%s: the script worker is stopping; write the tool again", req.Definition.Name)))
+				m.Respond(encodeError(fmt.Errorf("%s: the script worker is stopping; write the tool again", req.Definition.Name)))
 				return
 			}
 			err := s.runDryRun(ctx, req.Definition)
-			if rerr := m.Respond(encodeDryRunReply(err)); rerr != nil {
+			if rerr := m.Respond(encodeError(err)); rerr != nil {
 				s.log.Warn("answering a dry run", "tool", req.Definition.Name, "err", rerr)
 			}
 		}()
@@ -157,7 +163,12 @@ func (s *Server) serveDryRuns(ctx context.Context) error {
 	return nil
 }
 
-// runDryRun runs the dry run of def here, under the server's limits.
+// runDryRun runs the dry run of def under the server's limits, in a child
+// process with process isolation.
 func (s *Server) runDryRun(ctx context.Context, def *script.Definition) error {
+	if s.runner != nil {
+		_, err := s.runner.run(ctx, &childRequest{Mode: "dryrun", Definition: def}, nil)
+		return err
+	}
 	return script.DryRun(ctx, def, s.env)
 }

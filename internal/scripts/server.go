@@ -48,6 +48,14 @@ type ServerConfig struct {
 	// DrainTimeout bounds how long a replaced set of tools may finish its
 	// calls in flight before they are canceled; default 10s.
 	DrainTimeout time.Duration
+	// Isolation says where scripts run: IsolationNone (default) in this
+	// process, IsolationProcess each check, call and dry run in a child
+	// process of this executable, which may map ChildAddressSpace bytes
+	// (default DefaultChildAddressSpace) beyond what it mapped at its
+	// start, and dies alone when it needs more. Linux only. The executable
+	// must call RunChildIfRequested first thing in main.
+	Isolation         string
+	ChildAddressSpace uint64
 	// OnChange, if set, is called after every change of the tools served,
 	// with their names and revisions, once the new set takes calls and the
 	// replaced one takes no more.
@@ -71,6 +79,7 @@ type Server struct {
 	store    *Store
 	client   *bus.ToolClient // nil when cfg.Env.CallTool was given
 	env      script.Env
+	runner   *processRunner // nil without process isolation
 	log      *slog.Logger
 	reserved map[string]bool
 
@@ -131,6 +140,15 @@ func Serve(ctx context.Context, nc *nats.Conn, cfg ServerConfig) (*Server, error
 			return nil, fmt.Errorf("script server: %w", err)
 		}
 		s.env.CallTool = FleetCaller(s.client, 0)
+	}
+	switch cfg.Isolation {
+	case IsolationNone, "none":
+	case IsolationProcess:
+		if s.runner, err = newProcessRunner(s.env, cfg.ChildAddressSpace); err != nil {
+			return nil, errors.Join(fmt.Errorf("script server: %w", err), s.closeClient())
+		}
+	default:
+		return nil, errors.Join(fmt.Errorf("script server: isolation %q: want %q or %q", cfg.Isolation, "none", IsolationProcess), s.closeClient())
 	}
 	wctx, stop := context.WithCancel(context.Background())
 	s.stop = stop
@@ -301,8 +319,17 @@ func (s *Server) awaitLeft(id string) func() {
 // build turns def into a served tool, nil (and a log line) when it does not
 // pass the checks.
 func (s *Server) build(def *script.Definition) *agentfleet.Tool {
-	t, err := script.New(def, s.env)
-	if err == nil {
+	var (
+		t   *agentfleet.Tool
+		err error
+	)
+	if s.runner != nil {
+		// Loading runs the script's top-level code: in a child too.
+		ctx, cancel := context.WithTimeout(context.Background(), 3*max(s.env.Timeout, script.DefaultTimeout))
+		_, err = s.runner.run(ctx, &childRequest{Mode: "check", Definition: def}, nil)
+		cancel()
+		t = s.runner.isolatedTool(def)
+	} else if t, err = script.New(def, s.env); err == nil {
 		t, err = script.WithChecks(t)
 	}
 	if err != nil {

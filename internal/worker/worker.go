@@ -33,6 +33,10 @@ type Config struct {
 	// following its changes; it needs JetStream.
 	Scripts   bool
 	ScriptEnv script.Env
+	// ScriptIsolation and ScriptChildMemory are those of
+	// scripts.ServerConfig (Isolation, ChildAddressSpace).
+	ScriptIsolation   string
+	ScriptChildMemory uint64
 }
 
 // Worker is a running worker.
@@ -80,6 +84,7 @@ func Start(nc *bus.Conn, cfg Config) (*Worker, error) {
 		w.Scripts, err = scripts.Serve(ctx, nc, scripts.ServerConfig{
 			Prefix: cfg.Prefix, Concurrency: cfg.Concurrency, Heartbeat: cfg.Heartbeat,
 			Logger: cfg.Logger, Observe: cfg.Observe, Env: cfg.ScriptEnv, Reserved: reserved,
+			Isolation: cfg.ScriptIsolation, ChildAddressSpace: cfg.ScriptChildMemory,
 		})
 		if err != nil {
 			return nil, errors.Join(err, srv.Stop())
