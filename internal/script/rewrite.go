@@ -41,7 +41,7 @@ var boundedOps = map[syntax.Token]bool{
 var boundedMethods = map[string]bool{
 	"replace": true, "join": true, "format": true, "split": true, "rsplit": true, "splitlines": true,
 	"append": true, "extend": true, "insert": true, "update": true, "setdefault": true, "add": true,
-	"union": true, "items": true, "keys": true, "values": true, "elems": false,
+	"union": true, "items": true, "keys": true, "values": true,
 }
 
 // rewriteFile rewrites the statements of f in place.
