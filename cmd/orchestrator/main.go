@@ -28,6 +28,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/metrics"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
 	"github.com/agentfleet/agentfleet/internal/script"
+	"github.com/agentfleet/agentfleet/internal/scripts"
 	"github.com/agentfleet/agentfleet/internal/tools"
 	"github.com/agentfleet/agentfleet/internal/tools/builtin"
 	"github.com/agentfleet/agentfleet/internal/worker"
@@ -162,14 +163,14 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	// Scripted tools live in a JetStream KV bucket.
-	scripts := m.Durable != "false" && bus.HasJetStream(ctx, m.nc)
+	scripted := m.Durable != "false" && bus.HasJetStream(ctx, m.nc)
 	for i := range m.Workers {
 		wc, err := bus.Connect(nf.Config(fmt.Sprintf("toolworker-%d", i+1), m.logger))
 		if err != nil {
 			return err
 		}
 		m.wconns = append(m.wconns, wc)
-		w, err := worker.Start(wc, worker.Config{Prefix: m.Prefix, Concurrency: m.WorkerConc, Heartbeat: m.Heartbeat, Logger: m.logger, Builtin: builtin.Options{}, Scripts: scripts,
+		w, err := worker.Start(wc, worker.Config{Prefix: m.Prefix, Concurrency: m.WorkerConc, Heartbeat: m.Heartbeat, Logger: m.logger, Builtin: builtin.Options{}, Scripts: scripted,
 			Observe: m.metrics.Workers().Observe})
 		if err != nil {
 			return err
@@ -182,8 +183,8 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	var local []*agentfleet.Tool
-	if scripts {
-		store, err := bus.NewScriptStore(ctx, m.nc, bus.ScriptStoreConfig{Replicas: m.Streams.Replicas})
+	if scripted {
+		store, err := scripts.NewStore(ctx, m.nc, scripts.StoreConfig{Replicas: m.Streams.Replicas})
 		if err != nil {
 			return err
 		}
@@ -197,7 +198,9 @@ func (m *Main) Run(ctx context.Context) error {
 			return append(defs, agentfleet.ToolDef{Name: tools.ListToolsName})
 		}
 		local = []*agentfleet.Tool{
-			m.announced(script.WriteTool(store, fleet, script.Env{}), agentfleet.EventToolWritten),
+			// The dry run runs model-written code: on a script worker,
+			// never in this process.
+			m.announced(script.WriteTool(store, fleet, scripts.RemoteDryRun(m.nc, m.Prefix)), agentfleet.EventToolWritten),
 			m.announced(script.DeleteTool(store, fleet), agentfleet.EventToolDeleted),
 		}
 	}

@@ -19,11 +19,17 @@ import (
 	"github.com/agentfleet/agentfleet/internal/cli"
 	"github.com/agentfleet/agentfleet/internal/metrics"
 	"github.com/agentfleet/agentfleet/internal/script"
+	"github.com/agentfleet/agentfleet/internal/scripts"
 	"github.com/agentfleet/agentfleet/internal/tools/builtin"
 	"github.com/agentfleet/agentfleet/internal/worker"
 )
 
-func main() { cli.Serve("toolworker", NewMain(), nil) }
+func main() {
+	// With --script-isolation=process, scripts run in children of this
+	// executable: such a child runs its script and exits here.
+	scripts.RunChildIfRequested()
+	cli.Serve("toolworker", NewMain(), nil)
+}
 
 // connDrainTimeout bounds the drain of the NATS connection, once the calls
 // have ended: a flush and the subscriptions' last deliveries.
@@ -44,6 +50,9 @@ type Main struct {
 	Scripts      bool
 	ScriptSteps  uint64
 	ScriptTime   time.Duration
+	ScriptMemory int64 // bytes
+	Isolation    string
+	ChildMemory  int64 // bytes
 	HTTP         string
 	Stderr       io.Writer
 
@@ -73,12 +82,21 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.BoolVar(&m.Scripts, "scripts", false, "also serve the fleet's scripted tools (written with write_tool; needs JetStream)")
 	fs.Uint64Var(&m.ScriptSteps, "script-steps", 0, "execution step limit of one scripted call (default 10 million)")
 	fs.DurationVar(&m.ScriptTime, "script-timeout", 0, "wall-time limit of one scripted call (default 5s)")
+	fs.Var((*byteSize)(&m.ScriptMemory), "script-memory", "memory budget of one scripted call, such as 64MiB: what its repetitions, concatenations, formatting, list building and JSON decoding may allocate in total (default 64MiB)")
+	fs.StringVar(&m.Isolation, "script-isolation", "none", `where scripts run: "none" in this process, "process" each call in a child process whose address space is limited by --script-process-memory (Linux)`)
+	m.ChildMemory = scripts.DefaultChildAddressSpace
+	fs.Var((*byteSize)(&m.ChildMemory), "script-process-memory", "with --script-isolation=process, the address space a script's child process may map beyond what it mapped at its start (RLIMIT_AS); more kills the child alone")
 	fs.DurationVar(&m.DrainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM, how long calls in flight may run before they are cancelled")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	switch m.Isolation {
+	case "none", "process":
+	default:
+		return fmt.Errorf("--script-isolation %q: want none or process", m.Isolation)
 	}
 	if m.Concurrency < 1 {
 		return fmt.Errorf("--concurrency %d: must be at least 1", m.Concurrency)
@@ -109,7 +127,8 @@ func (m *Main) Run(ctx context.Context) error {
 		Name: m.Name, Prefix: m.Prefix, Tools: worker.ParseToolList(m.Tools), Concurrency: m.Concurrency,
 		Heartbeat: m.Heartbeat, Logger: m.logger,
 		Builtin: builtin.Options{AllowPrivate: m.AllowPrivate, WeatherURL: m.WeatherURL},
-		Scripts: m.Scripts, ScriptEnv: script.Env{MaxSteps: m.ScriptSteps, Timeout: m.ScriptTime},
+		Scripts: m.Scripts, ScriptEnv: script.Env{MaxSteps: m.ScriptSteps, Timeout: m.ScriptTime, MaxMemory: m.ScriptMemory},
+		ScriptIsolation: isolation(m.Isolation), ScriptChildMemory: uint64(m.ChildMemory),
 		Observe: wm.Observe,
 	})
 	if err != nil {
@@ -146,4 +165,12 @@ func (m *Main) Close() error {
 		cancel()
 	}
 	return errors.Join(errs...)
+}
+
+// isolation maps the flag to scripts.ServerConfig.Isolation.
+func isolation(flag string) string {
+	if flag == "process" {
+		return scripts.IsolationProcess
+	}
+	return scripts.IsolationNone
 }

@@ -17,12 +17,14 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
+	"github.com/agentfleet/agentfleet/internal/scripts"
 	"github.com/nats-io/nats.go"
 )
 
 // The test binary doubles as the toolworker program: a child started with
 // TOOLWORKER_CHILD_ARGS runs main with those arguments.
 func TestMain(m *testing.M) {
+	scripts.RunChildIfRequested()
 	if args, ok := os.LookupEnv("TOOLWORKER_CHILD_ARGS"); ok {
 		os.Args = append([]string{"toolworker"}, strings.Fields(args)...)
 		main()
@@ -232,6 +234,8 @@ func TestFlags(t *testing.T) {
 		{"--concurrency 0", "--concurrency 0: must be at least 1"},
 		{"--log-level loud", `--log-level "loud"`},
 		{"extra", `unexpected argument "extra"`},
+		{"--script-memory 12x", `"12x" is not a size: give bytes, or a number with KiB, MiB or GiB, such as 64MiB`},
+		{"--script-isolation jail", `--script-isolation "jail": want none or process`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.args, func(t *testing.T) {
@@ -242,6 +246,17 @@ func TestFlags(t *testing.T) {
 				t.Errorf("err = %v, want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestScriptFlags(t *testing.T) {
+	m := NewMain()
+	m.Stderr = new(strings.Builder)
+	if err := m.ParseFlags(strings.Fields("--scripts --script-memory 32MiB --script-isolation process --script-process-memory 2GiB")); err != nil {
+		t.Fatal(err)
+	}
+	if m.ScriptMemory != 32<<20 || m.Isolation != "process" || m.ChildMemory != 2<<30 {
+		t.Errorf("memory %d, isolation %q, child memory %d; want 32 MiB, process, 2 GiB", m.ScriptMemory, m.Isolation, m.ChildMemory)
 	}
 }
 

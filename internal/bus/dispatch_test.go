@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"math"
 	"strconv"
 	"strings"
@@ -286,3 +287,5 @@ func TestInFlightCapFollowsTheFleet(t *testing.T) {
 	}
 	bustest.Eventually(t, "the cap to come back down", func() bool { return fleet.Capacity()["work"] == concurrency })
 }
+
+var quietLog = slog.New(slog.DiscardHandler)

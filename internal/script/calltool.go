@@ -91,6 +91,11 @@ func callToolBuiltin(thread *starlark.Thread, b *starlark.Builtin, args starlark
 	if err := checkName(name); err != nil {
 		return nil, fmt.Errorf("call_tool: tool %w", err)
 	}
+	// The arguments travel as one message: bounded like a result, with
+	// room to spare.
+	if err := checkJSONSize(targs, fmt.Sprintf("call_tool(%q): args", name), 4*st.env.MaxResultBytes); err != nil {
+		return nil, err
+	}
 	gargs, err := toGo(targs)
 	if err != nil {
 		return nil, fmt.Errorf("call_tool(%q): args: %w", name, err)

@@ -107,7 +107,12 @@ func load(ctx context.Context, tool string, env Env, field, src, fname string) (
 	if strings.TrimSpace(src) == "" {
 		return nil, fmt.Errorf("%s is empty: it must define %s(args)", field, fname)
 	}
-	_, prog, err := starlark.SourceProgramOptions(fileOptions, field, src, isPredeclared)
+	f, err := fileOptions.Parse(field, src, 0)
+	if err != nil {
+		return nil, compileError(err)
+	}
+	rewriteFile(f)
+	prog, err := starlark.FileProgram(f, isPredeclared)
 	if err != nil {
 		return nil, compileError(err)
 	}

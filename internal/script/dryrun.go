@@ -54,6 +54,29 @@ func DryRun(ctx context.Context, def *Definition, env Env) error {
 	return nil
 }
 
+// DryRunner runs the dry run of a definition, with DryRun's contract: nil
+// when the script ran through, an error wrapping ErrDryRunIncomplete for a
+// note, any other error for a fault that must be fixed. Where it runs is the
+// implementation's choice: write_tool in the orchestrator sends it to a
+// script worker (scripts.RemoteDryRun), so that model-written code never
+// runs in the orchestrator's process.
+type DryRunner interface {
+	DryRun(ctx context.Context, def *Definition) error
+}
+
+// DryRunFunc adapts a function to DryRunner.
+type DryRunFunc func(ctx context.Context, def *Definition) error
+
+// DryRun calls f.
+func (f DryRunFunc) DryRun(ctx context.Context, def *Definition) error { return f(ctx, def) }
+
+// LocalDryRun returns a DryRunner that runs DryRun in this process under
+// env's limits. It is for processes that may run scripts themselves (a
+// script worker, agentctl, tests), never for the orchestrator.
+func LocalDryRun(env Env) DryRunner {
+	return DryRunFunc(func(ctx context.Context, def *Definition) error { return DryRun(ctx, def, env) })
+}
+
 // dryRunError tells a fault of the script from a note.
 func dryRunError(tool, fn string, args map[string]any, err error, placeholders int) error {
 	var se *Error

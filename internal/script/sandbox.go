@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
-	"go.starlark.net/lib/json"
 	"go.starlark.net/lib/math"
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
@@ -21,6 +20,7 @@ const (
 	DefaultTimeout        = 5 * time.Second
 	DefaultMaxResultBytes = 256 << 10
 	DefaultMaxDepth       = 3
+	DefaultMaxMemory      = 64 << 20
 	// MaxProgress is how many progress() calls of one call are passed on;
 	// later ones are dropped, so that a loop cannot flood the bus.
 	MaxProgress = 1000
@@ -40,8 +40,17 @@ type Env struct {
 	// script's top-level code when it loads); default DefaultMaxSteps.
 	MaxSteps uint64
 	// Timeout bounds the wall time of one call, call_tool included; default
-	// DefaultTimeout.
+	// DefaultTimeout. Long builtins check it as they go, not only between
+	// steps.
 	Timeout time.Duration
+	// MaxMemory bounds the bytes one call (or the script's top-level code)
+	// allocates in total through the operations that can allocate much in
+	// one step: repetition, concatenation, formatting, str and repr,
+	// join, replace, split, list, dict, sorted, comprehensions, appends,
+	// json.encode and json.decode. Each computes the size of its result
+	// before it makes it, and fails the call when that would exceed the
+	// budget. Default DefaultMaxMemory.
+	MaxMemory int64
 	// MaxResultBytes bounds the JSON size of a result, of the value of one
 	// progress call and of prepare's arguments; default
 	// DefaultMaxResultBytes.
@@ -67,6 +76,9 @@ func (e Env) withDefaults() Env {
 	if e.Timeout <= 0 {
 		e.Timeout = DefaultTimeout
 	}
+	if e.MaxMemory <= 0 {
+		e.MaxMemory = DefaultMaxMemory
+	}
 	if e.MaxResultBytes <= 0 {
 		e.MaxResultBytes = DefaultMaxResultBytes
 	}
@@ -84,12 +96,14 @@ func (e Env) withDefaults() Env {
 // since deep recursion would exhaust the Go stack before the step limit.
 var fileOptions = &syntax.FileOptions{Set: true, While: true, TopLevelControl: true}
 
-// predeclared are the builtins scripts get besides Starlark's universe. They
-// are frozen, shared by every thread; per-call state reaches them through
-// the thread (callState).
+// predeclared are the builtins scripts get besides Starlark's universe, the
+// bounded versions of the universe's builtins that can allocate or iterate
+// much in one step (see builtins.go), and the hidden builtins of the
+// rewrite (rewrite.go). They are frozen, shared by every thread; per-call
+// state reaches them through the thread (callState).
 var predeclared = func() starlark.StringDict {
 	d := starlark.StringDict{
-		"json": json.Module,
+		"json": jsonModule,
 		"math": math.Module,
 		"time": &starlarkstruct.Module{Name: "time", Members: starlark.StringDict{
 			"now":  starlark.NewBuiltin("time.now", timeNow),
@@ -98,6 +112,16 @@ var predeclared = func() starlark.StringDict {
 		"progress":  starlark.NewBuiltin("progress", progressBuiltin),
 		"call_tool": starlark.NewBuiltin("call_tool", callToolBuiltin),
 		"fail":      starlark.NewBuiltin("fail", failBuiltin),
+
+		hiddenBinary:   starlark.NewBuiltin(hiddenBinary, binaryBuiltin),
+		hiddenInplace:  starlark.NewBuiltin(hiddenInplace, inplaceBuiltin),
+		hiddenAugIndex: starlark.NewBuiltin(hiddenAugIndex, augIndexBuiltin),
+		hiddenSetIndex: starlark.NewBuiltin(hiddenSetIndex, setIndexBuiltin),
+		hiddenGrow:     starlark.NewBuiltin(hiddenGrow, growBuiltin),
+		hiddenAttr:     starlark.NewBuiltin(hiddenAttr, attrBuiltin),
+	}
+	for name, b := range boundedUniverse {
+		d[name] = b
 	}
 	d.Freeze()
 	return d
@@ -118,7 +142,8 @@ type callState struct {
 	depth int
 
 	progressed   int
-	placeholders int // call_tool placeholders returned in a dry run
+	placeholders int   // call_tool placeholders returned in a dry run
+	mem          int64 // bytes charged to the memory budget
 }
 
 func stateOf(thread *starlark.Thread) *callState {
@@ -131,7 +156,7 @@ type failError struct{ msg string }
 
 func (e *failError) Error() string { return e.msg }
 
-func failBuiltin(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+func failBuiltin(thread *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	sep := " "
 	if err := starlark.UnpackArgs("fail", nil, kwargs, "sep?", &sep); err != nil {
 		return nil, err
@@ -140,6 +165,8 @@ func failBuiltin(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, k
 	for i, v := range args {
 		if s, ok := starlark.AsString(v); ok {
 			parts[i] = s
+		} else if err := chargeText(thread, "fail()", v); err != nil {
+			return nil, err
 		} else {
 			parts[i] = v.String()
 		}
@@ -182,6 +209,9 @@ func progressBuiltin(thread *starlark.Thread, b *starlark.Builtin, args starlark
 	if st == nil || st.call == nil {
 		return nil, errors.New("progress may be called only while execute runs")
 	}
+	if err := checkJSONSize(v, "progress: the value", st.env.MaxResultBytes); err != nil {
+		return nil, err
+	}
 	gv, err := toGo(v)
 	if err != nil {
 		return nil, fmt.Errorf("progress: %w", err)
@@ -209,6 +239,7 @@ const (
 	kindSteps
 	kindTime
 	kindCanceled
+	kindMemory
 )
 
 // runError is the error of a run of script code, before the tool's name is
@@ -227,7 +258,7 @@ func (e *runError) Error() string {
 		b.WriteString(": ")
 	}
 	b.WriteString(e.msg)
-	if e.back != "" && e.kind == kindRuntime {
+	if e.back != "" && (e.kind == kindRuntime || e.kind == kindMemory) {
 		b.WriteString(" (backtrace: ")
 		b.WriteString(e.back)
 		b.WriteString(")")
@@ -302,6 +333,10 @@ func explain(err error) *runError {
 	var fe *failError
 	if errors.As(err, &fe) {
 		re.kind, re.msg = kindFail, fe.msg
+	}
+	var me *memError
+	if errors.As(err, &me) {
+		re.kind = kindMemory
 	}
 	var ee *starlark.EvalError
 	if !errors.As(err, &ee) {

@@ -72,7 +72,11 @@ func (c *compiled) runExecute(ctx context.Context, call *agentfleet.Call) (*agen
 	if err != nil {
 		return nil, st, c.fail(err, st)
 	}
-	res, err := toResult(v)
+	err = checkJSONSize(v, "execute returned a result that", c.env.MaxResultBytes)
+	var res *agentfleet.ToolResult
+	if err == nil {
+		res, err = toResult(v)
+	}
 	if err == nil {
 		if n := jsonSize(res); n > c.env.MaxResultBytes {
 			err = fmt.Errorf("execute returned a result of %d bytes as JSON, the limit is %d bytes", n, c.env.MaxResultBytes)
@@ -100,6 +104,9 @@ func (c *compiled) runPrepare(ctx context.Context, args map[string]any) (map[str
 	d, ok := v.(*starlark.Dict)
 	if !ok {
 		return nil, &Error{Tool: c.def.Name, Kind: ErrResult, Msg: fmt.Sprintf("prepare returned a %s, want the arguments as a dict", v.Type())}
+	}
+	if err := checkJSONSize(d, "prepare returned arguments that", c.env.MaxResultBytes); err != nil {
+		return nil, &Error{Tool: c.def.Name, Kind: ErrResult, Msg: err.Error()}
 	}
 	gv, err := toGo(d)
 	if err != nil {
@@ -212,6 +219,9 @@ const (
 	ErrSteps ErrorKind = "steps"
 	// ErrTime: the wall-time limit was reached.
 	ErrTime ErrorKind = "time"
+	// ErrMemory: an operation would have taken the call over its memory
+	// budget (Env.MaxMemory); Msg names the operation and its operands.
+	ErrMemory ErrorKind = "memory"
 	// ErrCanceled: the call's context ended (an abort or the caller's
 	// timeout).
 	ErrCanceled ErrorKind = "canceled"
@@ -239,7 +249,7 @@ func (c *compiled) fail(err error, st *callState) error {
 	if !errors.As(err, &re) {
 		return &Error{Tool: c.def.Name, Kind: ErrRuntime, Msg: err.Error()}
 	}
-	kind := map[runKind]ErrorKind{kindRuntime: ErrRuntime, kindFail: ErrFail, kindSteps: ErrSteps, kindTime: ErrTime, kindCanceled: ErrCanceled}[re.kind]
+	kind := map[runKind]ErrorKind{kindRuntime: ErrRuntime, kindFail: ErrFail, kindSteps: ErrSteps, kindTime: ErrTime, kindCanceled: ErrCanceled, kindMemory: ErrMemory}[re.kind]
 	return &Error{Tool: c.def.Name, Kind: kind, Pos: re.pos, Msg: re.Error()}
 }
 

@@ -56,11 +56,12 @@ const writeToolSchema = `{
 // checks a Definition against the fleet and the sandbox (see Write) and
 // stores it, from where every worker that runs scripts serves it within a
 // second. fleet returns the tools the fleet and the orchestrator serve now,
-// for name collisions; env gives the limits of the dry run.
+// for name collisions; dry runs the definition once (see DryRunner) before
+// it is stored.
 //
 // Every failure returns as an error whose text says what to fix, which the
 // pipeline turns into an error result for the model.
-func WriteTool(store Store, fleet func() []agentfleet.ToolDef, env Env) *agentfleet.Tool {
+func WriteTool(store Store, fleet func() []agentfleet.ToolDef, dry DryRunner) *agentfleet.Tool {
 	return &agentfleet.Tool{
 		ToolDef: agentfleet.ToolDef{
 			Name:        WriteToolName,
@@ -74,7 +75,7 @@ func WriteTool(store Store, fleet func() []agentfleet.ToolDef, env Env) *agentfl
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", WriteToolName, err)
 			}
-			w, err := Write(ctx, store, fleet, env, def)
+			w, err := Write(ctx, store, fleet, dry, def)
 			if err != nil {
 				return nil, err
 			}
@@ -127,11 +128,11 @@ type Written struct {
 }
 
 // Write does what write_tool does, for def: the name must be free, or taken
-// by a scripted tool and def.Replace set; def must pass Check and DryRun
-// (under env's limits); then it is stored, replacing exactly the revision
+// by a scripted tool and def.Replace set; def must pass Check and the dry
+// run of dry; then it is stored, replacing exactly the revision
 // that was checked. The error says what to fix. agentctl's import can use
 // it too.
-func Write(ctx context.Context, store Store, fleet func() []agentfleet.ToolDef, env Env, def *Definition) (*Written, error) {
+func Write(ctx context.Context, store Store, fleet func() []agentfleet.ToolDef, dry DryRunner, def *Definition) (*Written, error) {
 	if err := checkName(def.Name); err != nil {
 		return nil, fmt.Errorf("%s: tool %w", WriteToolName, err)
 	}
@@ -154,8 +155,10 @@ func Write(ctx context.Context, store Store, fleet func() []agentfleet.ToolDef, 
 	} else if !def.Replace {
 		return nil, fmt.Errorf("%s: a scripted tool named %s already exists (revision %d: %s); set replace to true to replace it, or choose another name", WriteToolName, def.Name, existing.Revision, summary(existing.ToolDef()))
 	}
+	// The dry run does the checks too: compiling a script runs its
+	// top-level code, so no part of def may run here but in the runner.
 	w := &Written{Replaced: existing != nil}
-	if err := DryRun(ctx, def, env); err != nil {
+	if err := dry.DryRun(ctx, def); err != nil {
 		if !errors.Is(err, ErrDryRunIncomplete) {
 			return nil, err
 		}

@@ -151,7 +151,7 @@ func TestWriteTool(t *testing.T) {
 	store := NewMemoryStore()
 	fleetDefs := []agentfleet.ToolDef{{Name: "get_time", Label: "Time Lookup", Description: "Get current local time"}}
 	fleetFn := func() []agentfleet.ToolDef { return fleetDefs }
-	wt := WriteTool(store, fleetFn, Env{})
+	wt := WriteTool(store, fleetFn, LocalDryRun(Env{}))
 	dt := DeleteTool(store, fleetFn)
 	if _, err := tools.CompileSchema(wt.InputSchema); err != nil {
 		t.Fatalf("write_tool schema: %v", err)

@@ -13,6 +13,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/script"
+	"github.com/agentfleet/agentfleet/internal/scripts"
 	"github.com/agentfleet/agentfleet/internal/tools/builtin"
 )
 
@@ -32,12 +33,16 @@ type Config struct {
 	// following its changes; it needs JetStream.
 	Scripts   bool
 	ScriptEnv script.Env
+	// ScriptIsolation and ScriptChildMemory are those of
+	// scripts.ServerConfig (Isolation, ChildAddressSpace).
+	ScriptIsolation   string
+	ScriptChildMemory uint64
 }
 
 // Worker is a running worker.
 type Worker struct {
 	*bus.ToolServer
-	Scripts *bus.ScriptServer
+	Scripts *scripts.Server
 }
 
 // ParseToolList splits a comma-separated list of tool names.
@@ -76,9 +81,10 @@ func Start(nc *bus.Conn, cfg Config) (*Worker, error) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		w.Scripts, err = bus.ServeScripts(ctx, nc, bus.ScriptServerConfig{
+		w.Scripts, err = scripts.Serve(ctx, nc, scripts.ServerConfig{
 			Prefix: cfg.Prefix, Concurrency: cfg.Concurrency, Heartbeat: cfg.Heartbeat,
 			Logger: cfg.Logger, Observe: cfg.Observe, Env: cfg.ScriptEnv, Reserved: reserved,
+			Isolation: cfg.ScriptIsolation, ChildAddressSpace: cfg.ScriptChildMemory,
 		})
 		if err != nil {
 			return nil, errors.Join(err, srv.Stop())

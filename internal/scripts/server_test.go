@@ -1,4 +1,4 @@
-package bus_test
+package scripts_test
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/script"
+	"github.com/agentfleet/agentfleet/internal/scripts"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 )
@@ -26,7 +27,7 @@ var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // scriptWorker is a process that serves scripts, with the sets it served.
 type scriptWorker struct {
-	srv     *bus.ScriptServer
+	srv     *scripts.Server
 	changes chan map[string]uint64
 }
 
@@ -34,7 +35,7 @@ func startScriptWorker(t *testing.T, s *server.Server, env script.Env) *scriptWo
 	t.Helper()
 	w := &scriptWorker{changes: make(chan map[string]uint64, 16)}
 	var err error
-	w.srv, err = bus.ServeScripts(testContext(t), bustest.MustConnect(t, s), bus.ScriptServerConfig{
+	w.srv, err = scripts.Serve(testContext(t), bustest.MustConnect(t, s), scripts.ServerConfig{
 		Logger: quietLog, Env: env, Heartbeat: 100 * time.Millisecond,
 		OnChange: func(served map[string]uint64) { w.changes <- served },
 	})
@@ -96,7 +97,7 @@ func TestScriptServer(t *testing.T) {
 	ctx := testContext(t)
 	s := bustest.MustRunNATS(t)
 	nc := bustest.MustConnect(t, s)
-	store, err := bus.NewScriptStore(ctx, nc, bus.ScriptStoreConfig{})
+	store, err := scripts.NewStore(ctx, nc, scripts.StoreConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +203,7 @@ func TestScriptServerAnnouncesChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := bus.NewScriptStore(ctx, nc, bus.ScriptStoreConfig{})
+	store, err := scripts.NewStore(ctx, nc, scripts.StoreConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +247,7 @@ func TestScriptCallToolOverTheBus(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { goTools.Stop() })
-	store, err := bus.NewScriptStore(ctx, nc, bus.ScriptStoreConfig{})
+	store, err := scripts.NewStore(ctx, nc, scripts.StoreConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,7 +340,7 @@ func TestScriptCallToolHonoursCallerPermissions(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { secret.Stop() })
-	store, err := bus.NewScriptStore(ctx, nc, bus.ScriptStoreConfig{})
+	store, err := scripts.NewStore(ctx, nc, scripts.StoreConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package bus
+package scripts
 
 import (
 	"context"
@@ -12,19 +12,20 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/script"
 	"github.com/nats-io/nats.go"
 )
 
-// ScriptServerConfig configures a ScriptServer; every field is optional and
+// ServerConfig configures a Server; every field is optional and
 // its zero value means the documented default.
-type ScriptServerConfig struct {
+type ServerConfig struct {
 	// Name is the micro service name; default "toolworker-scripts".
 	Name string
 	// Version is the service's SemVer version; default "0.1.0".
 	Version string
-	// Prefix is the subject prefix; default DefaultPrefix.
+	// Prefix is the subject prefix; default bus.DefaultPrefix.
 	Prefix string
 	// Concurrency, Heartbeat and Observe are those of ServerConfig.
 	Concurrency int
@@ -33,13 +34,13 @@ type ScriptServerConfig struct {
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 	// Store configures the bucket of the scripted tools.
-	Store ScriptStoreConfig
+	Store StoreConfig
 	// Env gives the scripts' limits and clock. When its CallTool is nil,
-	// call_tool calls the fleet through a ToolClient on the server's
+	// call_tool calls the fleet through a bus.ToolClient on the server's
 	// connection (see FleetCaller).
 	Env script.Env
-	// Client configures that ToolClient; its Prefix is always Prefix.
-	Client ClientConfig
+	// Client configures that bus.ToolClient; its Prefix is always Prefix.
+	Client bus.ClientConfig
 	// Reserved names are never served as scripts, typically the tools
 	// this process serves itself: the same subject in the same queue
 	// group would split their calls between the two.
@@ -47,37 +48,50 @@ type ScriptServerConfig struct {
 	// DrainTimeout bounds how long a replaced set of tools may finish its
 	// calls in flight before they are canceled; default 10s.
 	DrainTimeout time.Duration
+	// Isolation says where scripts run: IsolationNone (default) in this
+	// process, IsolationProcess each check, call and dry run in a child
+	// process of this executable, which may map ChildAddressSpace bytes
+	// (default DefaultChildAddressSpace) beyond what it mapped at its
+	// start, and dies alone when it needs more. Linux only. The executable
+	// must call RunChildIfRequested first thing in main.
+	Isolation         string
+	ChildAddressSpace uint64
 	// OnChange, if set, is called after every change of the tools served,
 	// with their names and revisions, once the new set takes calls and the
 	// replaced one takes no more.
 	OnChange func(served map[string]uint64)
 }
 
-// ScriptServer serves the scripted tools of the fleet's bucket as
+// Server serves the scripted tools of the fleet's bucket as
 // endpoints of a micro service, the same protocol as Serve, and keeps them
 // in line with the bucket: a tool written, replaced or deleted is served,
 // changed or dropped within moments.
 //
 // micro cannot remove one endpoint from a running service, so every change
-// starts a new ToolServer with the new set and then drains the old one: the
+// starts a new bus.ToolServer with the new set and then drains the old one: the
 // new set takes calls before the old one stops, and the old one's calls in
 // flight may finish. Both announce themselves on the fleet subject (joined,
 // then left), so that orchestrators rediscover at once.
-type ScriptServer struct {
+type Server struct {
 	nc       *nats.Conn
-	cfg      ScriptServerConfig
-	subjects Subjects
-	store    *ScriptStore
-	client   *ToolClient // nil when cfg.Env.CallTool was given
+	cfg      ServerConfig
+	subjects bus.Subjects
+	store    *Store
+	client   *bus.ToolClient // nil when cfg.Env.CallTool was given
 	env      script.Env
+	runner   *processRunner // nil without process isolation
 	log      *slog.Logger
 	reserved map[string]bool
 
 	stop context.CancelFunc
 	done chan struct{}
 
+	dryRunSub  *nats.Subscription
+	dryRuns    sync.WaitGroup
+	stopDryRun context.CancelFunc
+
 	mu       sync.Mutex
-	current  *ToolServer
+	current  *bus.ToolServer
 	served   map[string]uint64
 	built    map[string]builtTool
 	draining sync.WaitGroup
@@ -89,11 +103,11 @@ type builtTool struct {
 	tool     *agentfleet.Tool
 }
 
-// ServeScripts binds (or creates) the bucket, serves the scripted tools it
+// Serve binds (or creates) the bucket, serves the scripted tools it
 // holds, and keeps watching it until Close. ctx bounds the start only: it
 // returns once the tools stored at the start are served. Definitions that
 // do not pass script.Check are logged and not served.
-func ServeScripts(ctx context.Context, nc *nats.Conn, cfg ScriptServerConfig) (*ScriptServer, error) {
+func Serve(ctx context.Context, nc *nats.Conn, cfg ServerConfig) (*Server, error) {
 	if cfg.Name == "" {
 		cfg.Name = "toolworker-scripts"
 	}
@@ -103,15 +117,15 @@ func ServeScripts(ctx context.Context, nc *nats.Conn, cfg ScriptServerConfig) (*
 	if cfg.DrainTimeout <= 0 {
 		cfg.DrainTimeout = 10 * time.Second
 	}
-	subjects, err := NewSubjects(cfg.Prefix)
+	subjects, err := bus.NewSubjects(cfg.Prefix)
 	if err != nil {
 		return nil, fmt.Errorf("script server: %w", err)
 	}
-	store, err := NewScriptStore(ctx, nc, cfg.Store)
+	store, err := NewStore(ctx, nc, cfg.Store)
 	if err != nil {
 		return nil, fmt.Errorf("script server: %w", err)
 	}
-	s := &ScriptServer{
+	s := &Server{
 		nc: nc, cfg: cfg, subjects: subjects, store: store, env: cfg.Env, log: cfg.Logger,
 		reserved: map[string]bool{}, done: make(chan struct{}),
 		served: map[string]uint64{}, built: map[string]builtTool{},
@@ -122,10 +136,19 @@ func ServeScripts(ctx context.Context, nc *nats.Conn, cfg ScriptServerConfig) (*
 	if s.env.CallTool == nil {
 		cc := cfg.Client
 		cc.Prefix = subjects.Prefix
-		if s.client, err = NewToolClient(nc, cc); err != nil {
+		if s.client, err = bus.NewToolClient(nc, cc); err != nil {
 			return nil, fmt.Errorf("script server: %w", err)
 		}
 		s.env.CallTool = FleetCaller(s.client, 0)
+	}
+	switch cfg.Isolation {
+	case IsolationNone, "none":
+	case IsolationProcess:
+		if s.runner, err = newProcessRunner(s.env, cfg.ChildAddressSpace); err != nil {
+			return nil, errors.Join(fmt.Errorf("script server: %w", err), s.closeClient())
+		}
+	default:
+		return nil, errors.Join(fmt.Errorf("script server: isolation %q: want %q or %q", cfg.Isolation, "none", IsolationProcess), s.closeClient())
 	}
 	wctx, stop := context.WithCancel(context.Background())
 	s.stop = stop
@@ -149,13 +172,20 @@ func ServeScripts(ctx context.Context, nc *nats.Conn, cfg ScriptServerConfig) (*
 		}
 	}
 	s.apply(state)
+	dctx, stopDryRun := context.WithCancel(context.Background())
+	s.stopDryRun = stopDryRun
+	if err := s.serveDryRuns(dctx); err != nil {
+		stop()
+		stopDryRun()
+		return nil, errors.Join(err, s.closeClient())
+	}
 	go s.watch(updates, state)
 	return s, nil
 }
 
 // note applies one update to state and reports whether it is the end of
 // the initial values.
-func (s *ScriptServer) note(state map[string]*script.Definition, u ScriptUpdate) (synced bool) {
+func (s *Server) note(state map[string]*script.Definition, u Update) (synced bool) {
 	switch {
 	case u.Synced:
 		return true
@@ -170,7 +200,7 @@ func (s *ScriptServer) note(state map[string]*script.Definition, u ScriptUpdate)
 	return false
 }
 
-func (s *ScriptServer) watch(updates <-chan ScriptUpdate, state map[string]*script.Definition) {
+func (s *Server) watch(updates <-chan Update, state map[string]*script.Definition) {
 	defer close(s.done)
 	for u := range updates {
 		s.note(state, u)
@@ -192,7 +222,7 @@ func (s *ScriptServer) watch(updates <-chan ScriptUpdate, state map[string]*scri
 }
 
 // apply serves the tools of state, if they differ from those served.
-func (s *ScriptServer) apply(state map[string]*script.Definition) {
+func (s *Server) apply(state map[string]*script.Definition) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var tools []*agentfleet.Tool
@@ -224,10 +254,10 @@ func (s *ScriptServer) apply(state map[string]*script.Definition) {
 	if maps.Equal(served, s.served) {
 		return
 	}
-	var next *ToolServer
+	var next *bus.ToolServer
 	if len(tools) > 0 {
 		var err error
-		next, err = Serve(s.nc, ServerConfig{
+		next, err = bus.Serve(s.nc, bus.ServerConfig{
 			Name: s.cfg.Name, Version: s.cfg.Version, Prefix: s.subjects.Prefix, Tools: tools,
 			Concurrency: s.cfg.Concurrency, Heartbeat: s.cfg.Heartbeat, Logger: s.log, Observe: s.cfg.Observe,
 		})
@@ -258,12 +288,12 @@ func (s *ScriptServer) apply(state map[string]*script.Definition) {
 }
 
 // awaitLeft returns a function that waits (two seconds at most) until the
-// ToolServer id announces that it left the fleet. The announcement follows
+// bus.ToolServer id announces that it left the fleet. The announcement follows
 // the service's unsubscriptions on the same connection, so once it is here
 // no new call reaches that server: the replaced tools take no more calls,
 // while those in flight finish in the background. A connection that may
 // not subscribe to the fleet subject waits the two seconds.
-func (s *ScriptServer) awaitLeft(id string) func() {
+func (s *Server) awaitLeft(id string) func() {
 	sub, err := s.nc.SubscribeSync(s.subjects.Fleet())
 	if err != nil {
 		s.log.Warn("watching the fleet subject", "err", err)
@@ -278,7 +308,7 @@ func (s *ScriptServer) awaitLeft(id string) func() {
 				s.log.Warn("replaced scripted tools did not announce that they left", "id", id, "err", err)
 				return
 			}
-			var n FleetNotice
+			var n bus.FleetNotice
 			if json.Unmarshal(m.Data, &n) == nil && n.Event == "left" && n.ID == id {
 				return
 			}
@@ -288,9 +318,18 @@ func (s *ScriptServer) awaitLeft(id string) func() {
 
 // build turns def into a served tool, nil (and a log line) when it does not
 // pass the checks.
-func (s *ScriptServer) build(def *script.Definition) *agentfleet.Tool {
-	t, err := script.New(def, s.env)
-	if err == nil {
+func (s *Server) build(def *script.Definition) *agentfleet.Tool {
+	var (
+		t   *agentfleet.Tool
+		err error
+	)
+	if s.runner != nil {
+		// Loading runs the script's top-level code: in a child too.
+		ctx, cancel := context.WithTimeout(context.Background(), 3*max(s.env.Timeout, script.DefaultTimeout))
+		_, err = s.runner.run(ctx, &childRequest{Mode: "check", Definition: def}, nil)
+		cancel()
+		t = s.runner.isolatedTool(def)
+	} else if t, err = script.New(def, s.env); err == nil {
 		t, err = script.WithChecks(t)
 	}
 	if err != nil {
@@ -301,25 +340,39 @@ func (s *ScriptServer) build(def *script.Definition) *agentfleet.Tool {
 }
 
 // Store returns the store the server watches.
-func (s *ScriptServer) Store() *ScriptStore { return s.store }
+func (s *Server) Store() *Store { return s.store }
 
 // Served returns the names and revisions of the tools served now.
-func (s *ScriptServer) Served() map[string]uint64 {
+func (s *Server) Served() map[string]uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return maps.Clone(s.served)
 }
 
-// Close stops watching the bucket and drains the tools served: calls in
-// flight may finish until ctx ends, when they are canceled.
-func (s *ScriptServer) Close(ctx context.Context) error {
+// Close stops watching the bucket and taking dry runs, and drains the tools
+// served: calls and dry runs in flight may finish until ctx ends, when they
+// are canceled.
+func (s *Server) Close(ctx context.Context) error {
+	var errs []error
+	// No more dry runs; those under way may finish until ctx ends.
+	if err := s.dryRunSub.Unsubscribe(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+		errs = append(errs, err)
+	}
+	dried := make(chan struct{})
+	go func() { s.dryRuns.Wait(); close(dried) }()
+	select {
+	case <-dried:
+	case <-ctx.Done():
+		s.stopDryRun()
+		<-dried
+	}
+	s.stopDryRun()
 	s.stop()
 	<-s.done
 	s.mu.Lock()
 	cur := s.current
 	s.current, s.served = nil, map[string]uint64{}
 	s.mu.Unlock()
-	var errs []error
 	if cur != nil {
 		errs = append(errs, cur.Drain(ctx))
 	}
@@ -328,7 +381,7 @@ func (s *ScriptServer) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (s *ScriptServer) closeClient() error {
+func (s *Server) closeClient() error {
 	if s.client == nil {
 		return nil
 	}
@@ -340,9 +393,9 @@ func (s *ScriptServer) closeClient() error {
 // (a script's own time limit) or, when it has none, by timeout (default
 // pipeline.DefaultTimeout). The call's ID, which carries the depth of
 // nesting, is passed on unchanged. It refuses every tool not in the
-// caller's allowed list (see CallerFrom), and every tool when ctx carries
-// no caller or the list is empty.
-func FleetCaller(client *ToolClient, timeout time.Duration) func(ctx context.Context, call *agentfleet.ToolCall) (*agentfleet.ToolResult, error) {
+// caller's allowed list (see bus.CallerFrom), and every tool when ctx
+// carries no caller or the list is empty.
+func FleetCaller(client *bus.ToolClient, timeout time.Duration) func(ctx context.Context, call *agentfleet.ToolCall) (*agentfleet.ToolResult, error) {
 	if timeout <= 0 {
 		timeout = pipeline.DefaultTimeout
 	}
@@ -363,7 +416,7 @@ func FleetCaller(client *ToolClient, timeout time.Duration) func(ctx context.Con
 		// A script calls with its caller's permissions, passed on to the
 		// tools it calls. No list means nothing allowed: a request that
 		// lost or never had its list must not reach the whole fleet.
-		c, _ := CallerFrom(ctx)
+		c, _ := bus.CallerFrom(ctx)
 		if len(c.Allowed) == 0 {
 			return nil, fmt.Errorf("call_tool: tool %s is not allowed: the call request of this scripted tool carried no allowed list (field \"allowed\": the tools of the calling agent), so call_tool reaches no tool", call.Name)
 		}

@@ -1,4 +1,8 @@
-package bus
+// Package scripts keeps the fleet's scripted tools on NATS: the JetStream
+// KV store of their definitions, and the script server that serves them
+// from script workers and follows the store's changes. internal/script is
+// the sandbox they run in; internal/bus the transport under both.
+package scripts
 
 import (
 	"context"
@@ -9,18 +13,19 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/script"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// DefaultScriptBucket is the JetStream KV bucket of the scripted tools.
-const DefaultScriptBucket = "agent_tools"
+// DefaultBucket is the JetStream KV bucket of the scripted tools.
+const DefaultBucket = "agent_tools"
 
-// ScriptStoreConfig configures a ScriptStore; the zero value means the
+// StoreConfig configures a Store; the zero value means the
 // documented defaults.
-type ScriptStoreConfig struct {
-	// Bucket is the KV bucket; default DefaultScriptBucket.
+type StoreConfig struct {
+	// Bucket is the KV bucket; default DefaultBucket.
 	Bucket string
 	// History is how many revisions of each tool the bucket keeps when it
 	// is created, at most 64; default 16. A bucket that exists keeps its
@@ -30,22 +35,22 @@ type ScriptStoreConfig struct {
 	Replicas int
 }
 
-// ScriptStore keeps the definitions of scripted tools in a JetStream KV
+// Store keeps the definitions of scripted tools in a JetStream KV
 // bucket, one key per tool name, the value the definition as JSON. It
 // implements script.Store and is safe for concurrent use. Revisions are the
 // bucket's sequence numbers; the bucket's history keeps earlier versions,
 // so that they can be restored.
-type ScriptStore struct {
+type Store struct {
 	kv jetstream.KeyValue
 }
 
-var _ script.Store = (*ScriptStore)(nil)
+var _ script.Store = (*Store)(nil)
 
-// NewScriptStore binds the bucket of cfg on nc, creating it when it does
+// NewStore binds the bucket of cfg on nc, creating it when it does
 // not exist. It fails when JetStream is not available.
-func NewScriptStore(ctx context.Context, nc *nats.Conn, cfg ScriptStoreConfig) (*ScriptStore, error) {
+func NewStore(ctx context.Context, nc *nats.Conn, cfg StoreConfig) (*Store, error) {
 	if cfg.Bucket == "" {
-		cfg.Bucket = DefaultScriptBucket
+		cfg.Bucket = DefaultBucket
 	}
 	if cfg.History == 0 {
 		cfg.History = 16
@@ -72,17 +77,17 @@ func NewScriptStore(ctx context.Context, nc *nats.Conn, cfg ScriptStoreConfig) (
 	if err != nil {
 		return nil, fmt.Errorf("script store: bucket %s: %w", cfg.Bucket, err)
 	}
-	return &ScriptStore{kv: kv}, nil
+	return &Store{kv: kv}, nil
 }
 
 // Bucket returns the name of the store's bucket.
-func (s *ScriptStore) Bucket() string { return s.kv.Bucket() }
+func (s *Store) Bucket() string { return s.kv.Bucket() }
 
 // Put implements script.Store: def.Revision zero creates the tool,
 // otherwise it replaces that revision.
-func (s *ScriptStore) Put(ctx context.Context, def *script.Definition) (uint64, error) {
-	if !ValidToken(def.Name) {
-		return 0, fmt.Errorf("script store: %w", CheckToken("tool", def.Name))
+func (s *Store) Put(ctx context.Context, def *script.Definition) (uint64, error) {
+	if !bus.ValidToken(def.Name) {
+		return 0, fmt.Errorf("script store: %w", bus.CheckToken("tool", def.Name))
 	}
 	value, err := encodeDefinition(def)
 	if err != nil {
@@ -109,8 +114,8 @@ func (s *ScriptStore) Put(ctx context.Context, def *script.Definition) (uint64, 
 }
 
 // Get implements script.Store.
-func (s *ScriptStore) Get(ctx context.Context, name string) (*script.Definition, error) {
-	if !ValidToken(name) {
+func (s *Store) Get(ctx context.Context, name string) (*script.Definition, error) {
+	if !bus.ValidToken(name) {
 		return nil, fmt.Errorf("script store: %s: %w", name, script.ErrNotFound)
 	}
 	e, err := s.kv.Get(ctx, name)
@@ -125,7 +130,7 @@ func (s *ScriptStore) Get(ctx context.Context, name string) (*script.Definition,
 
 // Delete implements script.Store. It leaves a delete marker; the earlier
 // revisions stay in the bucket's history.
-func (s *ScriptStore) Delete(ctx context.Context, name string) error {
+func (s *Store) Delete(ctx context.Context, name string) error {
 	cur, err := s.Get(ctx, name)
 	if err != nil {
 		return err
@@ -141,7 +146,7 @@ func (s *ScriptStore) Delete(ctx context.Context, name string) error {
 }
 
 // List implements script.Store.
-func (s *ScriptStore) List(ctx context.Context) ([]*script.Definition, error) {
+func (s *Store) List(ctx context.Context) ([]*script.Definition, error) {
 	w, err := s.kv.WatchAll(ctx, jetstream.IgnoreDeletes())
 	if err != nil {
 		return nil, fmt.Errorf("script store: list: %w", err)
@@ -169,8 +174,8 @@ func (s *ScriptStore) List(ctx context.Context) ([]*script.Definition, error) {
 	}
 }
 
-// ScriptRevision is one entry of a scripted tool's history.
-type ScriptRevision struct {
+// Revision is one entry of a scripted tool's history.
+type Revision struct {
 	Revision uint64
 	Time     time.Time
 	// Deleted marks a delete; Definition is nil then.
@@ -180,8 +185,8 @@ type ScriptRevision struct {
 
 // History returns the revisions of name the bucket keeps, oldest first. The
 // error wraps script.ErrNotFound when there are none.
-func (s *ScriptStore) History(ctx context.Context, name string) ([]ScriptRevision, error) {
-	if !ValidToken(name) {
+func (s *Store) History(ctx context.Context, name string) ([]Revision, error) {
+	if !bus.ValidToken(name) {
 		return nil, fmt.Errorf("script store: %s: %w", name, script.ErrNotFound)
 	}
 	entries, err := s.kv.History(ctx, name)
@@ -191,9 +196,9 @@ func (s *ScriptStore) History(ctx context.Context, name string) ([]ScriptRevisio
 	if err != nil {
 		return nil, fmt.Errorf("script store: history of %s: %w", name, err)
 	}
-	out := make([]ScriptRevision, 0, len(entries))
+	out := make([]Revision, 0, len(entries))
 	for _, e := range entries {
-		r := ScriptRevision{Revision: e.Revision(), Time: e.Created()}
+		r := Revision{Revision: e.Revision(), Time: e.Created()}
 		if e.Operation() != jetstream.KeyValuePut {
 			r.Deleted = true
 		} else if r.Definition, err = decodeEntry(e); err != nil {
@@ -207,7 +212,7 @@ func (s *ScriptStore) History(ctx context.Context, name string) ([]ScriptRevisio
 // Restore makes revision of name the current definition again (whether
 // name was since replaced or deleted) and returns the new revision. The
 // restored definition is not checked again.
-func (s *ScriptStore) Restore(ctx context.Context, name string, revision uint64) (uint64, error) {
+func (s *Store) Restore(ctx context.Context, name string, revision uint64) (uint64, error) {
 	e, err := s.kv.GetRevision(ctx, name, revision)
 	if err != nil {
 		return 0, fmt.Errorf("script store: %s revision %d: %w", name, revision, err)
@@ -228,8 +233,8 @@ func (s *ScriptStore) Restore(ctx context.Context, name string, revision uint64)
 	return s.Put(ctx, d)
 }
 
-// ScriptUpdate is one change of the bucket, as Watch delivers it.
-type ScriptUpdate struct {
+// Update is one change of the bucket, as Watch delivers it.
+type Update struct {
 	// Name is the tool that changed.
 	Name string
 	// Definition is the tool's new definition; nil when it was deleted or
@@ -248,17 +253,17 @@ type ScriptUpdate struct {
 // Watch delivers the current definitions, then a Synced update, then every
 // change, until ctx ends; then it closes the channel. A consumer must keep
 // reading, or the watch stalls.
-func (s *ScriptStore) Watch(ctx context.Context) (<-chan ScriptUpdate, error) {
+func (s *Store) Watch(ctx context.Context) (<-chan Update, error) {
 	w, err := s.kv.WatchAll(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("script store: watch: %w", err)
 	}
-	out := make(chan ScriptUpdate, 16)
+	out := make(chan Update, 16)
 	go func() {
 		defer close(out)
 		defer w.Stop()
 		for {
-			var u ScriptUpdate
+			var u Update
 			select {
 			case <-ctx.Done():
 				return
