@@ -75,6 +75,11 @@ func TestComposeServes(t *testing.T) {
 		if _, ok := flag(s.Command, "--scripts"); ok || slices.Contains(s.Command, "--scripts") {
 			scripts = true
 		}
+		if _, ok := flag(s.Command, "--nats-url"); ok {
+			if _, ok := flag(s.Command, "--connect-retry"); !ok {
+				t.Errorf("compose service %s has no --connect-retry: it exits when NATS is not up yet", name)
+			}
+		}
 		if addr, ok := flag(s.Command, "--http"); ok && !beyondLoopback(addr) {
 			t.Errorf("compose service %s: --http %s listens on loopback only, out of reach of the published port and of Prometheus", name, addr)
 		}
@@ -122,6 +127,11 @@ func TestManifestsServe(t *testing.T) {
 			}
 			if slices.Contains(c.Args, "--scripts") {
 				scripts = true
+			}
+			if _, ok := flag(c.Args, "--nats-url"); ok {
+				if _, ok := flag(c.Args, "--connect-retry"); !ok {
+					t.Errorf("%s has no --connect-retry: it exits when NATS is not up yet", key)
+				}
 			}
 			if addr, ok := flag(c.Args, "--http"); ok && !beyondLoopback(addr) {
 				t.Errorf("%s: --http %s listens on loopback only, out of reach of the kubelet and Prometheus", key, addr)
