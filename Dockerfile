@@ -1,14 +1,19 @@
-# Multi-stage build of both binaries: docker build -t agentfleet .
+# Multi-stage build of the binaries: docker build -t agentfleet .
+# (.dockerignore keeps data/, .git and node_modules out of the context.)
 FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/orchestrator ./cmd/orchestrator \
- && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/toolworker ./cmd/toolworker
+ && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/toolworker ./cmd/toolworker \
+ && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/agentctl ./cmd/agentctl \
+ && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/healthcheck ./cmd/healthcheck
 
 FROM gcr.io/distroless/static-debian12:nonroot
-COPY --from=build /out/orchestrator /out/toolworker /usr/local/bin/
+# healthcheck: the image has no shell, curl or wget for a container
+# healthcheck to run (docker-compose.yml).
+COPY --from=build /out/orchestrator /out/toolworker /out/agentctl /out/healthcheck /usr/local/bin/
 COPY deploy/agents.yaml /etc/agentfleet/agents.yaml
 USER nonroot
 ENTRYPOINT ["/usr/local/bin/orchestrator"]

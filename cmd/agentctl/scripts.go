@@ -190,19 +190,29 @@ func (m *Main) importTool(ctx context.Context) error {
 			}
 			return fmt.Errorf("%s: %s", file, msg)
 		}
+		// Stored is not served: say so when no worker runs scripts.
+		warning := m.scriptWorkerWarning(ctx, def.Name)
+		if warning != "" {
+			fmt.Fprintf(m.Stderr, "warning: %s\n", warning)
+		}
 		if m.JSON {
 			out := struct {
 				Name     string `json:"name"`
 				Revision uint64 `json:"revision"`
 				Replaced uint64 `json:"replaced,omitempty"`
 				Note     string `json:"note,omitempty"`
-			}{Name: def.Name, Revision: w.Revision, Note: w.Note}
+				Warning  string `json:"warning,omitempty"`
+			}{Name: def.Name, Revision: w.Revision, Note: w.Note, Warning: warning}
 			if existing != nil && w.Replaced {
 				out.Replaced = existing.Revision
 			}
 			return writeJSON(m.Stdout, out)
 		}
-		fmt.Fprintf(m.Stdout, "Tool %s imported (revision %d)\n", def.Name, w.Revision)
+		if warning != "" {
+			fmt.Fprintf(m.Stdout, "Tool %s imported (revision %d), stored but not served: no script worker\n", def.Name, w.Revision)
+		} else {
+			fmt.Fprintf(m.Stdout, "Tool %s imported (revision %d)\n", def.Name, w.Revision)
+		}
 		if w.Note != "" {
 			fmt.Fprintf(m.Stderr, "note: %s\n", w.Note)
 		}

@@ -24,7 +24,20 @@ type ConnectConfig struct {
 	// TLS: a CA to trust, and a client certificate with its key.
 	TLSCA, TLSCert, TLSKey string
 	Logger                 *slog.Logger
+	// RetryFor, when positive, keeps trying the first connection for that
+	// long while no server answers, instead of failing at once: a service
+	// started beside its NATS server (docker compose, a pod, a supervisor
+	// that starts both) waits for it rather than exiting on "no servers
+	// available". Other failures (credentials, TLS) are not retried. Once
+	// connected, a lost connection is always retried.
+	RetryFor time.Duration
 }
+
+// Backoff of the first connection under ConnectConfig.RetryFor.
+const (
+	firstRetryWait = 250 * time.Millisecond
+	maxRetryWait   = 5 * time.Second
+)
 
 // Connect dials NATS and keeps reconnecting, forever, when the connection
 // drops; subscriptions are restored by the client library.
@@ -77,11 +90,29 @@ func Connect(cfg ConnectConfig) (*nats.Conn, error) {
 	if cfg.TLSCert != "" || cfg.TLSKey != "" {
 		opts = append(opts, nats.ClientCert(cfg.TLSCert, cfg.TLSKey))
 	}
-	nc, err := nats.Connect(url, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("nats: connect to %s: %w", url, err)
+	// nats.RetryOnFailedConnect(true) would return a connection that is
+	// not connected yet, on which the JetStream and micro set-up of the
+	// commands fails at once; retrying here returns only a connected one.
+	deadline := time.Now().Add(cfg.RetryFor)
+	wait := firstRetryWait
+	for {
+		nc, err := nats.Connect(url, opts...)
+		if err == nil {
+			return nc, nil
+		}
+		if cfg.RetryFor <= 0 || !errors.Is(err, nats.ErrNoServers) {
+			return nil, fmt.Errorf("nats: connect to %s: %w", url, err)
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return nil, fmt.Errorf("nats: connect to %s: no server answered for %s (check the URL and that the server runs, or wait longer with --connect-retry): %w", url, cfg.RetryFor, err)
+		}
+		log.Warn("NATS not reachable yet, retrying", "url", url, "err", err, "retry_in", min(wait, left).String(), "gives_up_in", left.Round(time.Second).String())
+		// A backoff of the process's own, not a wait for an event: no
+		// server means nothing to be told by.
+		time.Sleep(min(wait, left))
+		wait = min(2*wait, maxRetryWait)
 	}
-	return nc, nil
 }
 
 // Drain flushes what nc has published, drains its subscriptions, and waits

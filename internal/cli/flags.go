@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/agentfleet/agentfleet/internal/bus"
 )
@@ -18,6 +19,9 @@ type NATSFlags struct {
 	Creds, NKey            string
 	User, Password, Token  string
 	TLSCA, TLSCert, TLSKey string
+	// ConnectRetry is how long the first connection is retried while no
+	// server answers (bus.ConnectConfig.RetryFor); 0 fails at once.
+	ConnectRetry time.Duration
 }
 
 // Register adds the flags to fs; defaultURL is the --nats-url default.
@@ -31,6 +35,7 @@ func (f *NATSFlags) Register(fs *flag.FlagSet, defaultURL string) {
 	fs.StringVar(&f.TLSCA, "tls-ca", "", "CA certificate file to verify the NATS server")
 	fs.StringVar(&f.TLSCert, "tls-cert", "", "client certificate file for NATS TLS")
 	fs.StringVar(&f.TLSKey, "tls-key", "", "client key file for NATS TLS")
+	fs.DurationVar(&f.ConnectRetry, "connect-retry", 0, "how long to keep trying the first connection while no NATS server answers, such as 2m for a service started beside its server (default 0: fail at once)")
 }
 
 // Config returns the connection configuration for a client named name.
@@ -38,6 +43,7 @@ func (f *NATSFlags) Config(name string, log *slog.Logger) bus.ConnectConfig {
 	return bus.ConnectConfig{
 		URL: f.URL, Name: name, Creds: f.Creds, NKeySeed: f.NKey, User: f.User, Password: f.Password,
 		Token: f.Token, TLSCA: f.TLSCA, TLSCert: f.TLSCert, TLSKey: f.TLSKey, Logger: log,
+		RetryFor: f.ConnectRetry,
 	}
 }
 

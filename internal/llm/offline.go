@@ -41,6 +41,13 @@ const (
 //   - echo {"text": text} for "echo <text>", text being the rest of the
 //     message, where no other request is looked for.
 //
+// A request to write a tool ("make a tool that doubles numbers", "write a
+// tool that adds two numbers", "create a tool that reverses text") is
+// answered on its own: write_tool with a Starlark definition, then, once
+// the fleet serves the new tool, a call of it on an example (the numbers
+// or quoted text of the request, or a default), then an answer with its
+// result (offline_tools.go).
+//
 // It calls only tools that the request offers, and says in its text which
 // ones it would have needed but lacks. When the conversation ends with tool
 // results, it answers with them ("get_time: ...; calculator: 14") and
@@ -57,7 +64,7 @@ var _ loop.Model = Offline{}
 // offlineHelp is the answer to a message that Offline does not understand.
 const offlineHelp = "This is the offline model of agentfleet: it answers without a language model, " +
 	"so it understands only a few requests: the time in a city, arithmetic such as 2*(3+4), " +
-	"\"sleep 2s\", \"echo <text>\" and \"list tools\". " +
+	"\"sleep 2s\", \"echo <text>\", \"list tools\" and \"make a tool that doubles numbers\". " +
 	"To talk to a real model, set OPENAI_API_KEY (and OPENAI_BASE_URL for another OpenAI-compatible server)."
 
 // Complete implements loop.Model. It fails only when ctx is done or req is
@@ -80,10 +87,16 @@ func (Offline) Complete(ctx context.Context, req *loop.Request, onDelta loop.Del
 
 	var text string
 	var calls []offlineCall
+	user := lastUserText(req.Messages)
 	if results := lastToolResults(req.Messages); len(results) > 0 {
-		text = summarizeResults(results)
+		var ok bool
+		if text, calls, ok = followToolRequest(user, results, req.Tools); !ok {
+			text = summarizeResults(results)
+		}
+	} else if r, ok := offlineToolRequest(user); ok {
+		text, calls = planToolRequest(user, r, req.Tools)
 	} else {
-		text, calls = planOffline(lastUserText(req.Messages), req.Tools)
+		text, calls = planOffline(user, req.Tools)
 	}
 
 	if text != "" {
