@@ -143,13 +143,18 @@ func (m *Main) Run(ctx context.Context) error {
 	var err error
 	// First, so that a taken port fails the start at once.
 	if m.http, err = metrics.Listen(m.HTTP, "http", m.metrics.Registry(), m.ready); err != nil {
-		return err
+		return fmt.Errorf("%w\n(another orchestrator may be running: turn the HTTP listener off with --http \"\", or give another address such as --http 127.0.0.1:0 for any free port)", err)
 	}
 	url := m.NATS.URL
 	if url == "" {
 		m.embedded, err = bus.RunEmbedded(bus.EmbeddedConfig{Listen: m.Listen, DataDir: m.DataDir, ConfigFile: m.NATSConfig})
-		if errors.Is(err, bus.ErrListen) {
-			return fmt.Errorf("%w\n(another NATS server or orchestrator may be running: pick another address with --listen, or join that server with --nats-url nats://%s)", err, m.Listen)
+		switch {
+		case errors.Is(err, bus.ErrListen):
+			return fmt.Errorf("%w\n(another NATS server or orchestrator may be running: join that server with --nats-url nats://%s, or start a second one with another --listen address and its own --data-dir, since two servers must not share a JetStream store)", err, m.Listen)
+		case errors.Is(err, bus.ErrDataDirInUse):
+			return fmt.Errorf("--data-dir %s: %w\n(join the orchestrator that uses it with --nats-url, or give this one its own --data-dir)", m.DataDir, err)
+		case errors.Is(err, bus.ErrDataDir):
+			return fmt.Errorf("--data-dir %s: %w\n(give --data-dir a folder this user may create and write)", m.DataDir, err)
 		}
 		if err != nil {
 			return err
