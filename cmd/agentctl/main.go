@@ -114,11 +114,12 @@ type Main struct {
 	denied   chan error // permission violations reported by the server
 }
 
-// NewMain returns a Main with the defaults of its flags, on the process's
+// NewMain returns a Main with the defaults of its flags (the NATS ones
+// from NATS_URL and the other NATS_ variables when set), on the process's
 // standard streams.
 func NewMain() *Main {
 	return &Main{
-		NATS:   cli.NATSFlags{URL: "nats://127.0.0.1:4222"},
+		NATS:   cli.NATSFromEnv("nats://127.0.0.1:4222"),
 		Log:    cli.LogFlags{Format: "text", Level: "info"},
 		Prefix: bus.DefaultPrefix,
 		Stdin:  os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
