@@ -22,6 +22,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/tools"
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
 )
 
 // Config configures an Orchestrator. Model is required; every other field is
@@ -100,6 +101,7 @@ type Orchestrator struct {
 	client   *bus.ToolClient
 	fleet    *bus.Fleet
 	input    *bus.Input
+	toolsSub *nats.Subscription // answers Subjects.AgentTools
 	durable  *bus.Durable
 	history  *history.Store
 	election *lead.Election

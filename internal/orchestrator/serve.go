@@ -46,8 +46,11 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 	if o.cfg.Observer != nil {
 		o.input.OnInput = o.cfg.Observer.Input
 	}
-	fail := func(err error) error {
+	if o.toolsSub, err = o.answerTools(); err != nil {
 		return errors.Join(fmt.Errorf("orchestrator: %w", err), o.fleet.Close(), o.client.Close())
+	}
+	fail := func(err error) error {
+		return errors.Join(fmt.Errorf("orchestrator: %w", err), o.toolsSub.Unsubscribe(), o.fleet.Close(), o.client.Close())
 	}
 	if o.cfg.Durable {
 		o.durable, err = bus.OpenDurable(ctx, o.nc, o.subjects, o.cfg.DurableConfig)
@@ -318,6 +321,9 @@ func (o *Orchestrator) close(ctx context.Context) error {
 		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		errs = append(errs, term.Release(rctx))
 		cancel()
+	}
+	if o.toolsSub != nil {
+		errs = append(errs, o.toolsSub.Unsubscribe())
 	}
 	if o.fleet != nil {
 		errs = append(errs, o.fleet.Close())

@@ -358,7 +358,12 @@ func (s *session) handleLocked(in *bus.Inbound, scanned bool) {
 	if in.Kind == bus.KindAbort {
 		if !s.loop.Abort(in.Reason) {
 			in.Reject(fmt.Errorf("session %s of agent %s has no active run to abort", s.name, s.agent.profile.Name))
+			return
 		}
+		in.Reply(&agentfleet.AssistantMessage{
+			Role: agentfleet.RoleAssistant, Content: []agentfleet.Content{},
+			StopReason: agentfleet.StopReasonAborted, ErrorMessage: in.Reason, Timestamp: time.Now().UTC(),
+		})
 		return
 	}
 	id := in.Message.ID
