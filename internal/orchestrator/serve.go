@@ -172,7 +172,10 @@ func (o *Orchestrator) serve(ctx context.Context, term *lead.Term) error {
 	return nil
 }
 
-// loadPending loads the sessions that have input in the stream.
+// loadPending loads the sessions that have input in the stream, and says
+// at info level what it found and, once the loads are done, how many
+// interrupted runs it resumed: after a crash, the operator's first sign
+// that work was picked up again.
 func (o *Orchestrator) loadPending(d *bus.DurableInput) {
 	defer o.bg.Done()
 	ctx, cancel := context.WithTimeout(o.life, o.cfg.LoadTimeout)
@@ -182,15 +185,44 @@ func (o *Orchestrator) loadPending(d *bus.DurableInput) {
 		o.log.Warn("sessions with pending input", "err", err)
 		return
 	}
+	if len(keys) == 0 {
+		o.log.Debug("recovering: no session has input in the stream")
+		return
+	}
+	o.log.Info(fmt.Sprintf("recovering: %d sessions have input in the stream, loading them", len(keys)), "sessions", len(keys))
+	var loading []*session
 	for _, k := range keys {
 		a, ok := o.agents[k[0]]
 		if !ok || bus.CheckToken("session", k[1]) != nil {
+			o.log.Warn("recovering: input in the stream for an unknown agent or a bad session name", "agent", k[0], "session", k[1])
 			continue
 		}
-		if _, err := o.acquire(a, k[1]); err != nil {
+		s, err := o.acquire(a, k[1])
+		if err != nil {
 			return
 		}
+		loading = append(loading, s)
 	}
+	resumed, failed := 0, 0
+	for _, s := range loading {
+		select {
+		case <-s.ready:
+		case <-o.life.Done():
+			return
+		}
+		s.mu.Lock()
+		resumed += s.resumed
+		if !s.loaded {
+			failed++
+		}
+		s.mu.Unlock()
+	}
+	attrs := []any{"sessions", len(loading), "runs", resumed}
+	if failed > 0 {
+		o.log.Warn(fmt.Sprintf("recovered: %d interrupted runs resumed; %d sessions could not be loaded and are tried again when their input is delivered again", resumed, failed), append(attrs, "failed", failed)...)
+		return
+	}
+	o.log.Info(fmt.Sprintf("recovered: %d interrupted runs resumed", resumed), attrs...)
 }
 
 // unserve stops taking input.
