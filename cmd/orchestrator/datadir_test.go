@@ -5,20 +5,42 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 )
 
+// logLines collects a child's log while the test reads it.
+type logLines struct {
+	mu   sync.Mutex
+	text strings.Builder
+}
+
+func (l *logLines) add(line string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.text.WriteString(line + "\n")
+}
+
+func (l *logLines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.text.String()
+}
+
 // startLogged starts the orchestrator program as a child process and
-// returns once a line of its log contains ready; the rest of its log is
-// copied to the test's stderr.
-func startLogged(t *testing.T, args, ready string) *exec.Cmd {
+// returns once a line of its log contains ready; the log is collected, and
+// copied to the test's stderr. The log is complete once the process has
+// been waited for.
+func startLogged(t *testing.T, args, ready string) (*exec.Cmd, *logLines, func() error) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "ORCHESTRATOR_CHILD_ARGS="+args, "OPENAI_API_KEY=", "OPENAI_BASE_URL=")
@@ -29,29 +51,37 @@ func startLogged(t *testing.T, args, ready string) *exec.Cmd {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
+	logs := new(logLines)
 	found := make(chan struct{})
+	copied := make(chan struct{})
 	go func() {
+		defer close(copied)
 		sc := bufio.NewScanner(out)
 		seen := false
 		for sc.Scan() {
 			os.Stderr.WriteString(sc.Text() + "\n")
+			logs.add(sc.Text())
 			if !seen && strings.Contains(sc.Text(), ready) {
 				seen = true
 				close(found)
 			}
 		}
-		io.Copy(os.Stderr, out)
 	}()
+	// Wait reads the pipe to its end before it reaps the process.
+	wait := func() error {
+		<-copied
+		return cmd.Wait()
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		wait()
+	})
 	select {
 	case <-found:
 	case <-time.After(20 * time.Second):
-		t.Fatalf("the orchestrator did not log %q", ready)
+		t.Fatalf("the orchestrator did not log %q:\n%s", ready, logs)
 	}
-	return cmd
+	return cmd, logs, wait
 }
 
 // runToEnd runs the orchestrator program as a child process that is
@@ -169,4 +199,36 @@ func TestHTTPTakenSuggests(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `--http ""`) || !strings.Contains(err.Error(), "--http 127.0.0.1:0") {
 		t.Errorf("err = %v, want one suggesting --http \"\" and --http 127.0.0.1:0", err)
 	}
+}
+
+// TestStartAndStopLogs: the in-process workers are counted as the operator
+// gave them and the fleet's services labelled as such; SIGTERM says what
+// the orchestrator waits for; without workers a warning says that no tool
+// is served.
+func TestStartAndStopLogs(t *testing.T) {
+	cmd, logs, wait := startLogged(t, "--listen 127.0.0.1:0 --http 127.0.0.1:0 --shutdown-timeout 7s --workers 2 --data-dir "+t.TempDir(), "orchestrator serving")
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait(); err != nil {
+		t.Errorf("after SIGTERM: %v", err)
+	}
+	got := logs.String()
+	for _, want := range []string{
+		`msg="in-process tool workers" workers=2 `,
+		` worker_services=2`,
+		`msg="stopping on SIGTERM: waiting up to 7s for 0 active runs; those still going then are suspended for a restart to resume"`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("log lacks %s", want)
+		}
+	}
+	if strings.Contains(got, "no tool worker serves any tool") {
+		t.Error("a warning that no tool is served, with two workers")
+	}
+
+	_, logs, _ = startLogged(t, "--listen 127.0.0.1:0 --http 127.0.0.1:0 --data-dir "+t.TempDir(), "orchestrator serving")
+	bustest.Eventually(t, "the warning that no tool is served", func() bool {
+		return strings.Contains(logs.String(), `level=WARN msg="no tool worker serves any tool yet`)
+	})
 }

@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	_ "time/tzdata" // get_time in the in-process workers must know every zone
@@ -182,6 +183,11 @@ func (m *Main) Run(ctx context.Context) error {
 		}
 		m.workers = append(m.workers, w)
 	}
+	if m.Workers > 0 {
+		// The fleet counts services: a worker that serves scripts runs a
+		// second one for them, so the fleet's count is not this one.
+		m.logger.Info("in-process tool workers", "workers", m.Workers, "scripts", scripted, "concurrency", m.WorkerConc)
+	}
 	m.metrics.Workers().SetCapacity(m.workerSum((*worker.Worker).InFlight), m.workerSum((*worker.Worker).Concurrency))
 	model, name, err := m.model()
 	if err != nil {
@@ -334,6 +340,29 @@ func (m *Main) NATSURL() string {
 		return m.embedded.ClientURL()
 	}
 	return m.NATS.URL
+}
+
+// Stopping logs, when a signal stops the orchestrator, what Close is about
+// to wait for: without it a shutdown that waits for runs looks hung.
+func (m *Main) Stopping(sig os.Signal) {
+	runs := 0
+	if m.orch != nil {
+		runs = m.orch.ActiveRuns()
+	}
+	m.logger.Info(fmt.Sprintf("stopping on %s: waiting up to %v for %d active runs; those still going then are suspended for a restart to resume", sigName(sig), m.ShutdownWait, runs),
+		"signal", sigName(sig), "active_runs", runs, "shutdown_timeout", m.ShutdownWait)
+}
+
+// sigName is the conventional name of a signal, SIGTERM rather than
+// "terminated".
+func sigName(sig os.Signal) string {
+	switch sig {
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGINT:
+		return "SIGINT"
+	}
+	return sig.String()
 }
 
 // Close stops taking input, lets active runs end within ShutdownWait, drains

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -204,6 +205,23 @@ func (o *Orchestrator) Ready() bool {
 	return o.nc.IsConnected() && o.fleet != nil
 }
 
+// ActiveRuns returns the number of sessions in memory with a run going.
+func (o *Orchestrator) ActiveRuns() int {
+	o.mu.Lock()
+	sessions := slices.Collect(maps.Values(o.sessions))
+	o.mu.Unlock()
+	n := 0
+	for _, s := range sessions {
+		s.mu.Lock()
+		l := s.loop
+		s.mu.Unlock()
+		if l != nil && l.Running() {
+			n++
+		}
+	}
+	return n
+}
+
 // Fleet returns the fleet watcher (after Start).
 func (o *Orchestrator) Fleet() *bus.Fleet { return o.fleet }
 
@@ -313,6 +331,15 @@ func (o *Orchestrator) logEvent(e *agentfleet.Event) {
 	case e.Type == agentfleet.EventRunEnd:
 		level = slog.LevelInfo
 	}
+	if e.Type == agentfleet.EventToolUpdate {
+		if r, ok := retryOf(e); ok {
+			// A lost worker or a timed-out attempt is the operator's
+			// business even when the retry saves the call.
+			o.log.Info("retrying tool call", "agent", e.Agent, "session", e.Session, "run_id", e.RunID,
+				"tool_call_id", e.ToolCallID, "tool", e.ToolName, "worker", r["worker"], "attempt", r["attempt"], "reason", r["reason"])
+			return
+		}
+	}
 	ctx := context.Background()
 	if !o.log.Enabled(ctx, level) {
 		return
@@ -336,4 +363,15 @@ func (o *Orchestrator) logEvent(e *agentfleet.Event) {
 		attrs = append(attrs, slog.String("error", e.ErrorMessage))
 	}
 	o.log.LogAttrs(ctx, level, string(e.Type), attrs...)
+}
+
+// retryOf returns the retry a tool.update announces ({"retry": {"attempt",
+// "reason", "worker"}}, as the tool client sends it), if it is one.
+func retryOf(e *agentfleet.Event) (map[string]any, bool) {
+	p, ok := e.Partial.(map[string]any)
+	if !ok {
+		return nil, false
+	}
+	r, ok := p["retry"].(map[string]any)
+	return r, ok
 }

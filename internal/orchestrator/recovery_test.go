@@ -1,8 +1,8 @@
 package orchestrator_test
 
 import (
-	"context"
 	"bytes"
+	"context"
 	"fmt"
 	"log/slog"
 	"strings"

@@ -168,7 +168,10 @@ func (o *Orchestrator) serve(ctx context.Context, term *lead.Term) error {
 		go o.loadPending(d)
 	}
 	o.log.Info("orchestrator serving", "prefix", o.subjects.Prefix, "durable", o.durable != nil, "leader", term != nil,
-		"agents", slices.Sorted(maps.Keys(o.agents)), "tools", len(o.fleet.Tools()), "workers", o.fleet.Workers())
+		"agents", slices.Sorted(maps.Keys(o.agents)), "tools", len(o.fleet.Tools()), "worker_services", o.fleet.Workers())
+	if len(o.fleet.Tools()) == 0 {
+		o.log.Warn("no tool worker serves any tool yet: the agents have only the orchestrator's own tools until one joins; start a toolworker on this NATS server (or the orchestrator with --workers N)")
+	}
 	return nil
 }
 

@@ -35,7 +35,7 @@ type session struct {
 
 	mu      sync.Mutex
 	loaded  bool
-	resumed int // interrupted runs load resumed, for the recovery summary
+	resumed int            // interrupted runs load resumed, for the recovery summary
 	backlog []*bus.Inbound // input that arrived while loading
 	loop    *loop.Session
 	writer  *history.Writer
