@@ -185,7 +185,9 @@ func (o *Orchestrator) loadPending(d *bus.DurableInput) {
 	keys, err := d.Sessions(ctx)
 	cancel()
 	if err != nil {
-		o.log.Warn("sessions with pending input", "err", err)
+		if o.life.Err() == nil { // not merely stopped right after the start
+			o.log.Warn("sessions with pending input", "err", err)
+		}
 		return
 	}
 	if len(keys) == 0 {
