@@ -335,8 +335,11 @@ func (o *Orchestrator) logEvent(e *agentfleet.Event) {
 		if r, ok := retryOf(e); ok {
 			// A lost worker or a timed-out attempt is the operator's
 			// business even when the retry saves the call.
-			o.log.Info("retrying tool call", "agent", e.Agent, "session", e.Session, "run_id", e.RunID,
-				"tool_call_id", e.ToolCallID, "tool", e.ToolName, "worker", r["worker"], "attempt", r["attempt"], "reason", r["reason"])
+			attrs := []any{"agent", e.Agent, "session", e.Session, "run_id", e.RunID, "tool_call_id", e.ToolCallID, "tool", e.ToolName}
+			if w, ok := r["worker"]; ok { // absent when no worker had taken the call
+				attrs = append(attrs, "worker", w)
+			}
+			o.log.Info("retrying tool call", append(attrs, "attempt", r["attempt"], "reason", r["reason"])...)
 			return
 		}
 	}
