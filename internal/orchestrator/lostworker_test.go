@@ -79,4 +79,3 @@ func TestLostWorkerRetryLogged(t *testing.T) {
 		t.Errorf("retry log lines = %q, want one naming lookup, %s and attempt 2", lines, victim.Name())
 	}
 }
-
