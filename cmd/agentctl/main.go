@@ -114,11 +114,12 @@ type Main struct {
 	denied   chan error // permission violations reported by the server
 }
 
-// NewMain returns a Main with the defaults of its flags, on the process's
+// NewMain returns a Main with the defaults of its flags (the NATS ones
+// from NATS_URL and the other NATS_ variables when set), on the process's
 // standard streams.
 func NewMain() *Main {
 	return &Main{
-		NATS:   cli.NATSFlags{URL: "nats://127.0.0.1:4222"},
+		NATS:   cli.NATSFromEnv("nats://127.0.0.1:4222"),
 		Log:    cli.LogFlags{Format: "text", Level: "info"},
 		Prefix: bus.DefaultPrefix,
 		Stdin:  os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
@@ -186,10 +187,10 @@ var commands = []*command{
 	{name: "ask", args: "<agent> <session> <text>", help: "send a message and print the answer (agent.ask)", json: true, id: true, check: checkMessage, run: (*Main).ask},
 	{name: "send", args: "<agent> <session> <text>", help: "send a message without waiting (agent.in)", id: true, check: checkMessage, run: (*Main).send},
 	{name: "steer", args: "<agent> <session> <text>", help: "steer the running run before its next model call (agent.steer)", id: true, check: checkMessage, run: (*Main).steer},
-	{name: "abort", args: "<agent> <session> [reason]", help: "abort the session's running run (agent.abort)", check: checkAbort, run: (*Main).abort},
+	{name: "abort", args: "<agent> <session> [reason]", help: "abort the session's running run (agent.abort); fails when there is none", check: checkAbort, run: (*Main).abort},
 	{name: "tail", args: "[agent [session]]", help: "follow events as readable lines; '*' matches any agent or session (--since 10m: replay first)", json: true, since: true, check: checkTail, run: (*Main).tail},
 	{name: "chat", args: "<agent> [session]", help: "chat in the terminal, with the answer and tool calls as they stream", check: checkChat, run: (*Main).chat},
-	{name: "tools", args: "[agent]", help: "list the fleet's tools with their argument schemas", json: true, check: checkTools, run: (*Main).tools, subs: toolsCommands},
+	{name: "tools", args: "[agent]", help: "list the fleet's tools with their argument schemas; given an agent, the tools it sees (from its orchestrator)", json: true, check: checkTools, run: (*Main).tools, subs: toolsCommands},
 	{name: "call", args: "<tool> [json-args]", help: "run one tool on the fleet directly, printing its progress", json: true, check: checkCall, run: (*Main).call},
 }
 

@@ -136,16 +136,50 @@ func (m *Main) sendKind(kind string) error {
 	return m.publish(m.subjects.Client(kind, m.pos[0], m.pos[1]), payload(text, m.ID), m.ID)
 }
 
-// abort publishes on <prefix>.abort.<agent>.<session>, with the rest of the
-// arguments as the reason.
+// defaultAbortTimeout bounds the wait for the orchestrator's answer to an
+// abort when --timeout is not given.
+const defaultAbortTimeout = 10 * time.Second
+
+// abort sends a request on <prefix>.abort.<agent>.<session>, with the rest
+// of the arguments as the reason, and fails with the orchestrator's reason
+// when it refuses (no run to abort, an unknown agent).
 func (m *Main) abort(ctx context.Context) error {
-	return m.publishAbort(m.pos[0], m.pos[1], strings.Join(m.pos[2:], " "))
+	return m.requestAbort(ctx, m.pos[0], m.pos[1], strings.Join(m.pos[2:], " "))
 }
 
-func (m *Main) publishAbort(agent, session, reason string) error {
-	var data []byte
-	if reason != "" {
-		data, _ = json.Marshal(map[string]string{"reason": reason})
+func abortPayload(reason string) []byte {
+	if reason == "" {
+		return nil
 	}
-	return m.publish(m.subjects.Client(bus.KindAbort, agent, session), data, "")
+	data, _ := json.Marshal(map[string]string{"reason": reason})
+	return data
+}
+
+func (m *Main) requestAbort(ctx context.Context, agent, session, reason string) error {
+	subject := m.subjects.Client(bus.KindAbort, agent, session)
+	timeout := m.Timeout
+	if timeout == 0 {
+		timeout = defaultAbortTimeout
+	}
+	data, err := m.request(ctx, subject, abortPayload(reason), timeout)
+	if errors.Is(err, errInterrupted) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var answer agentfleet.AssistantMessage
+	if err := json.Unmarshal(data, &answer); err != nil {
+		return fmt.Errorf("the answer on %s is not an assistant message: %w", subject, err)
+	}
+	if answer.StopReason == agentfleet.StopReasonError {
+		return fmt.Errorf("the orchestrator refused the abort: %s", answer.ErrorMessage)
+	}
+	return nil
+}
+
+// publishAbort publishes on <prefix>.abort.<agent>.<session> without
+// waiting for the outcome (chat's Ctrl-C, which shows the run's end).
+func (m *Main) publishAbort(agent, session, reason string) error {
+	return m.publish(m.subjects.Client(bus.KindAbort, agent, session), abortPayload(reason), "")
 }

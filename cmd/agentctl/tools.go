@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -44,8 +45,12 @@ type jsonTool struct {
 	Workers []string `json:"workers"`
 }
 
-// tools lists the tools of the fleet with their argument schemas.
+// tools lists the tools of the fleet with their argument schemas, or,
+// given an agent, the tools that agent sees.
 func (m *Main) tools(ctx context.Context) error {
+	if len(m.pos) == 1 {
+		return m.agentTools(ctx, m.pos[0])
+	}
 	found, err := m.discover(ctx)
 	if err != nil {
 		return err
@@ -72,8 +77,49 @@ func (m *Main) tools(ctx context.Context) error {
 		}
 		writeTool(m.Stdout, found[n])
 	}
-	if len(m.pos) == 1 {
-		fmt.Fprintf(m.Stderr, "\nThese are the fleet's tools. Agent %s sees those its profile allows, and list_tools, which its orchestrator answers itself.\n", m.pos[0])
+	return nil
+}
+
+// defaultAgentToolsWait bounds the wait for the orchestrator's list of an
+// agent's tools when --timeout is not given.
+const defaultAgentToolsWait = 5 * time.Second
+
+// agentTools lists the tools agent sees, as its orchestrator answers on
+// <prefix>.ask.<agent> (no session): the fleet's tools its profile allows and
+// the orchestrator's own, in the order the model gets them.
+func (m *Main) agentTools(ctx context.Context, agent string) error {
+	subject := m.subjects.AgentTools(agent)
+	wait := m.Timeout
+	if wait == 0 {
+		wait = defaultAgentToolsWait
+	}
+	data, err := m.request(ctx, subject, nil, wait)
+	if errors.Is(err, errInterrupted) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var reply struct {
+		Tools []agentfleet.ToolDef `json:"tools"`
+		Error string               `json:"error"`
+	}
+	if err := json.Unmarshal(data, &reply); err != nil {
+		return fmt.Errorf("the answer on %s is not a list of tools: %w", subject, err)
+	}
+	if reply.Error != "" {
+		return fmt.Errorf("the orchestrator refused: %s", reply.Error)
+	}
+	if m.JSON {
+		enc := json.NewEncoder(m.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(reply.Tools)
+	}
+	for i := range reply.Tools {
+		if i > 0 {
+			fmt.Fprintln(m.Stdout)
+		}
+		writeTool(m.Stdout, &bus.FleetTool{ToolDef: reply.Tools[i]})
 	}
 	return nil
 }
@@ -101,8 +147,13 @@ func writeTool(w io.Writer, t *bus.FleetTool) {
 	if t.TimeoutMS > 0 {
 		traits = append(traits, "timeout "+t.Timeout().String())
 	}
-	traits = append(traits, plural(len(t.Workers), "worker"))
-	fmt.Fprintf(w, "%s  [%s]\n", head, strings.Join(traits, ", "))
+	if t.Workers != nil { // nil for an agent's tools, which say no workers
+		traits = append(traits, plural(len(t.Workers), "worker"))
+	}
+	if len(traits) > 0 {
+		head += "  [" + strings.Join(traits, ", ") + "]"
+	}
+	fmt.Fprintln(w, head)
 	if t.Description != "" {
 		fmt.Fprintf(w, "  %s\n", t.Description)
 	}

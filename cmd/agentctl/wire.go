@@ -158,6 +158,39 @@ func (m *Main) publishRequest(subject, reply string, data []byte, msgID string) 
 	return m.checkDenied(subject)
 }
 
+// errInterrupted is what request returns when ctx ends before the answer.
+var errInterrupted = errors.New("interrupted")
+
+// request sends data on subject and returns the first answer within
+// timeout. It fails when nobody listens, when the server refuses it, and
+// when no answer comes in time; it returns errInterrupted when ctx ends.
+func (m *Main) request(ctx context.Context, subject string, data []byte, timeout time.Duration) ([]byte, error) {
+	inbox := m.nc.NewRespInbox()
+	r, err := m.subscribe(inbox)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	if err := m.publishRequest(subject, inbox, data, ""); err != nil {
+		return nil, err
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case msg := <-r.C:
+		if isNoResponders(msg) {
+			return nil, errNoListener(subject)
+		}
+		return msg.Data, nil
+	case err := <-m.denied:
+		return nil, err
+	case <-t.C:
+		return nil, fmt.Errorf("no answer on %s within %v (see --timeout)", subject, timeout)
+	case <-ctx.Done():
+		return nil, errInterrupted
+	}
+}
+
 // untilDenied returns a context that also ends when the server reports a
 // permission violation, with the violation as its cause: a refused
 // JetStream request would otherwise look like a server that never answered.

@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	_ "time/tzdata" // get_time in the in-process workers must know every zone
@@ -143,13 +144,18 @@ func (m *Main) Run(ctx context.Context) error {
 	var err error
 	// First, so that a taken port fails the start at once.
 	if m.http, err = metrics.Listen(m.HTTP, "http", m.metrics.Registry(), m.ready); err != nil {
-		return err
+		return fmt.Errorf("%w\n(another orchestrator may be running: turn the HTTP listener off with --http \"\", or give another address such as --http 127.0.0.1:0 for any free port)", err)
 	}
 	url := m.NATS.URL
 	if url == "" {
 		m.embedded, err = bus.RunEmbedded(bus.EmbeddedConfig{Listen: m.Listen, DataDir: m.DataDir, ConfigFile: m.NATSConfig})
-		if errors.Is(err, bus.ErrListen) {
-			return fmt.Errorf("%w\n(another NATS server or orchestrator may be running: pick another address with --listen, or join that server with --nats-url nats://%s)", err, m.Listen)
+		switch {
+		case errors.Is(err, bus.ErrListen):
+			return fmt.Errorf("%w\n(another NATS server or orchestrator may be running: join that server with --nats-url nats://%s, or start a second one with another --listen address and its own --data-dir, since two servers must not share a JetStream store)", err, m.Listen)
+		case errors.Is(err, bus.ErrDataDirInUse):
+			return fmt.Errorf("--data-dir %s: %w\n(join the orchestrator that uses it with --nats-url, or give this one its own --data-dir)", m.DataDir, err)
+		case errors.Is(err, bus.ErrDataDir):
+			return fmt.Errorf("--data-dir %s: %w\n(give --data-dir a folder this user may create and write)", m.DataDir, err)
 		}
 		if err != nil {
 			return err
@@ -176,6 +182,11 @@ func (m *Main) Run(ctx context.Context) error {
 			return err
 		}
 		m.workers = append(m.workers, w)
+	}
+	if m.Workers > 0 {
+		// The fleet counts services: a worker that serves scripts runs a
+		// second one for them, so the fleet's count is not this one.
+		m.logger.Info("in-process tool workers", "workers", m.Workers, "scripts", scripted, "concurrency", m.WorkerConc)
 	}
 	m.metrics.Workers().SetCapacity(m.workerSum((*worker.Worker).InFlight), m.workerSum((*worker.Worker).Concurrency))
 	model, name, err := m.model()
@@ -329,6 +340,29 @@ func (m *Main) NATSURL() string {
 		return m.embedded.ClientURL()
 	}
 	return m.NATS.URL
+}
+
+// Stopping logs, when a signal stops the orchestrator, what Close is about
+// to wait for: without it a shutdown that waits for runs looks hung.
+func (m *Main) Stopping(sig os.Signal) {
+	runs := 0
+	if m.orch != nil {
+		runs = m.orch.ActiveRuns()
+	}
+	m.logger.Info(fmt.Sprintf("stopping on %s: waiting up to %v for %d active runs; those still going then are suspended for a restart to resume", sigName(sig), m.ShutdownWait, runs),
+		"signal", sigName(sig), "active_runs", runs, "shutdown_timeout", m.ShutdownWait)
+}
+
+// sigName is the conventional name of a signal, SIGTERM rather than
+// "terminated".
+func sigName(sig os.Signal) string {
+	switch sig {
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGINT:
+		return "SIGINT"
+	}
+	return sig.String()
 }
 
 // Close stops taking input, lets active runs end within ShutdownWait, drains

@@ -51,6 +51,12 @@ func TestPausedLeaderWritesNothingAfterTakeover(t *testing.T) {
 		_, err = kv.Get(ctx, "leader")
 		return err == nil
 	})
+	// The leader takes the lead before it makes the input stream: a message
+	// published in between would be stored nowhere.
+	bustest.Eventually(t, "the input stream", func() bool {
+		_, err := js.Stream(ctx, "AGENT_INPUT")
+		return err == nil
+	})
 	e, _ := kv.Get(ctx, "leader")
 	firstID := string(e.Value())
 	startOrchestrator(t, args)

@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"syscall"
 	"time"
 
 	_ "time/tzdata" // get_time must know every zone, even in a bare container
@@ -138,6 +139,22 @@ func (m *Main) Run(ctx context.Context) error {
 	wm.SetCapacity(m.server.InFlight, m.server.Concurrency)
 	m.logger.Info("toolworker serving", "worker", m.server.Name(), "nats", m.nc.ConnectedUrlRedacted(), "concurrency", m.Concurrency)
 	return nil
+}
+
+// Stopping logs, when a signal stops the worker, what Close waits for.
+func (m *Main) Stopping(sig os.Signal) {
+	if m.server == nil {
+		return
+	}
+	name := sig.String()
+	if sig == syscall.SIGTERM {
+		name = "SIGTERM"
+	} else if sig == syscall.SIGINT {
+		name = "SIGINT"
+	}
+	n := m.server.InFlight()
+	m.logger.Info(fmt.Sprintf("stopping on %s: taking no more calls, waiting up to %v for %d calls in flight", name, m.DrainTimeout, n),
+		"worker", m.server.Name(), "signal", name, "in_flight", n, "drain_timeout", m.DrainTimeout)
 }
 
 // Close drains the worker: it stops taking calls, lets those in flight

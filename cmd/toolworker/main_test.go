@@ -306,6 +306,16 @@ func TestLostWorkerRetryPolicy(t *testing.T) {
 				if !strings.HasPrefix(r.res.Worker, "survivor/") || r.res.Attempts != 2 {
 					t.Errorf("result from %s after %d attempts, want survivor after 2", r.res.Worker, r.res.Attempts)
 				}
+				// The retry names the lost worker, for the orchestrator's log.
+				var retry map[string]any
+				for len(progress) > 0 {
+					if p, ok := (<-progress).(map[string]any); ok && p["retry"] != nil {
+						retry = p["retry"].(map[string]any)
+					}
+				}
+				if w, _ := retry["worker"].(string); !strings.HasPrefix(w, "victim/") || retry["attempt"] != 2 {
+					t.Errorf("retry progress = %v, want attempt 2 naming the lost victim", retry)
+				}
 				return
 			}
 			if !errors.Is(r.err, pipeline.ErrWorkerLost) || !strings.Contains(r.err.Error(), "outcome is unknown and it was not retried") {

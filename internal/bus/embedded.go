@@ -32,7 +32,10 @@ type EmbeddedConfig struct {
 var ErrListen = errors.New("embedded NATS server cannot listen")
 
 // RunEmbedded starts a NATS server in the process and waits until it takes
-// clients. When the address is taken, the error wraps ErrListen.
+// clients. When the address is taken, the error wraps ErrListen; when the
+// data directory cannot be written, ErrDataDir; when another server stores
+// in it, ErrDataDirInUse. The data directory stays locked until the server
+// has shut down.
 func RunEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 	opts := &server.Options{}
 	if cfg.ConfigFile != "" {
@@ -75,9 +78,22 @@ func RunEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 		}
 		l.Close()
 	}
+	if opts.JetStream {
+		// Checked before the server starts: it would otherwise fail in
+		// the background and only time out below.
+		if opts.StoreDir, err = lockDataDir(opts.StoreDir); err != nil {
+			return nil, fmt.Errorf("embedded NATS server: %w", err)
+		}
+	}
 	s, err := server.NewServer(opts)
 	if err != nil {
+		if opts.JetStream {
+			releaseDataDir(opts.StoreDir, nil)
+		}
 		return nil, fmt.Errorf("embedded NATS server: %w", err)
+	}
+	if opts.JetStream {
+		bindDataDir(opts.StoreDir, s)
 	}
 	if cfg.Logs {
 		s.ConfigureLogger()
@@ -85,6 +101,7 @@ func RunEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 	s.Start()
 	if !s.ReadyForConnections(10 * time.Second) {
 		s.Shutdown()
+		s.WaitForShutdown()
 		return nil, fmt.Errorf("%w on %s: not ready after 10s", ErrListen, listen)
 	}
 	return s, nil

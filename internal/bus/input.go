@@ -66,8 +66,9 @@ func (in *Inbound) Done(ok bool) {
 	}
 }
 
-// Reply answers an ask with the final message of the run that took it. It is
-// a no-op for other kinds.
+// Reply answers an ask with the final message of the run that took it, or
+// an abort sent as a request with the outcome. It is a no-op for other kinds
+// and for messages without a reply subject.
 func (in *Inbound) Reply(m *agentfleet.AssistantMessage) {
 	if in.reply != nil {
 		in.reply(m)
@@ -175,7 +176,10 @@ func (in *Input) parse(m *nats.Msg) (*Inbound, error) {
 	if err != nil {
 		return msg, err
 	}
-	if kind == KindAsk && m.Reply != "" {
+	// An abort sent as a request is answered too: an assistant message
+	// with stop reason aborted when a run was aborted (the reject path
+	// answers one with stop reason error when none was).
+	if (kind == KindAsk || kind == KindAbort) && m.Reply != "" {
 		reply := m.Reply
 		msg.reply = func(a *agentfleet.AssistantMessage) {
 			b, err := json.Marshal(a)

@@ -157,3 +157,25 @@ func (s Subjects) StreamName(kind string) string {
 func (s Subjects) History(agent, session string) string {
 	return s.Prefix + ".history." + agent + "." + session
 }
+
+// AgentTools returns the request subject on which the orchestrator answers
+// with the tools an agent sees: the agent's ask subject without a session.
+// It is under the ask subjects so that the roles that may ask (and the
+// orchestrator that answers asks) may use it with no permission of its own;
+// the input subscriptions take four tokens, so it is not taken for input.
+func (s Subjects) AgentTools(agent string) string { return s.Prefix + "." + KindAsk + "." + agent }
+
+// AgentToolsWildcard matches AgentTools of every agent.
+func (s Subjects) AgentToolsWildcard() string { return s.Prefix + "." + KindAsk + ".*" }
+
+// ParseAgentTools returns the agent of an AgentTools subject.
+func (s Subjects) ParseAgentTools(subject string) (string, error) {
+	agent, ok := strings.CutPrefix(subject, s.Prefix+"."+KindAsk+".")
+	if !ok || strings.Contains(agent, ".") {
+		return "", fmt.Errorf("subject %q: want %s.%s.<agent>", subject, s.Prefix, KindAsk)
+	}
+	if err := CheckToken("agent", agent); err != nil {
+		return "", fmt.Errorf("subject %q: %w", subject, err)
+	}
+	return agent, nil
+}

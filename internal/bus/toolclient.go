@@ -223,6 +223,16 @@ func (c *ToolClient) route(m *nats.Msg) {
 	}
 }
 
+// lostError is an attempt whose worker went silent, with that worker's
+// name/id, so that the retry can name it.
+type lostError struct {
+	worker string
+	err    error
+}
+
+func (e *lostError) Error() string { return e.err.Error() }
+func (e *lostError) Unwrap() error { return e.err }
+
 // Execute implements pipeline.Executor. It sends the call to a worker,
 // streams its progress, and returns its result. A busy worker's refusal
 // sends the call again, after a backoff (see BusyBackoff), to whichever
@@ -232,7 +242,8 @@ func (c *ToolClient) route(m *nats.Msg) {
 // whose worker is lost is retried, with backoff, up to MaxAttempts when the
 // tool is idempotent or read-only, and reported as of unknown outcome
 // otherwise. Every retry is announced as a partial result
-// {"retry": {"attempt", "reason"}}. It fails with ErrNoResponders when no
+// {"retry": {"attempt", "reason", "worker"}} (worker: the lost one, when
+// one had taken the call). It fails with ErrNoResponders when no
 // worker serves the tool, ErrTimeout or ErrWorkerLost when the attempts are
 // spent.
 func (c *ToolClient) Execute(ctx context.Context, prep *pipeline.Prepared, progress pipeline.ProgressFunc) (*agentfleet.ToolResult, error) {
@@ -258,7 +269,11 @@ func (c *ToolClient) Execute(ctx context.Context, prep *pipeline.Prepared, progr
 		if attempt >= c.cfg.MaxAttempts {
 			return nil, fmt.Errorf("%w (after %d attempts)", err, attempt)
 		}
-		progress(map[string]any{"retry": map[string]any{"attempt": attempt + 1, "reason": err.Error()}})
+		retry := map[string]any{"attempt": attempt + 1, "reason": err.Error()}
+		if le, ok := errors.AsType[*lostError](err); ok {
+			retry["worker"] = le.worker
+		}
+		progress(map[string]any{"retry": retry})
 		wait := c.cfg.RetryBackoff << (attempt - 1)
 		wait = wait/2 + time.Duration(rand.Int64N(int64(wait/2)+1))
 		t := time.NewTimer(wait)
@@ -406,7 +421,7 @@ func (c *ToolClient) attempt(ctx context.Context, prep *pipeline.Prepared, attem
 			if worker == "" {
 				return nil, false, fmt.Errorf("Tool %s: %w: no worker took the call within %v", prep.Call.Name, pipeline.ErrWorkerLost, c.cfg.AckTimeout)
 			}
-			return nil, false, fmt.Errorf("Tool %s: %w: worker %s sent nothing for %v (%d heartbeat intervals)", prep.Call.Name, pipeline.ErrWorkerLost, worker, window, c.cfg.HeartbeatMisses)
+			return nil, false, &lostError{worker: worker, err: fmt.Errorf("Tool %s: %w: worker %s sent nothing for %v (%d heartbeat intervals)", prep.Call.Name, pipeline.ErrWorkerLost, worker, window, c.cfg.HeartbeatMisses)}
 		case d := <-call.frames:
 			switch {
 			case d.noResponder:

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
@@ -24,18 +25,41 @@ type NATSFlags struct {
 	ConnectRetry time.Duration
 }
 
-// Register adds the flags to fs; defaultURL is the --nats-url default.
+// Register adds the flags to fs; defaultURL is the --nats-url default
+// when NATS_URL is not set. Each credential flag defaults to its
+// environment variable (NATS_URL, NATS_CREDS, NATS_NKEY, NATS_USER,
+// NATS_PASSWORD, NATS_TOKEN), so that a flag given wins over the
+// environment, and the environment over the built-in default.
 func (f *NATSFlags) Register(fs *flag.FlagSet, defaultURL string) {
-	fs.StringVar(&f.URL, "nats-url", defaultURL, "NATS server URL(s), comma-separated")
-	fs.StringVar(&f.Creds, "creds", "", "NATS JWT credentials file")
-	fs.StringVar(&f.NKey, "nkey", "", "NATS NKey seed file")
-	fs.StringVar(&f.User, "user", "", "NATS user")
-	fs.StringVar(&f.Password, "password", "", "NATS password")
-	fs.StringVar(&f.Token, "token", "", "NATS token")
+	fs.StringVar(&f.URL, "nats-url", env("NATS_URL", defaultURL), "NATS server URL(s), comma-separated ($NATS_URL)")
+	fs.StringVar(&f.Creds, "creds", env("NATS_CREDS", ""), "NATS JWT credentials file ($NATS_CREDS)")
+	fs.StringVar(&f.NKey, "nkey", env("NATS_NKEY", ""), "NATS NKey seed file ($NATS_NKEY)")
+	fs.StringVar(&f.User, "user", env("NATS_USER", ""), "NATS user ($NATS_USER)")
+	fs.StringVar(&f.Password, "password", env("NATS_PASSWORD", ""), "NATS password ($NATS_PASSWORD)")
+	fs.StringVar(&f.Token, "token", env("NATS_TOKEN", ""), "NATS token ($NATS_TOKEN)")
 	fs.StringVar(&f.TLSCA, "tls-ca", "", "CA certificate file to verify the NATS server")
 	fs.StringVar(&f.TLSCert, "tls-cert", "", "client certificate file for NATS TLS")
 	fs.StringVar(&f.TLSKey, "tls-key", "", "client key file for NATS TLS")
 	fs.DurationVar(&f.ConnectRetry, "connect-retry", 0, "how long to keep trying the first connection while no NATS server answers, such as 2m for a service started beside its server (default 0: fail at once)")
+}
+
+// NATSFromEnv returns the NATS options of the environment, as Register's
+// defaults are: for programs that set their flags' values before
+// registering them.
+func NATSFromEnv(defaultURL string) NATSFlags {
+	return NATSFlags{
+		URL: env("NATS_URL", defaultURL), Creds: env("NATS_CREDS", ""), NKey: env("NATS_NKEY", ""),
+		User: env("NATS_USER", ""), Password: env("NATS_PASSWORD", ""), Token: env("NATS_TOKEN", ""),
+	}
+}
+
+// env returns the environment variable name when it is set and not empty,
+// else def.
+func env(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
 }
 
 // Config returns the connection configuration for a client named name.

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -22,6 +23,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/tools"
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
 )
 
 // Config configures an Orchestrator. Model is required; every other field is
@@ -100,6 +102,7 @@ type Orchestrator struct {
 	client   *bus.ToolClient
 	fleet    *bus.Fleet
 	input    *bus.Input
+	toolsSub *nats.Subscription // answers Subjects.AgentTools
 	durable  *bus.Durable
 	history  *history.Store
 	election *lead.Election
@@ -200,6 +203,23 @@ func New(nc *bus.Conn, cfg Config) (*Orchestrator, error) {
 // the fleet discovered.
 func (o *Orchestrator) Ready() bool {
 	return o.nc.IsConnected() && o.fleet != nil
+}
+
+// ActiveRuns returns the number of sessions in memory with a run going.
+func (o *Orchestrator) ActiveRuns() int {
+	o.mu.Lock()
+	sessions := slices.Collect(maps.Values(o.sessions))
+	o.mu.Unlock()
+	n := 0
+	for _, s := range sessions {
+		s.mu.Lock()
+		l := s.loop
+		s.mu.Unlock()
+		if l != nil && l.Running() {
+			n++
+		}
+	}
+	return n
 }
 
 // Fleet returns the fleet watcher (after Start).
@@ -311,6 +331,18 @@ func (o *Orchestrator) logEvent(e *agentfleet.Event) {
 	case e.Type == agentfleet.EventRunEnd:
 		level = slog.LevelInfo
 	}
+	if e.Type == agentfleet.EventToolUpdate {
+		if r, ok := retryOf(e); ok {
+			// A lost worker or a timed-out attempt is the operator's
+			// business even when the retry saves the call.
+			attrs := []any{"agent", e.Agent, "session", e.Session, "run_id", e.RunID, "tool_call_id", e.ToolCallID, "tool", e.ToolName}
+			if w, ok := r["worker"]; ok { // absent when no worker had taken the call
+				attrs = append(attrs, "worker", w)
+			}
+			o.log.Info("retrying tool call", append(attrs, "attempt", r["attempt"], "reason", r["reason"])...)
+			return
+		}
+	}
 	ctx := context.Background()
 	if !o.log.Enabled(ctx, level) {
 		return
@@ -334,4 +366,15 @@ func (o *Orchestrator) logEvent(e *agentfleet.Event) {
 		attrs = append(attrs, slog.String("error", e.ErrorMessage))
 	}
 	o.log.LogAttrs(ctx, level, string(e.Type), attrs...)
+}
+
+// retryOf returns the retry a tool.update announces ({"retry": {"attempt",
+// "reason", "worker"}}, as the tool client sends it), if it is one.
+func retryOf(e *agentfleet.Event) (map[string]any, bool) {
+	p, ok := e.Partial.(map[string]any)
+	if !ok {
+		return nil, false
+	}
+	r, ok := p["retry"].(map[string]any)
+	return r, ok
 }

@@ -1,9 +1,12 @@
 package orchestrator_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -46,7 +49,9 @@ func TestInterruptedRunResumesBeforeLaterInput(t *testing.T) {
 	publish(t, f.nc, "agent.in.default.o", "", `{"content":"find b","id":"b"}`)
 
 	second := newScript().on("o", sayResults(), use(`lookup {"q":"b"}`), sayResults())
-	o2, err := orchestrator.New(bustest.MustConnect(t, f.srv), orchestrator.Config{Model: second, Durable: true, Discovery: bus.FleetConfig{Wait: 200 * time.Millisecond}})
+	logs := new(syncBuffer)
+	o2, err := orchestrator.New(bustest.MustConnect(t, f.srv), orchestrator.Config{Model: second, Durable: true, Discovery: bus.FleetConfig{Wait: 200 * time.Millisecond},
+		Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,6 +65,13 @@ func TestInterruptedRunResumesBeforeLaterInput(t *testing.T) {
 		t.Errorf("the interrupted run resumed after %v, want within 5s (the ack wait is 30s)", d)
 	}
 	b := next(t, out)
+	// The start-up says what it recovers, at info level.
+	bustest.Eventually(t, "the recovery summary", func() bool { return strings.Contains(logs.String(), "recovered: ") })
+	for _, want := range []string{`msg="recovering: 1 sessions have input in the stream, loading them"`, `msg="resuming run" agent=default session=o`, `msg="recovered: 1 interrupted runs resumed" sessions=1 runs=1`} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %s:\n%s", want, logs)
+		}
+	}
 	if got := agentfleet.JoinText(a.Content); got != "lookup=found a" {
 		t.Errorf("first answer = %q, want the interrupted run's own result", got)
 	}
@@ -245,4 +257,22 @@ func TestUndecodableHistoryRecord(t *testing.T) {
 	if want := fmt.Sprintf("history record %d of session bad skipped", ack.Sequence); !strings.Contains(string(e.Data), want) {
 		t.Errorf("error event = %s, want it to say %q", e.Data, want)
 	}
+}
+
+// syncBuffer is a log destination that tests may read while it is written.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -46,8 +46,11 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 	if o.cfg.Observer != nil {
 		o.input.OnInput = o.cfg.Observer.Input
 	}
-	fail := func(err error) error {
+	if o.toolsSub, err = o.answerTools(); err != nil {
 		return errors.Join(fmt.Errorf("orchestrator: %w", err), o.fleet.Close(), o.client.Close())
+	}
+	fail := func(err error) error {
+		return errors.Join(fmt.Errorf("orchestrator: %w", err), o.toolsSub.Unsubscribe(), o.fleet.Close(), o.client.Close())
 	}
 	if o.cfg.Durable {
 		o.durable, err = bus.OpenDurable(ctx, o.nc, o.subjects, o.cfg.DurableConfig)
@@ -165,29 +168,66 @@ func (o *Orchestrator) serve(ctx context.Context, term *lead.Term) error {
 		go o.loadPending(d)
 	}
 	o.log.Info("orchestrator serving", "prefix", o.subjects.Prefix, "durable", o.durable != nil, "leader", term != nil,
-		"agents", slices.Sorted(maps.Keys(o.agents)), "tools", len(o.fleet.Tools()), "workers", o.fleet.Workers())
+		"agents", slices.Sorted(maps.Keys(o.agents)), "tools", len(o.fleet.Tools()), "worker_services", o.fleet.Workers())
+	if len(o.fleet.Tools()) == 0 {
+		o.log.Warn("no tool worker serves any tool yet: the agents have only the orchestrator's own tools until one joins; start a toolworker on this NATS server (or the orchestrator with --workers N)")
+	}
 	return nil
 }
 
-// loadPending loads the sessions that have input in the stream.
+// loadPending loads the sessions that have input in the stream, and says
+// at info level what it found and, once the loads are done, how many
+// interrupted runs it resumed: after a crash, the operator's first sign
+// that work was picked up again.
 func (o *Orchestrator) loadPending(d *bus.DurableInput) {
 	defer o.bg.Done()
 	ctx, cancel := context.WithTimeout(o.life, o.cfg.LoadTimeout)
 	keys, err := d.Sessions(ctx)
 	cancel()
 	if err != nil {
-		o.log.Warn("sessions with pending input", "err", err)
+		if o.life.Err() == nil { // not merely stopped right after the start
+			o.log.Warn("sessions with pending input", "err", err)
+		}
 		return
 	}
+	if len(keys) == 0 {
+		o.log.Debug("recovering: no session has input in the stream")
+		return
+	}
+	o.log.Info(fmt.Sprintf("recovering: %d sessions have input in the stream, loading them", len(keys)), "sessions", len(keys))
+	var loading []*session
 	for _, k := range keys {
 		a, ok := o.agents[k[0]]
 		if !ok || bus.CheckToken("session", k[1]) != nil {
+			o.log.Warn("recovering: input in the stream for an unknown agent or a bad session name", "agent", k[0], "session", k[1])
 			continue
 		}
-		if _, err := o.acquire(a, k[1]); err != nil {
+		s, err := o.acquire(a, k[1])
+		if err != nil {
 			return
 		}
+		loading = append(loading, s)
 	}
+	resumed, failed := 0, 0
+	for _, s := range loading {
+		select {
+		case <-s.ready:
+		case <-o.life.Done():
+			return
+		}
+		s.mu.Lock()
+		resumed += s.resumed
+		if !s.loaded {
+			failed++
+		}
+		s.mu.Unlock()
+	}
+	attrs := []any{"sessions", len(loading), "runs", resumed}
+	if failed > 0 {
+		o.log.Warn(fmt.Sprintf("recovered: %d interrupted runs resumed; %d sessions could not be loaded and are tried again when their input is delivered again", resumed, failed), append(attrs, "failed", failed)...)
+		return
+	}
+	o.log.Info(fmt.Sprintf("recovered: %d interrupted runs resumed", resumed), attrs...)
 }
 
 // unserve stops taking input.
@@ -318,6 +358,9 @@ func (o *Orchestrator) close(ctx context.Context) error {
 		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		errs = append(errs, term.Release(rctx))
 		cancel()
+	}
+	if o.toolsSub != nil {
+		errs = append(errs, o.toolsSub.Unsubscribe())
 	}
 	if o.fleet != nil {
 		errs = append(errs, o.fleet.Close())

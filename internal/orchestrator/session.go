@@ -35,6 +35,7 @@ type session struct {
 
 	mu      sync.Mutex
 	loaded  bool
+	resumed int            // interrupted runs load resumed, for the recovery summary
 	backlog []*bus.Inbound // input that arrived while loading
 	loop    *loop.Session
 	writer  *history.Writer
@@ -139,6 +140,7 @@ func (s *session) load(loads chan struct{}) {
 	for _, runID := range loop.Interrupted(entries, s.hasEnded) {
 		o.log.Info("resuming run", "agent", s.agent.profile.Name, "session", s.name, "run_id", runID)
 		s.loop.Resume(runID)
+		s.resumed++
 	}
 	for _, in := range pending {
 		s.handleLocked(in, true)
@@ -358,7 +360,12 @@ func (s *session) handleLocked(in *bus.Inbound, scanned bool) {
 	if in.Kind == bus.KindAbort {
 		if !s.loop.Abort(in.Reason) {
 			in.Reject(fmt.Errorf("session %s of agent %s has no active run to abort", s.name, s.agent.profile.Name))
+			return
 		}
+		in.Reply(&agentfleet.AssistantMessage{
+			Role: agentfleet.RoleAssistant, Content: []agentfleet.Content{},
+			StopReason: agentfleet.StopReasonAborted, ErrorMessage: in.Reason, Timestamp: time.Now().UTC(),
+		})
 		return
 	}
 	id := in.Message.ID

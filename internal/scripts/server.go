@@ -281,7 +281,13 @@ func (s *Server) apply(state map[string]*script.Definition) {
 		}()
 		stopped()
 	}
-	s.log.Info("scripted tools served", "tools", slices.Sorted(maps.Keys(served)))
+	// One line per worker that serves scripts: several in one process
+	// (orchestrator --workers 2) would otherwise log lines alike.
+	worker := ""
+	if next != nil {
+		worker = next.Name()
+	}
+	s.log.Info("scripted tools served", "worker", worker, "tools", slices.Sorted(maps.Keys(served)))
 	if s.cfg.OnChange != nil {
 		s.cfg.OnChange(maps.Clone(served))
 	}

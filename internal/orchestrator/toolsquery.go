@@ -1,0 +1,54 @@
+package orchestrator
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/nats-io/nats.go"
+)
+
+// ToolsReply is the answer to a request on Subjects.AgentTools: the tool
+// definitions the agent's store holds, in the order the model sees them,
+// or why there are none.
+type ToolsReply struct {
+	Agent string               `json:"agent"`
+	Tools []agentfleet.ToolDef `json:"tools"`
+	Error string               `json:"error,omitempty"`
+}
+
+// answerTools subscribes the agents' tool requests. Every orchestrator of
+// the prefix knows the same agents and fleet, so a standby answers as well
+// as the leader; the queue group has one of them answer.
+func (o *Orchestrator) answerTools() (*nats.Subscription, error) {
+	sub, err := o.nc.QueueSubscribe(o.subjects.AgentToolsWildcard(), bus.QueueInput, func(m *nats.Msg) {
+		if m.Reply == "" {
+			return
+		}
+		b, _ := json.Marshal(o.toolsReply(m.Subject))
+		if err := o.nc.Publish(m.Reply, b); err != nil {
+			o.log.Warn("tools reply", "subject", m.Subject, "err", err)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("subscribe %s: %w", o.subjects.AgentToolsWildcard(), err)
+	}
+	return sub, nil
+}
+
+func (o *Orchestrator) toolsReply(subject string) *ToolsReply {
+	name, err := o.subjects.ParseAgentTools(subject)
+	if err != nil {
+		return &ToolsReply{Tools: []agentfleet.ToolDef{}, Error: err.Error()}
+	}
+	defs, ok := o.Tools(name)
+	if !ok {
+		return &ToolsReply{Agent: name, Tools: []agentfleet.ToolDef{},
+			Error: fmt.Sprintf("unknown agent %q (agents: %s)", name, strings.Join(slices.Sorted(maps.Keys(o.agents)), ", "))}
+	}
+	return &ToolsReply{Agent: name, Tools: defs}
+}
