@@ -3,10 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -37,26 +34,7 @@ func TestDryRunRunsOnAScriptWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	fleet, _ := nc.SubscribeSync("agent.fleet")
-	nc.Flush()
-	worker := exec.Command(os.Args[0], "-test.run=^$")
-	worker.Env = append(os.Environ(), "SCRIPT_WORKER_URL="+srv.ClientURL())
-	worker.Stderr = os.Stderr
-	if err := worker.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	stopWorker := func() {
-		if !stopped {
-			stopped = true
-			worker.Process.Signal(syscall.SIGTERM)
-			worker.Wait()
-		}
-	}
-	defer stopWorker()
-	if _, err := fleet.NextMsg(20 * time.Second); err != nil {
-		t.Fatalf("the script worker did not join: %v", err)
-	}
+	stopWorker := startScriptWorkerProcess(t, srv.ClientURL())
 
 	model := llmtest.NewServer(t)
 	t.Setenv("OPENAI_BASE_URL", model.BaseURL())

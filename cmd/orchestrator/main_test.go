@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -280,6 +281,45 @@ func runScriptWorker(url string) {
 	os.Exit(0)
 }
 
+// startScriptWorkerProcess starts a script worker process (runScriptWorker)
+// on url and waits until it joined the fleet. The returned stop, also called
+// when the test ends, stops it with SIGTERM and waits for it; it may be
+// called more than once.
+func startScriptWorkerProcess(t *testing.T, url string) (stop func()) {
+	t.Helper()
+	nc, err := bus.Connect(bus.ConnectConfig{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	joined, _ := nc.SubscribeSync("agent.fleet")
+	nc.Flush()
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), "SCRIPT_WORKER_URL="+url)
+	child.Stderr = os.Stderr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			child.Process.Signal(syscall.SIGTERM)
+			child.Wait()
+		})
+	}
+	t.Cleanup(stop)
+	for {
+		m, err := joined.NextMsg(20 * time.Second)
+		if err != nil {
+			t.Fatalf("the script worker did not join: %v", err)
+		}
+		var n bus.FleetNotice
+		if json.Unmarshal(m.Data, &n) == nil && n.Event == "joined" {
+			return stop
+		}
+	}
+}
+
 // TestSelfTooling is the workflow of spec section 15 as it works here: the
 // model writes a tool with write_tool and calls it in the next turn, and a
 // worker process that was started before the tool existed runs it.
@@ -290,22 +330,9 @@ func TestSelfTooling(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	joined, _ := nc.SubscribeSync("agent.fleet")
 	written, _ := nc.SubscribeSync("agent.events._.fleet.tool.written")
 	nc.Flush()
-	child := exec.Command(os.Args[0], "-test.run=^$")
-	child.Env = append(os.Environ(), "SCRIPT_WORKER_URL="+srv.ClientURL())
-	child.Stderr = os.Stderr
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		child.Process.Signal(syscall.SIGTERM)
-		child.Wait()
-	}()
-	if _, err := joined.NextMsg(20 * time.Second); err != nil {
-		t.Fatalf("the worker did not join: %v", err)
-	}
+	startScriptWorkerProcess(t, srv.ClientURL())
 
 	llm := llmtest.NewServer(t)
 	t.Setenv("OPENAI_BASE_URL", llm.BaseURL())

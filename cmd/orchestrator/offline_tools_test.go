@@ -2,10 +2,7 @@ package main
 
 import (
 	"encoding/json"
-	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -77,21 +74,7 @@ func TestOfflineSelfTooling(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	joined, _ := nc.SubscribeSync("agent.fleet")
-	nc.Flush()
-	child := exec.Command(os.Args[0], "-test.run=^$")
-	child.Env = append(os.Environ(), "SCRIPT_WORKER_URL="+srv.ClientURL())
-	child.Stderr = os.Stderr
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		child.Process.Signal(syscall.SIGTERM)
-		child.Wait()
-	}()
-	if _, err := joined.NextMsg(20 * time.Second); err != nil {
-		t.Fatalf("the worker did not join: %v", err)
-	}
+	startScriptWorkerProcess(t, srv.ClientURL())
 	run(t, "--nats-url", srv.ClientURL())
 	ends := toolEnds(t, nc, "agent.events.default.offline.tool.end")
 	final := ask(t, nc, "agent.ask.default.offline", "make a tool that doubles numbers")
