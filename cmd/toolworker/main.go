@@ -50,6 +50,7 @@ type Main struct {
 	DrainTimeout time.Duration
 	Scripts      bool
 	ScriptSteps  uint64
+	Replicas     int
 	ScriptTime   time.Duration
 	ScriptMemory int64 // bytes
 	Isolation    string
@@ -81,6 +82,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&m.WeatherURL, "weather-url", builtin.DefaultWeatherURL, "Open-Meteo-compatible API for get_weather")
 	fs.StringVar(&m.HTTP, "http", "", `address of /metrics, /healthz and /readyz, such as ":9090" (default off: several workers may share a host)`)
 	fs.BoolVar(&m.Scripts, "scripts", false, "also serve the fleet's scripted tools (written with write_tool; needs JetStream)")
+	fs.IntVar(&m.Replicas, "stream-replicas", 1, "replicas of the scripted tools' KV bucket when this worker creates it (3 in a cluster, as the orchestrator's --stream-replicas)")
 	fs.Uint64Var(&m.ScriptSteps, "script-steps", 0, "execution step limit of one scripted call (default 10 million)")
 	fs.DurationVar(&m.ScriptTime, "script-timeout", 0, "wall-time limit of one scripted call (default 5s)")
 	fs.Var((*byteSize)(&m.ScriptMemory), "script-memory", "memory budget of one scripted call, such as 64MiB: what its repetitions, concatenations, formatting, list building and JSON decoding may allocate in total (default 64MiB)")
@@ -101,6 +103,9 @@ func (m *Main) ParseFlags(args []string) error {
 	}
 	if m.Concurrency < 1 {
 		return fmt.Errorf("--concurrency %d: must be at least 1", m.Concurrency)
+	}
+	if m.Replicas < 1 || m.Replicas > 5 {
+		return fmt.Errorf("--stream-replicas %d: JetStream keeps 1 to 5 replicas (3 in a cluster of three servers)", m.Replicas)
 	}
 	var err error
 	m.logger, err = m.Log.Logger(m.Stderr)
@@ -129,7 +134,7 @@ func (m *Main) Run(ctx context.Context) error {
 		Heartbeat: m.Heartbeat, Logger: m.logger,
 		Builtin: builtin.Options{AllowPrivate: m.AllowPrivate, WeatherURL: m.WeatherURL},
 		Scripts: m.Scripts, ScriptEnv: script.Env{MaxSteps: m.ScriptSteps, Timeout: m.ScriptTime, MaxMemory: m.ScriptMemory},
-		ScriptIsolation: isolation(m.Isolation), ScriptChildMemory: uint64(m.ChildMemory),
+		ScriptIsolation: isolation(m.Isolation), ScriptChildMemory: uint64(m.ChildMemory), ScriptReplicas: m.Replicas,
 		Observe: wm.Observe,
 	})
 	if err != nil {

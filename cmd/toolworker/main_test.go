@@ -236,6 +236,8 @@ func TestFlags(t *testing.T) {
 		{"extra", `unexpected argument "extra"`},
 		{"--script-memory 12x", `"12x" is not a size: give bytes, or a number with KiB, MiB or GiB, such as 64MiB`},
 		{"--script-isolation jail", `--script-isolation "jail": want none or process`},
+		{"--stream-replicas 0", "--stream-replicas 0: JetStream keeps 1 to 5 replicas"},
+		{"--stream-replicas 7", "--stream-replicas 7: JetStream keeps 1 to 5 replicas"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.args, func(t *testing.T) {

@@ -37,6 +37,9 @@ type Config struct {
 	// scripts.ServerConfig (Isolation, ChildAddressSpace).
 	ScriptIsolation   string
 	ScriptChildMemory uint64
+	// ScriptReplicas are the replicas of the scripted tools' bucket when
+	// this worker is the one that creates it; default 1.
+	ScriptReplicas int
 }
 
 // Worker is a running worker.
@@ -85,6 +88,7 @@ func Start(nc *bus.Conn, cfg Config) (*Worker, error) {
 			Prefix: cfg.Prefix, Concurrency: cfg.Concurrency, Heartbeat: cfg.Heartbeat,
 			Logger: cfg.Logger, Observe: cfg.Observe, Env: cfg.ScriptEnv, Reserved: reserved,
 			Isolation: cfg.ScriptIsolation, ChildAddressSpace: cfg.ScriptChildMemory,
+			Store: scripts.StoreConfig{Replicas: cfg.ScriptReplicas},
 		})
 		if err != nil {
 			return nil, errors.Join(err, srv.Stop())
