@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentfleet/agentfleet"
@@ -64,6 +65,7 @@ type Fleet struct {
 	ctx      context.Context // ends at Close, with the questions in flight
 	cancel   context.CancelFunc
 	bg       sync.WaitGroup
+	rounding atomic.Bool // a background round is in flight
 
 	mu       sync.Mutex
 	members  map[string]*member
@@ -138,11 +140,17 @@ func (f *Fleet) Refresh(ctx context.Context) error {
 	return nil
 }
 
-// round runs a discovery round in the background for the whole window.
+// round runs a discovery round in the background for the whole window. One
+// runs at a time: Refresh may be called in a loop (WaitTool), and the round
+// in flight already takes the late answers.
 func (f *Fleet) round() {
+	if !f.rounding.CompareAndSwap(false, true) {
+		return
+	}
 	f.bg.Add(1)
 	go func() {
 		defer f.bg.Done()
+		defer f.rounding.Store(false)
 		ctx, cancel := context.WithTimeout(f.ctx, f.cfg.Window)
 		defer cancel()
 		infoRound(ctx, f.nc, f.cfg.Window, 0, func(info *micro.Info) {

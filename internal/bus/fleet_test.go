@@ -177,11 +177,11 @@ func TestLateAnswersAreUsed(t *testing.T) {
 			}
 			defer fast.Stop()
 			slow := startSlowWorker(t, bustest.MustConnect(t, srv), "slow1", time.Second, beat)
-			_, l := watch(t, nc, bus.FleetConfig{Interval: 300 * time.Millisecond, Wait: 200 * time.Millisecond})
+			_, l := watch(t, nc, bus.FleetConfig{Interval: time.Second, Wait: 200 * time.Millisecond, Window: 1500 * time.Millisecond})
 			l.waitFor(t, "the late worker's tool", 5*time.Second, func() bool { return l.has("slowtool") && l.has("fasttool") })
 			// Several rounds later, the tool has never been dropped.
 			after := slow.answers.Load()
-			l.waitFor(t, "five more late answers", 15*time.Second, func() bool { return slow.answers.Load() >= after+5 })
+			l.waitFor(t, "five more late answers", 20*time.Second, func() bool { return slow.answers.Load() >= after+5 })
 			if l.lostAfterFound("slowtool") || l.lostAfterFound("fasttool") {
 				t.Errorf("a tool came and went: %v", l.sets)
 			}
@@ -333,5 +333,39 @@ func echoTool(name string) *agentfleet.Tool {
 		Handler: agentfleet.HandlerFunc(func(ctx context.Context, c *agentfleet.Call) (*agentfleet.ToolResult, error) {
 			return agentfleet.TextResult("ok"), nil
 		}),
+	}
+}
+
+// TestRefreshInALoopRunsOneBackgroundRound calls Refresh again and again, as
+// WaitTool does: at most one background round is in flight, so each worker
+// answers the synchronous rounds and one more, not a round per call for the
+// whole window.
+func TestRefreshInALoopRunsOneBackgroundRound(t *testing.T) {
+	srv := bustest.MustRunNATS(t)
+	nc := bustest.MustConnect(t, srv)
+	w, err := bus.Serve(bustest.MustConnect(t, srv), bus.ServerConfig{Tools: []*agentfleet.Tool{echoTool("counted")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	var infos atomic.Int32
+	counter := bustest.MustConnect(t, srv)
+	if _, err := counter.Subscribe("$SRV.INFO", func(*nats.Msg) { infos.Add(1) }); err != nil {
+		t.Fatal(err)
+	}
+	counter.Flush()
+	f, _ := watch(t, nc, bus.FleetConfig{Interval: time.Hour, Wait: 50 * time.Millisecond, Window: time.Hour})
+	const calls = 10
+	for range calls {
+		if err := f.Refresh(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	counter.Flush()
+	// WatchFleet's own Refresh and the loop's: one synchronous round each,
+	// plus the one background round, which lasts the whole (hour-long)
+	// window.
+	if got, want := int(infos.Load()), calls+1+1; got != want {
+		t.Errorf("$SRV.INFO requests = %d, want %d", got, want)
 	}
 }
