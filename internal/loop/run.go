@@ -137,6 +137,9 @@ func (r *run) execute(first []*pending) *agentfleet.AssistantMessage {
 		return nil
 	}
 	r.emit(&agentfleet.Event{Type: agentfleet.EventRunEnd, StopReason: final.StopReason, Message: final})
+	if r.s.cfg.OnRunEnded != nil {
+		r.s.cfg.OnRunEnded(final)
+	}
 	return final
 }
 

@@ -58,6 +58,10 @@ type Config struct {
 	// its run.end event (to store the end of the run). An error suspends
 	// the run instead: no run.end.
 	OnRunEnd func(final *agentfleet.AssistantMessage) error
+	// OnRunEnded, if set, is called with the final message of each run
+	// after its run.end event was emitted (to answer whoever waits on it:
+	// an answer never overtakes the event).
+	OnRunEnded func(final *agentfleet.AssistantMessage)
 	// OnSuspend, if set, is called when a run is suspended, with the reason.
 	OnSuspend func(runID string, err error)
 }

@@ -198,11 +198,12 @@ func (s *session) config(entries []loop.Entry) loop.Config {
 			Mode: pipeline.Mode(p.Mode), MaxParallel: p.MaxParallel, DefaultTimeout: p.toolTimeout,
 			Executor: o.client, Before: o.cfg.Before, After: o.cfg.After,
 		},
-		Sink:      o.sink(),
-		History:   entries,
-		OnAppend:  s.stored,
-		OnRunEnd:  s.ended,
-		OnSuspend: s.suspended,
+		Sink:       o.sink(),
+		History:    entries,
+		OnAppend:   s.stored,
+		OnRunEnd:   s.ended,
+		OnRunEnded: s.answer,
+		OnSuspend:  s.suspended,
 	}
 }
 
@@ -237,14 +238,19 @@ func (s *session) stored(runID string, m agentfleet.Message) error {
 	return nil
 }
 
-// ended stores the end of a run, then settles every delivery waiting on it
-// and publishes its final message.
+// ended stores the end of a run.
 func (s *session) ended(final *agentfleet.AssistantMessage) error {
 	if s.writer != nil {
 		if _, err := s.writer.AppendRunEnd(s.ctx, final.RunID, final); err != nil {
 			return s.fenced(err)
 		}
 	}
+	return nil
+}
+
+// answer settles every delivery waiting on a run that ended (its run.end
+// is out) and publishes its final message.
+func (s *session) answer(final *agentfleet.AssistantMessage) {
 	s.mu.Lock()
 	r := s.run(final.RunID)
 	r.final = final
@@ -265,7 +271,6 @@ func (s *session) ended(final *agentfleet.AssistantMessage) error {
 			in.Done(true)
 		}
 	}
-	return nil
 }
 
 // fenced reacts to a store that failed for good: another orchestrator wrote
