@@ -67,7 +67,10 @@ type Event struct {
 	IsError    bool           `json:"-"`
 	DurationMS float64        `json:"duration_ms,omitempty"`
 	Worker     string         `json:"worker,omitempty"`
-	Attempt    int            `json:"attempt,omitempty"`
+	// Orchestrator is the id of the orchestrator that runs the run, on
+	// run.start and run.resumed.
+	Orchestrator string `json:"orchestrator,omitempty"`
+	Attempt      int    `json:"attempt,omitempty"`
 	// Outcome classifies a tool.end: ok, error, not_found, invalid, blocked,
 	// aborted, skipped, timeout, worker_lost, no_responders, truncated.
 	Outcome string `json:"outcome,omitempty"`

@@ -25,6 +25,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/cli"
 	"github.com/agentfleet/agentfleet/internal/llm"
+	"github.com/agentfleet/agentfleet/internal/partition"
 	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/metrics"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
@@ -63,7 +64,7 @@ type Main struct {
 	SessionIdle   time.Duration
 	HTTP          string
 	Elect         bool
-	LeaderTTL     time.Duration
+	LeaseTTL      time.Duration
 	llmCfg        llm.Config
 	metrics       *metrics.Orchestrator
 	http          *metrics.Server
@@ -109,8 +110,9 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.Int64Var(&m.Streams.EventsMaxBytes, "events-max-bytes", 1<<30, "size bound of the event stream")
 	fs.DurationVar(&m.Streams.HistoryMaxAge, "history-max-age", 0, "how long session histories are kept (0: forever)")
 	fs.IntVar(&m.Streams.Replicas, "stream-replicas", 1, "replicas of the JetStream streams (3 in a cluster)")
-	fs.BoolVar(&m.Elect, "elect", true, "with JetStream, elect one active orchestrator per prefix; the others stand by and take over")
-	fs.DurationVar(&m.LeaderTTL, "leader-ttl", 10*time.Second, "how long a dead active orchestrator holds the lead before a standby takes over")
+	fs.DurationVar(&m.LeaseTTL, "lease-ttl", partition.DefaultTTL, "with JetStream, how long the session partitions of an orchestrator that died stay its own before the others take them over")
+	fs.BoolVar(&m.Elect, "elect", true, "retired: every orchestrator is active and owns a share of the sessions; the flag is ignored")
+	fs.DurationVar(&m.LeaseTTL, "leader-ttl", partition.DefaultTTL, "retired: the same as --lease-ttl")
 	fs.DurationVar(&m.SessionIdle, "session-idle", 10*time.Minute, "evict sessions idle this long from memory (durable only)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -130,6 +132,14 @@ func (m *Main) ParseFlags(args []string) error {
 	if m.logger, err = m.Log.Logger(m.Stderr); err != nil {
 		return err
 	}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "elect":
+			m.logger.Warn("--elect is retired and ignored: every orchestrator of a prefix is active and owns a share of the sessions")
+		case "leader-ttl":
+			m.logger.Warn("--leader-ttl is retired: use --lease-ttl")
+		}
+	})
 	if m.Config != "" {
 		if m.profiles, err = orchestrator.LoadProfiles(m.Config); err != nil {
 			return fmt.Errorf("--config: %w", err)
@@ -220,7 +230,7 @@ func (m *Main) Run(ctx context.Context) error {
 		ModelFor: m.modelFor(model),
 		Durable:  m.Durable != "false", DurableOptional: m.Durable == "auto",
 		DurableConfig: m.Streams, SessionIdle: m.SessionIdle, Observer: m.metrics,
-		Elect: m.Elect, LeaderTTL: m.LeaderTTL, OnLostLead: m.metrics.LostLead,
+		LeaseTTL: m.LeaseTTL, OnLeaseLost: m.metrics.LeaseLost,
 	})
 	if err != nil {
 		return err

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,13 +19,15 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// TestPausedLeaderWritesNothingAfterTakeover pauses the active orchestrator
-// (SIGSTOP) in the middle of a run for longer than the leader TTL, so that
-// the standby takes over and resumes the run, and then lets it go on
-// (SIGCONT). The paused one must write nothing to the history after the new
-// leader's first write, must not take the lead back, and must not exit: it
-// stands by.
-func TestPausedLeaderWritesNothingAfterTakeover(t *testing.T) {
+// TestPausedOwnerWritesNothingAfterTakeover runs two orchestrators and
+// pauses (SIGSTOP) the one that owns a session's partition in the middle of
+// a run, for longer than the lease TTL, so that the other takes the
+// partition over and resumes the run; then it lets the paused one go on
+// (SIGCONT). The paused one must write nothing to the session's history
+// after the new owner's first write, except for runs that began after the
+// resumed run ended (once it has joined again, the table may give it the
+// partition back); it must not exit.
+func TestPausedOwnerWritesNothingAfterTakeover(t *testing.T) {
 	srv := bustest.MustRunNATS(t)
 	nc := bustest.MustConnect(t, srv)
 	js, _ := jetstream.New(nc)
@@ -31,64 +36,86 @@ func TestPausedLeaderWritesNothingAfterTakeover(t *testing.T) {
 	resumed, _ := nc.SubscribeSync("agent.events.default.sb.run.resumed")
 	out, _ := nc.SubscribeSync("agent.out.default.sb")
 	nc.Flush()
-	// The worker is not paused with the leader: a process of its own (here,
+	// The worker is not paused with the owner: a process of its own (here,
 	// this one), as tool workers are.
 	w, err := worker.Start(bustest.MustConnect(t, srv), worker.Config{Name: "sleeper", Tools: []string{"sleep"}, Heartbeat: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	args := "--nats-url " + srv.ClientURL() + " --workers 0 --ack-wait 2s --leader-ttl 1s --shutdown-timeout 200ms --log-level warn --http 127.0.0.1:0"
-	first := startOrchestrator(t, args)
-	var kv jetstream.KeyValue
-	bustest.Eventually(t, "the first orchestrator to lead", func() bool {
-		var err error
-		if kv == nil {
-			if kv, err = js.KeyValue(ctx, "AGENT_LEADER"); err != nil {
-				return false
+	args := "--nats-url " + srv.ClientURL() + " --workers 0 --ack-wait 2s --lease-ttl 1s --shutdown-timeout 200ms --log-level warn --http 127.0.0.1:0"
+	procs := map[string]*exec.Cmd{}
+	members := func() []string {
+		kv, err := js.KeyValue(ctx, "AGENT_MEMBERS")
+		if err != nil {
+			return nil
+		}
+		keys, _ := kv.Keys(ctx)
+		return keys
+	}
+	for range 2 {
+		cmd := startOrchestrator(t, args)
+		bustest.Eventually(t, "the orchestrator to join", func() bool { return len(members()) == len(procs)+1 })
+		for _, id := range members() {
+			if procs[id] == nil {
+				procs[id] = cmd
 			}
 		}
-		_, err = kv.Get(ctx, "leader")
-		return err == nil
+	}
+	parts, err := js.KeyValue(ctx, "AGENT_PARTITIONS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	owners := func() map[string]int {
+		n := map[string]int{}
+		for p := range bus.Partitions {
+			if e, err := parts.Get(ctx, strconv.Itoa(p)); err == nil {
+				n[string(e.Value())]++
+			}
+		}
+		return n
+	}
+	bustest.Eventually(t, "32 partitions each", func() bool {
+		n := owners()
+		return len(n) == 2 && n[members()[0]] == 32
 	})
-	// The leader takes the lead before it makes the input stream: a message
-	// published in between would be stored nowhere.
-	bustest.Eventually(t, "the input stream", func() bool {
-		_, err := js.Stream(ctx, "AGENT_INPUT")
-		return err == nil
-	})
-	e, _ := kv.Get(ctx, "leader")
-	firstID := string(e.Value())
-	startOrchestrator(t, args)
-
 	if err := nc.Publish("agent.in.default.sb", []byte(`{"content":"sleep 2000","id":"sb-1"}`)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := toolStart.NextMsg(20 * time.Second); err != nil {
 		t.Fatalf("no tool.start: %v", err)
 	}
-	if err := first.Process.Signal(syscall.SIGSTOP); err != nil {
+	key := strconv.Itoa(bus.Partition("default", "sb"))
+	e, err := parts.Get(ctx, key)
+	if err != nil {
 		t.Fatal(err)
 	}
+	ownerID := string(e.Value())
+	owner := procs[ownerID]
+	if err := owner.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
 	paused := true
 	defer func() {
 		if paused {
-			first.Process.Signal(syscall.SIGCONT)
+			owner.Process.Signal(syscall.SIGCONT)
 		}
 	}()
-	bustest.Eventually(t, "the standby to take the lead", func() bool {
-		e, err := kv.Get(ctx, "leader")
-		return err == nil && string(e.Value()) != firstID
+	bustest.Eventually(t, "the other orchestrator to take the partition over", func() bool {
+		e, err := parts.Get(ctx, key)
+		return err == nil && string(e.Value()) != ownerID
 	})
 	if _, err := resumed.NextMsg(20 * time.Second); err != nil {
-		t.Fatalf("the new leader did not resume the run: %v", err)
+		t.Fatalf("the new owner did not resume the run: %v", err)
 	}
+	t.Logf("run resumed %v after the owner was paused (lease TTL 1s)", time.Since(stopped).Round(time.Millisecond))
 	store, err := history.Open(ctx, js, mustSubjects(t), "", history.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var oldWriter string
-	bustest.Eventually(t, "the new leader's first write", func() bool {
+	bustest.Eventually(t, "the new owner's first write", func() bool {
 		st, err := store.Load(ctx, "default", "sb")
 		if err != nil || len(st.Records) == 0 {
 			return false
@@ -101,14 +128,17 @@ func TestPausedLeaderWritesNothingAfterTakeover(t *testing.T) {
 		}
 		return false
 	})
-	if err := first.Process.Signal(syscall.SIGCONT); err != nil {
+	if oldWriter != ownerID {
+		t.Fatalf("the session was first written by %s, not by its owner %s", oldWriter, ownerID)
+	}
+	if err := owner.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	paused = false
 	if _, err := out.NextMsg(30 * time.Second); err != nil {
 		t.Fatalf("no final message for the resumed run: %v", err)
 	}
-	// More input after the paused one woke up: only the new leader serves it.
+	// More input after the paused one woke up.
 	if err := nc.Publish("agent.in.default.sb", []byte(`{"content":"sleep 300","id":"sb-2"}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -119,13 +149,17 @@ func TestPausedLeaderWritesNothingAfterTakeover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	takeover := -1
+	takeover, firstEnd := -1, -1
+	firstRun := st.Records[0].RunID
 	for i, r := range st.Records {
 		if takeover < 0 && r.Writer != oldWriter {
 			takeover = i
 		}
-		if takeover >= 0 && r.Writer == oldWriter {
-			t.Errorf("record %d (run %s) written by the paused orchestrator after the new leader's first write (record %d)", r.Seq, r.RunID, st.Records[takeover].Seq)
+		if r.Final != nil && r.RunID == firstRun && firstEnd < 0 {
+			firstEnd = i
+		}
+		if takeover >= 0 && r.Writer == oldWriter && (r.RunID == firstRun || firstEnd < 0) {
+			t.Errorf("record %d (run %s) written by the paused orchestrator after the new owner's first write (record %d)", r.Seq, r.RunID, st.Records[takeover].Seq)
 		}
 	}
 	for run, n := range st.Ended() {
@@ -136,12 +170,10 @@ func TestPausedLeaderWritesNothingAfterTakeover(t *testing.T) {
 	if len(st.Ended()) != 2 {
 		t.Errorf("%d runs ended, want 2", len(st.Ended()))
 	}
-	if e, err := kv.Get(ctx, "leader"); err != nil || string(e.Value()) == firstID {
-		t.Errorf("the paused orchestrator leads again (%v)", err)
+	if state := procState(t, owner.Process.Pid); state == "Z" || state == "X" {
+		t.Errorf("the paused orchestrator exited (state %s); it should join again", state)
 	}
-	if state := procState(t, first.Process.Pid); state == "Z" || state == "X" {
-		t.Errorf("the paused orchestrator exited (state %s); it should stand by", state)
-	}
+	bustest.Eventually(t, "the paused orchestrator to join again", func() bool { return slices.Contains(members(), ownerID) })
 }
 
 // procState returns the state letter of process pid from /proc (R, S, T,

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -52,6 +54,9 @@ type DurableConfig struct {
 	// HistoryMaxAge bounds how long session histories are kept; default
 	// forever.
 	HistoryMaxAge time.Duration
+	// PinnedTTL is how long a partition consumer stays pinned to an owner
+	// that stopped pulling; default 5s. (A new owner unpins at once.)
+	PinnedTTL time.Duration
 }
 
 // Durable is the JetStream side of an orchestrator's transport: the event
@@ -122,6 +127,9 @@ func (c *DurableConfig) defaults() {
 	if c.Replicas <= 0 {
 		c.Replicas = 1
 	}
+	if c.PinnedTTL <= 0 {
+		c.PinnedTTL = 5 * time.Second
+	}
 }
 
 // SetupEventStream creates (or updates) the stream that keeps recent events
@@ -141,88 +149,156 @@ func SetupEventStream(ctx context.Context, js jetstream.JetStream, subjects Subj
 	return nil
 }
 
-// DurableInput consumes in and steer messages from a JetStream work-queue
-// stream through a durable consumer, so that input survives orchestrator
-// restarts: a message is acknowledged only when Done(true) says its run
-// ended and is stored, and is delivered again otherwise.
+// DurableInput consumes the input stream: in and steer as clients publish
+// them, and the asks and aborts that orchestrators relay. The stream stores
+// each message under its session's partition (a subject transform), and
+// each partition has a durable consumer of its own, consumed by the
+// orchestrator that owns the partition. A message is acknowledged only when
+// Done(true) says its run ended and is stored, and is delivered again
+// otherwise.
 type DurableInput struct {
 	in     *Input // parsing, handler, rejection
 	js     jetstream.JetStream
 	stream jetstream.Stream
 	cfg    DurableConfig
 	log    *slog.Logger
-	cc     jetstream.ConsumeContext
 	stop   chan struct{}
 	done   chan struct{}
+	once   sync.Once // Stop
 
 	mu       sync.Mutex
-	active   map[uint64]jetstream.Msg // stream sequence → its latest delivery
-	failures map[uint64]int           // failed handlings per stream sequence
+	serving  map[int]jetstream.ConsumeContext // by partition
+	active   map[uint64]jetstream.Msg         // stream sequence → its latest delivery
+	failures map[uint64]int                   // failed handlings per stream sequence
 }
 
-// NewDurableInput creates (or updates) the input stream and its durable
-// consumer; Start begins consuming. in supplies the handler, the publisher
-// for error events and the logger.
+// ownerGroup is the priority group of every partition consumer: the server
+// delivers a partition's input to one pinned client, and a new owner unpins
+// the old one, so that a deposed owner's pulls get nothing more.
+const ownerGroup = "owner"
+
+// NewDurableInput creates (or updates) the input stream; Serve begins
+// consuming a partition. in supplies the handler, the publisher for error
+// events and the logger.
 func NewDurableInput(ctx context.Context, js jetstream.JetStream, in *Input, cfg DurableConfig) (*DurableInput, error) {
 	cfg.defaults()
 	subjects := in.subjects
 	name := subjects.StreamName("INPUT")
-	stream, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name: name, Description: "agentfleet user input (in, steer)",
-		Subjects:  []string{subjects.Prefix + "." + KindIn + ".>", subjects.Prefix + "." + KindSteer + ".>"},
-		Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage,
+	src, dest := subjects.InputTransform()
+	sc := jetstream.StreamConfig{
+		Name: name, Description: "agentfleet input (in, steer, relayed ask and abort), by session partition",
+		Subjects: []string{subjects.ClientWildcard(KindIn), subjects.ClientWildcard(KindSteer), subjects.ClientWildcard(KindRelay)},
+		SubjectTransform: &jetstream.SubjectTransformConfig{Source: src, Destination: dest},
+		Retention:        jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage,
 		Duplicates: cfg.DuplicateWindow, Replicas: cfg.Replicas, AllowDirect: true,
-	})
+	}
+	stream, err := js.CreateOrUpdateStream(ctx, sc)
 	if err != nil {
 		return nil, fmt.Errorf("input stream %s: %w", name, err)
 	}
-	_, err = stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
-		Durable: "orchestrator", Description: "agentfleet orchestrators",
-		AckPolicy: jetstream.AckExplicitPolicy, AckWait: cfg.AckWait,
-		// Failed handlings are bounded by the orchestrator itself, which
-		// says so in an error event; redeliveries after a crash or a
-		// handover are not failures, so the server does not count them.
-		MaxDeliver:    -1,
-		MaxAckPending: 100_000,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("input consumer: %w", err)
-	}
-	return &DurableInput{in: in, js: js, stream: stream, cfg: cfg, log: in.log,
-		active: map[uint64]jetstream.Msg{}, failures: map[uint64]int{}}, nil
-}
-
-// Start begins consuming, and keeps the messages of active runs alive with
-// in-progress signals.
-func (d *DurableInput) Start(ctx context.Context) error {
-	cons, err := d.js.Consumer(ctx, d.in.subjects.StreamName("INPUT"), "orchestrator")
-	if err != nil {
-		return fmt.Errorf("input consumer: %w", err)
-	}
-	d.cc, err = cons.Consume(d.receive, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-		d.log.Warn("input consumer", "err", err)
-	}))
-	if err != nil {
-		return fmt.Errorf("input consumer: %w", err)
+	d := &DurableInput{in: in, js: js, stream: stream, cfg: cfg, log: in.log,
+		serving: map[int]jetstream.ConsumeContext{}, active: map[uint64]jetstream.Msg{}, failures: map[uint64]int{}}
+	if err := d.migrate(ctx); err != nil {
+		return nil, err
 	}
 	d.stop, d.done = make(chan struct{}), make(chan struct{})
 	go d.keepAlive()
+	return d, nil
+}
+
+func consumerName(p int) string { return "partition-" + strconv.Itoa(p) }
+
+// Serve begins consuming partition p: it creates the partition's consumer
+// if need be, unpins whoever consumed it before (a deposed owner), and
+// consumes it pinned.
+func (d *DurableInput) Serve(ctx context.Context, p int) error {
+	name := consumerName(p)
+	cons, err := d.stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable: name, Description: "agentfleet: the input of partition " + strconv.Itoa(p),
+		FilterSubject: d.in.subjects.StoredPartition(p),
+		AckPolicy:     jetstream.AckExplicitPolicy, AckWait: d.cfg.AckWait,
+		// Failed handlings are bounded by the orchestrator itself, which
+		// says so in an error event; redeliveries after a crash or a
+		// handover are not failures, so the server does not count them.
+		MaxDeliver:     -1,
+		MaxAckPending:  10_000,
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+		PriorityPolicy: jetstream.PriorityPolicyPinned, PriorityGroups: []string{ownerGroup}, PinnedTTL: d.cfg.PinnedTTL,
+	})
+	if err != nil {
+		return fmt.Errorf("input consumer %s: %w", name, err)
+	}
+	if err := d.stream.UnpinConsumer(ctx, name, ownerGroup); err != nil {
+		d.log.Debug("unpin input consumer", "consumer", name, "err", err)
+	}
+	cc, err := cons.Consume(d.receive, jetstream.PullPriorityGroup(ownerGroup), jetstream.PullExpiry(5*time.Second),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			d.log.Warn("input consumer", "consumer", name, "err", err)
+		}))
+	if err != nil {
+		return fmt.Errorf("input consumer %s: %w", name, err)
+	}
+	d.mu.Lock()
+	old := d.serving[p]
+	d.serving[p] = cc
+	d.mu.Unlock()
+	if old != nil {
+		old.Stop()
+	}
 	return nil
 }
 
-// Stop stops taking input. Messages being handled stay unacknowledged until
-// their Done, or are delivered again after AckWait if it never comes.
-func (d *DurableInput) Stop() {
-	if d.cc != nil {
-		d.cc.Stop()
-		<-d.cc.Closed()
+// Unserve stops consuming partition p. Its messages being handled stay
+// unacknowledged until their Done, or are delivered again after AckWait.
+func (d *DurableInput) Unserve(p int) {
+	d.mu.Lock()
+	cc := d.serving[p]
+	delete(d.serving, p)
+	d.mu.Unlock()
+	if cc != nil {
+		cc.Stop()
+		<-cc.Closed()
 	}
-	if d.stop != nil {
+}
+
+// Abandon stops consuming every partition at once, as an orchestrator that
+// lost its lease must: nothing more is signalled in progress, so that the
+// server delivers what was taken here to the next owners after AckWait.
+func (d *DurableInput) Abandon() {
+	d.mu.Lock()
+	ccs := slices.Collect(maps.Values(d.serving))
+	d.serving = map[int]jetstream.ConsumeContext{}
+	d.mu.Unlock()
+	for _, cc := range ccs {
+		cc.Stop()
+	}
+}
+
+// partitionOf returns the partition of a delivered message, from its stored
+// subject; -1 if it has none.
+func (d *DurableInput) partitionOf(m jetstream.Msg) int {
+	_, agent, session, err := d.in.subjects.ParseStored(m.Subject())
+	if err != nil {
+		return -1
+	}
+	return Partition(agent, session)
+}
+
+// Stop stops consuming every partition and the in-progress signals.
+func (d *DurableInput) Stop() {
+	d.mu.Lock()
+	ps := make([]int, 0, len(d.serving))
+	for p := range d.serving {
+		ps = append(ps, p)
+	}
+	d.mu.Unlock()
+	for _, p := range ps {
+		d.Unserve(p)
+	}
+	d.once.Do(func() {
 		close(d.stop)
 		<-d.done
-		d.stop = nil
-	}
+	})
 }
 
 // Active returns the number of messages delivered and not yet settled.
@@ -232,19 +308,19 @@ func (d *DurableInput) Active() int {
 	return len(d.active)
 }
 
-// Sessions returns the agent and session of every session that has input in
-// the stream (delivered and not settled, or not delivered yet), so that an
-// orchestrator that begins to serve loads them, and resumes their
-// interrupted runs, without waiting for redeliveries.
-func (d *DurableInput) Sessions(ctx context.Context) ([][2]string, error) {
-	info, err := d.stream.Info(ctx, jetstream.WithSubjectFilter(d.in.subjects.Prefix+".>"))
+// Sessions returns the agent and session of every session of partition p
+// that has input in the stream (delivered and not settled, or not delivered
+// yet), so that its new owner loads them, and resumes their interrupted
+// runs, without waiting for redeliveries.
+func (d *DurableInput) Sessions(ctx context.Context, p int) ([][2]string, error) {
+	info, err := d.stream.Info(ctx, jetstream.WithSubjectFilter(d.in.subjects.StoredPartition(p)))
 	if err != nil {
 		return nil, fmt.Errorf("input stream: %w", err)
 	}
 	seen := map[[2]string]bool{}
 	var out [][2]string
 	for subject := range info.State.Subjects {
-		_, agent, session, err := d.in.subjects.ParseClient(subject)
+		_, agent, session, err := d.in.subjects.ParseStored(subject)
 		if err != nil {
 			continue
 		}
@@ -259,10 +335,11 @@ func (d *DurableInput) Sessions(ctx context.Context) ([][2]string, error) {
 
 // Pending returns the session's input in the stream, in stream order, as
 // Inbounds with no way to settle them (the consumer's deliveries of the same
-// messages do that). A message that does not parse is left out: its
-// delivery rejects it.
+// messages do that); a relayed ask keeps its reply, so that it is answered
+// even if its delivery went to an owner that died. Aborts, and messages
+// that do not parse, are left out: their deliveries settle them.
 func (d *DurableInput) Pending(ctx context.Context, agent, session string) ([]*Inbound, error) {
-	subject := d.in.subjects.Prefix + ".*." + agent + "." + session
+	subject := d.in.subjects.StoredSession(agent, session)
 	var out []*Inbound
 	for seq := uint64(1); ; {
 		m, err := d.stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
@@ -273,7 +350,7 @@ func (d *DurableInput) Pending(ctx context.Context, agent, session string) ([]*I
 			return nil, fmt.Errorf("input of session %s: %w", session, err)
 		}
 		seq = m.Sequence + 1
-		in, err := d.in.parse(&nats.Msg{Subject: m.Subject, Data: m.Data, Header: m.Header})
+		in, err := d.in.parseStored(&nats.Msg{Subject: m.Subject, Data: m.Data, Header: m.Header})
 		if err != nil || in.Message == nil {
 			continue
 		}
@@ -304,7 +381,11 @@ func (d *DurableInput) keepAlive() {
 		d.mu.Lock()
 		msgs := make([]jetstream.Msg, 0, len(d.active))
 		for _, m := range d.active {
-			msgs = append(msgs, m)
+			// Only the partitions served here: a partition given up
+			// leaves its messages to the server's redelivery.
+			if _, ok := d.serving[d.partitionOf(m)]; ok {
+				msgs = append(msgs, m)
+			}
 		}
 		d.mu.Unlock()
 		for _, m := range msgs {
@@ -332,7 +413,7 @@ func (d *DurableInput) receive(m jetstream.Msg) {
 	}
 	nm := &nats.Msg{Subject: m.Subject(), Data: m.Data(), Header: m.Headers()}
 	seq := meta.Sequence.Stream
-	msg, err := d.in.parse(nm)
+	msg, err := d.in.parseStored(nm)
 	if err != nil {
 		d.in.reject(nm, msg, err)
 		m.Term()
@@ -357,6 +438,12 @@ func (d *DurableInput) receive(m jetstream.Msg) {
 		} else {
 			msg.Reject(err)
 		}
+		return
+	}
+	if msg.Kind == KindAbort {
+		// An abort acts on the run active now, or on none: it is never
+		// delivered again, where it could abort a later run.
+		msg.Done(true)
 	}
 }
 

@@ -39,7 +39,7 @@ func TestPoisonInputIsDropped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := di.Start(ctx); err != nil {
+	if err := di.Serve(ctx, bus.Partition("default", "poison")); err != nil {
 		t.Fatal(err)
 	}
 	defer di.Stop()
@@ -95,7 +95,7 @@ func TestHandoversAreNotFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := di.Start(ctx); err != nil {
+	if err := di.Serve(ctx, bus.Partition("default", "handover")); err != nil {
 		t.Fatal(err)
 	}
 	defer di.Stop()

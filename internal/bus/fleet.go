@@ -3,7 +3,6 @@ package bus
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -60,6 +59,8 @@ type Fleet struct {
 	subjects Subjects
 	cfg      FleetConfig
 	sub      *nats.Subscription
+	stopOnce sync.Once
+	stopErr  error
 	stop     chan struct{}
 	done     chan struct{}
 	ctx      context.Context // ends at Close, with the questions in flight
@@ -412,12 +413,14 @@ func (f *Fleet) Workers() int {
 
 // Close stops watching.
 func (f *Fleet) Close() error {
-	close(f.stop)
-	<-f.done
-	f.cancel()
-	err := f.sub.Unsubscribe()
-	f.bg.Wait()
-	return errors.Join(err)
+	f.stopOnce.Do(func() {
+		close(f.stop)
+		<-f.done
+		f.cancel()
+		f.stopErr = f.sub.Unsubscribe()
+		f.bg.Wait()
+	})
+	return f.stopErr
 }
 
 // signature identifies a tool set: the names and definitions, not which

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Inbound is one accepted message from a client subject.
@@ -29,6 +30,7 @@ type Inbound struct {
 	// Seq is the stream sequence of durable input; 0 for core NATS input.
 	Seq uint64
 
+	replyTo  string // where reply and reject answer
 	reply    func(*agentfleet.AssistantMessage)
 	done     func(ok bool)
 	retry    func(err error)
@@ -106,6 +108,13 @@ type Input struct {
 	// delivered again after a failure that can pass). The handler reports
 	// "accepted" and "duplicate" itself, once it knows.
 	OnInput func(outcome string)
+	// Queue, if set, is the queue group of the subscriptions.
+	Queue string
+	// Check, if set, vets a relayed message before it is stored (an
+	// unknown agent is refused at once, not by the owner later).
+	Check func(*Inbound) error
+
+	js jetstream.JetStream // set by Relayed
 }
 
 // QueueInput is the queue group of the input subscriptions, so that several
@@ -128,7 +137,7 @@ func (in *Input) Start() error {
 		kinds = []string{KindIn, KindAsk, KindSteer, KindAbort}
 	}
 	for _, kind := range kinds {
-		sub, err := in.nc.Subscribe(in.subjects.ClientWildcard(kind), in.receive)
+		sub, err := in.nc.QueueSubscribe(in.subjects.ClientWildcard(kind), in.Queue, in.receive)
 		if err != nil {
 			return errors.Join(fmt.Errorf("input: subscribe %s: %w", kind, err), in.Stop())
 		}
@@ -157,6 +166,16 @@ func (in *Input) receive(m *nats.Msg) {
 		in.reject(m, msg, err)
 		return
 	}
+	if in.js != nil {
+		if in.Check != nil {
+			if err := in.Check(msg); err != nil {
+				in.reject(m, msg, err)
+				return
+			}
+		}
+		in.relay(m, msg)
+		return
+	}
 	msg.rejectFn = func(err error) { in.reject(m, msg, err) }
 	msg.retry = func(err error) {
 		in.reject(m, msg, fmt.Errorf("%w; try again", err))
@@ -172,15 +191,55 @@ func (in *Input) receive(m *nats.Msg) {
 
 func (in *Input) parse(m *nats.Msg) (*Inbound, error) {
 	kind, agent, session, err := in.subjects.ParseClient(m.Subject)
-	msg := &Inbound{Kind: kind, Agent: agent, Session: session, Subject: m.Subject}
+	msgID := ""
+	if m.Header != nil {
+		msgID = m.Header.Get(nats.MsgIdHdr)
+	}
+	return in.build(m, kind, agent, session, m.Reply, msgID, err)
+}
+
+// parseStored parses a message of the input stream: in and steer as
+// published, and relayed asks and aborts with their kind, reply subject and
+// id from the relay headers.
+func (in *Input) parseStored(m *nats.Msg) (*Inbound, error) {
+	kind, agent, session, err := in.subjects.ParseStored(m.Subject)
+	msgID, reply := "", ""
+	if m.Header != nil {
+		msgID = m.Header.Get(HeaderMsgID) // moved or relayed
+		if msgID == "" {
+			msgID = m.Header.Get(nats.MsgIdHdr)
+		}
+	}
+	if err == nil && kind == KindRelay {
+		kind = m.Header.Get(HeaderKind)
+		msgID, reply = m.Header.Get(HeaderMsgID), m.Header.Get(HeaderReply)
+		switch {
+		case kind != KindAsk && kind != KindAbort:
+			err = fmt.Errorf("relayed input of subject %q: header %s is %q, want %s or %s", m.Subject, HeaderKind, kind, KindAsk, KindAbort)
+		case reply != "":
+			if rerr := in.subjects.checkReply(reply); rerr != nil {
+				err = fmt.Errorf("relayed input of subject %q: header %s: %w", m.Subject, HeaderReply, rerr)
+				reply = ""
+			}
+		}
+	}
+	msg, err := in.build(m, kind, agent, session, reply, msgID, err)
+	if kind != "" && agent != "" {
+		// Errors name the subject the client used, not the stored one.
+		msg.Subject = in.subjects.Client(kind, agent, session)
+	}
+	return msg, err
+}
+
+func (in *Input) build(m *nats.Msg, kind, agent, session, reply, msgID string, err error) (*Inbound, error) {
+	msg := &Inbound{Kind: kind, Agent: agent, Session: session, Subject: m.Subject, replyTo: reply}
 	if err != nil {
 		return msg, err
 	}
 	// An abort sent as a request is answered too: an assistant message
 	// with stop reason aborted when a run was aborted (the reject path
 	// answers one with stop reason error when none was).
-	if (kind == KindAsk || kind == KindAbort) && m.Reply != "" {
-		reply := m.Reply
+	if (kind == KindAsk || kind == KindAbort) && reply != "" {
 		msg.reply = func(a *agentfleet.AssistantMessage) {
 			b, err := json.Marshal(a)
 			if err != nil {
@@ -196,10 +255,6 @@ func (in *Input) parse(m *nats.Msg) (*Inbound, error) {
 	case KindAbort:
 		msg.Reason, err = ParseAbort(m.Data)
 	default:
-		msgID := ""
-		if m.Header != nil {
-			msgID = m.Header.Get(nats.MsgIdHdr)
-		}
 		msg.Message, err = ParseUserMessage(m.Data, msgID)
 	}
 	return msg, err
@@ -211,7 +266,11 @@ func (in *Input) reject(m *nats.Msg, msg *Inbound, err error) {
 	if in.OnInput != nil {
 		in.OnInput("rejected")
 	}
-	in.log.Warn("rejected input", "subject", m.Subject, "err", err)
+	subject := m.Subject
+	if msg != nil && msg.Subject != "" {
+		subject = msg.Subject
+	}
+	in.log.Warn("rejected input", "subject", subject, "err", err)
 	payload := m.Data
 	if len(payload) > 256 {
 		payload = payload[:256]
@@ -222,16 +281,16 @@ func (in *Input) reject(m *nats.Msg, msg *Inbound, err error) {
 	}
 	e := &agentfleet.Event{
 		Type: agentfleet.EventError, Agent: msg.Agent, Session: msg.Session,
-		Time: time.Now().UTC(), ErrorMessage: err.Error(), Subject: m.Subject, Payload: p,
+		Time: time.Now().UTC(), ErrorMessage: err.Error(), Subject: subject, Payload: p,
 	}
 	if in.pub != nil {
 		in.pub.Emit(e)
 	}
-	if m.Reply != "" {
+	if reply := msg.replyTo; reply != "" {
 		b, _ := json.Marshal(&agentfleet.AssistantMessage{
 			Role: agentfleet.RoleAssistant, Content: []agentfleet.Content{},
 			StopReason: agentfleet.StopReasonError, ErrorMessage: err.Error(), Timestamp: time.Now().UTC(),
 		})
-		_ = in.nc.Publish(m.Reply, b)
+		_ = in.nc.Publish(reply, b)
 	}
 }

@@ -82,6 +82,10 @@ const (
 	KindAsk   = "ask"
 	KindSteer = "steer"
 	KindAbort = "abort"
+	// KindRelay is not a client kind: it is the subject under which an
+	// orchestrator stores an ask or abort it took from the core subjects,
+	// for the orchestrator that owns the session (see relay.go).
+	KindRelay = "relay"
 )
 
 // Client returns the subject of kind (in, ask, steer, abort) for a session.

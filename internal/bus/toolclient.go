@@ -68,12 +68,14 @@ type ClientConfig struct {
 // pipeline.Executor: one request on the tool's subject, then frames on a
 // reply inbox until the final one. It is safe for concurrent use.
 type ToolClient struct {
-	nc       *nats.Conn
-	cfg      ClientConfig
-	subjects Subjects
-	inbox    string // prefix of the per-call inboxes, ends with "."
-	sub      *nats.Subscription
-	seq      atomic.Uint64
+	closeOnce sync.Once
+	closeErr  error
+	nc        *nats.Conn
+	cfg       ClientConfig
+	subjects  Subjects
+	inbox     string // prefix of the per-call inboxes, ends with "."
+	sub       *nats.Subscription
+	seq       atomic.Uint64
 
 	mu    sync.Mutex
 	calls map[string]*inflight
@@ -188,7 +190,10 @@ func (c *ToolClient) gate(name string) *gate {
 }
 
 // Close stops the client; calls in flight end with an error.
-func (c *ToolClient) Close() error { return c.sub.Unsubscribe() }
+func (c *ToolClient) Close() error {
+	c.closeOnce.Do(func() { c.closeErr = c.sub.Unsubscribe() })
+	return c.closeErr
+}
 
 // route hands a frame to the call it belongs to.
 func (c *ToolClient) route(m *nats.Msg) {

@@ -17,7 +17,8 @@ type Orchestrator struct {
 	reg *prometheus.Registry
 
 	runsStarted   prometheus.Counter
-	leadLost      prometheus.Counter
+	leaseLost     prometheus.Counter
+	partitions    prometheus.Gauge
 	runsEnded     *prometheus.CounterVec // stop_reason
 	turns         prometheus.Counter
 	runsActive    prometheus.Gauge
@@ -72,9 +73,13 @@ func NewOrchestrator() *Orchestrator {
 		inputOutcomes:   newBounded(maxEnum),
 		eventTypes:      newBounded(maxEnum),
 	}
-	o.leadLost = prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: Namespace, Name: "lead_lost_total",
-		Help: "Times this orchestrator lost the lead it held (it then suspends its runs and stands by).",
+	o.leaseLost = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "lease_lost_total",
+		Help: "Times this orchestrator lost its lease (it then suspends every run, owns no partition, and joins again).",
+	})
+	o.partitions = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: Namespace, Name: "partitions_owned",
+		Help: "Session partitions this orchestrator owns (of 64; 0 without JetStream, where it serves every session).",
 	})
 	o.runsStarted = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "runs_started_total",
@@ -137,7 +142,7 @@ func NewOrchestrator() *Orchestrator {
 		Help: "Lifecycle events published on NATS, by type.",
 	}, []string{"type"})
 
-	o.reg.MustRegister(o.leadLost, o.runsStarted, o.runsEnded, o.turns, o.runsActive, sessions,
+	o.reg.MustRegister(o.leaseLost, o.partitions, o.runsStarted, o.runsEnded, o.turns, o.runsActive, sessions,
 		o.llmDuration, o.llmAttempts, o.llmErrors, tokens,
 		o.toolDuration, o.toolAttempts, o.toolsInFlight, o.input, o.published)
 
@@ -255,5 +260,9 @@ func (o *Orchestrator) Workers() *Worker {
 	return o.workers
 }
 
-// LostLead counts one loss of the lead.
-func (o *Orchestrator) LostLead() { o.leadLost.Inc() }
+// LeaseLost counts one loss of the lease.
+func (o *Orchestrator) LeaseLost() { o.leaseLost.Inc() }
+
+// PartitionsOwned sets the partitions_owned gauge; the orchestrator calls
+// it as partitions come and go.
+func (o *Orchestrator) PartitionsOwned(n int) { o.partitions.Set(float64(n)) }

@@ -405,15 +405,21 @@ func TestDuplicateWhileQueued(t *testing.T) {
 	}
 }
 
-// TestStandbyTakesOver runs two orchestrators on one NATS: one is active and
-// answers, the other stands by; when the active one stops, the standby takes
-// over and carries the session on from the stored history.
-func TestStandbyTakesOver(t *testing.T) {
-	first := newScript().on("ha", say("from the first"))
-	f := startFleet(t, orchestrator.Config{Model: first, Durable: true, Elect: true, LeaderTTL: time.Second},
+// TestPartitionsShared runs two orchestrators on one NATS: they share the
+// partitions evenly, each session is answered by its partition's owner
+// (whichever orchestrator the server hands the ask to), and when one stops
+// the other takes every partition over and carries its sessions on from
+// the stored history.
+func TestPartitionsShared(t *testing.T) {
+	first, second := newScript(), newScript()
+	for i := range 24 {
+		session := fmt.Sprintf("s%02d", i)
+		first.on(session, say("from the first"))
+		second.on(session, say("from the second"), say("from the second"))
+	}
+	f := startFleet(t, orchestrator.Config{Model: first, Durable: true, LeaseTTL: time.Second},
 		bus.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}})
-	second := newScript().on("ha", say("from the second"))
-	o2, err := orchestrator.New(bustest.MustConnect(t, f.srv), orchestrator.Config{Model: second, Durable: true, Elect: true, LeaderTTL: time.Second,
+	o2, err := orchestrator.New(bustest.MustConnect(t, f.srv), orchestrator.Config{Model: second, Durable: true, LeaseTTL: time.Second,
 		Discovery: bus.FleetConfig{Wait: 200 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
@@ -422,24 +428,44 @@ func TestStandbyTakesOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer o2.Close(context.Background())
-	if !f.orch.Leading() || o2.Leading() {
-		t.Fatalf("leading: first %v, second %v; want only the first", f.orch.Leading(), o2.Leading())
+	bustest.Eventually(t, "32 partitions each", func() bool {
+		return len(f.orch.Partitions()) == 32 && len(o2.Partitions()) == 32
+	})
+	owner := map[int]string{}
+	for _, p := range f.orch.Partitions() {
+		owner[p] = "from the first"
 	}
-	if got := agentfleet.JoinText(f.ask(t, "default", "ha", "one").Content); got != "from the first" {
-		t.Errorf("first answer = %q", got)
+	for _, p := range o2.Partitions() {
+		owner[p] = "from the second"
 	}
-	if len(second.requests("ha")) != 0 {
-		t.Error("the standby answered too")
+	sessions := map[string]bool{} // sessions answered, by whether the first owns them
+	for i := range 24 {
+		session := fmt.Sprintf("s%02d", i)
+		want := owner[bus.Partition("default", session)]
+		if got := agentfleet.JoinText(f.ask(t, "default", session, "one").Content); got != want {
+			t.Errorf("session %s (partition %d) answered %q, want %q", session, bus.Partition("default", session), got, want)
+		}
+		sessions[session] = want == "from the first"
 	}
 	if err := f.orch.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	bustest.Eventually(t, "the standby to take over", o2.Leading)
-	if got := agentfleet.JoinText(f.ask(t, "default", "ha", "two").Content); got != "from the second" {
-		t.Errorf("second answer = %q", got)
-	}
-	if got, want := roles(second.requests("ha")[0].Messages), "user:one assistant user:two"; got != want {
-		t.Errorf("the standby saw %s, want %s", got, want)
+	bustest.Eventually(t, "the second to own every partition", func() bool { return len(o2.Partitions()) == bus.Partitions })
+	for session, moved := range sessions {
+		if got := agentfleet.JoinText(f.ask(t, "default", session, "two").Content); got != "from the second" {
+			t.Errorf("session %s: second answer = %q", session, got)
+		}
+		if !moved {
+			continue
+		}
+		reqs := second.requests(session)
+		if len(reqs) == 0 {
+			t.Errorf("session %s: the second orchestrator's model saw nothing", session)
+			continue
+		}
+		if got, want := roles(reqs[len(reqs)-1].Messages), "user:one assistant user:two"; got != want {
+			t.Errorf("session %s: the new owner saw %s, want %s", session, got, want)
+		}
 	}
 }
 

@@ -26,6 +26,11 @@ func (o *Orchestrator) HandleInput(in *bus.Inbound) error {
 	if err := bus.CheckToken("session", in.Session); err != nil {
 		return err
 	}
+	if in.Durable() && !o.owns(bus.Partition(in.Agent, in.Session)) {
+		// Its partition is being handed over: the next owner takes it.
+		in.Done(false)
+		return nil
+	}
 	switch in.Kind {
 	case bus.KindIn, bus.KindAsk, bus.KindSteer:
 		if in.Message.ID == "" {

@@ -18,7 +18,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/history"
-	"github.com/agentfleet/agentfleet/internal/lead"
+	"github.com/agentfleet/agentfleet/internal/partition"
 	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/tools"
@@ -71,15 +71,18 @@ type Config struct {
 	// LoadTimeout bounds one load of a session's history; default 10s. A
 	// load that fails has the session's input tried again later.
 	LoadTimeout time.Duration
-	// Elect makes orchestrators of one prefix elect an active one (durable
-	// only): the others stand by and take over when it stops (at once) or
-	// dies (after LeaderTTL, default 10s), so that no session ever runs on
-	// two orchestrators. OnLostLead, if set, is called each time this one
-	// loses the lead it held; it has stopped taking input and suspended its
-	// runs by then, and stands by to lead again.
-	Elect      bool
-	LeaderTTL  time.Duration
-	OnLostLead func()
+	// LeaseTTL bounds how long the partitions of an orchestrator that died
+	// stay its own before the others take them over (durable only; see
+	// package partition); default partition.DefaultTTL. OnLeaseLost, if
+	// set, is called each time this orchestrator loses its lease; it has
+	// stopped every session by then, and joins again.
+	LeaseTTL    time.Duration
+	OnLeaseLost func()
+	// Handover bounds how long a partition that moves to another
+	// orchestrator waits for its active runs to end before they are
+	// suspended and resumed there; default 10s. (On Close, the context of
+	// Close bounds it.)
+	Handover time.Duration
 }
 
 // Observer receives measurements, for metrics. Every method may be called
@@ -105,7 +108,7 @@ type Orchestrator struct {
 	toolsSub *nats.Subscription // answers Subjects.AgentTools
 	durable  *bus.Durable
 	history  *history.Store
-	election *lead.Election
+	table    *partition.Table // with durable input: the partitions this one owns
 	agents   map[string]*agent
 	id       string        // this instance, in the records it writes
 	loads    chan struct{} // bounds the sessions loading at once
@@ -120,9 +123,9 @@ type Orchestrator struct {
 	sessions map[string]*session
 	closed   bool
 	leading  bool
-	term     *lead.Term
 	in       *bus.DurableInput
-	stopping bool // past the shutdown grace: store nothing, settle nothing
+	stopping bool            // past the shutdown grace: store nothing, settle nothing
+	drain    context.Context // while closing: bounds the handover of partitions
 }
 
 // agent is one profile with its own tool store (spec section 4: per-agent
@@ -151,6 +154,9 @@ func New(nc *bus.Conn, cfg Config) (*Orchestrator, error) {
 	}
 	if cfg.LoadTimeout <= 0 {
 		cfg.LoadTimeout = 10 * time.Second
+	}
+	if cfg.Handover <= 0 {
+		cfg.Handover = 10 * time.Second
 	}
 	if len(cfg.Profiles) == 0 {
 		cfg.Profiles = []Profile{DefaultProfile()}
@@ -315,6 +321,9 @@ func sameDef(a, b agentfleet.ToolDef) bool {
 // attributes.
 func (o *Orchestrator) sink() agentfleet.EventSink {
 	return agentfleet.EventSinkFunc(func(e *agentfleet.Event) {
+		if e.Type == agentfleet.EventRunStart || e.Type == agentfleet.EventRunResumed {
+			e.Orchestrator = o.id
+		}
 		if o.cfg.Observer != nil {
 			o.cfg.Observer.Event(e)
 		}

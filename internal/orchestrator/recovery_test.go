@@ -67,7 +67,9 @@ func TestInterruptedRunResumesBeforeLaterInput(t *testing.T) {
 	b := next(t, out)
 	// The start-up says what it recovers, at info level.
 	bustest.Eventually(t, "the recovery summary", func() bool { return strings.Contains(logs.String(), "recovered: ") })
-	for _, want := range []string{`msg="recovering: 1 sessions have input in the stream, loading them"`, `msg="resuming run" agent=default session=o`, `msg="recovered: 1 interrupted runs resumed" sessions=1 runs=1`} {
+	p := bus.Partition("default", "o")
+	for _, want := range []string{fmt.Sprintf(`msg="recovering: 1 sessions of partition %d have input in the stream, loading them"`, p), `msg="resuming run" agent=default session=o`,
+		fmt.Sprintf(`msg="recovered: 1 interrupted runs resumed" partition=%d sessions=1 runs=1`, p)} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("log lacks %s:\n%s", want, logs)
 		}
@@ -111,10 +113,10 @@ func TestRetriedInputGetsTheStoredAnswer(t *testing.T) {
 	}
 }
 
-// TestNATSOutageLongerThanLeaderTTL takes the server away for longer than
-// the leader TTL: the orchestrator loses the lead, keeps running, and leads
-// and serves again once the server is back.
-func TestNATSOutageLongerThanLeaderTTL(t *testing.T) {
+// TestNATSOutageLongerThanLeaseTTL takes the server away for longer than
+// the lease TTL: the orchestrator loses its lease and every partition,
+// keeps running, and owns and serves them again once the server is back.
+func TestNATSOutageLongerThanLeaseTTL(t *testing.T) {
 	addr, dir := bustest.FreeAddr(t), t.TempDir()
 	srv := bustest.MustRunNATSAt(t, addr, dir)
 	url := srv.ClientURL()
@@ -133,8 +135,8 @@ func TestNATSOutageLongerThanLeaderTTL(t *testing.T) {
 	defer w.Stop()
 	var lost atomic.Int32
 	model := newScript().on("out", say("before"), say("after"))
-	o, err := orchestrator.New(connect(), orchestrator.Config{Model: model, Durable: true, Elect: true, LeaderTTL: time.Second,
-		Discovery: bus.FleetConfig{Wait: 200 * time.Millisecond}, OnLostLead: func() { lost.Add(1) }})
+	o, err := orchestrator.New(connect(), orchestrator.Config{Model: model, Durable: true, LeaseTTL: time.Second,
+		Discovery: bus.FleetConfig{Wait: 200 * time.Millisecond}, OnLeaseLost: func() { lost.Add(1) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,12 +159,12 @@ func TestNATSOutageLongerThanLeaderTTL(t *testing.T) {
 	ask("before")
 	srv.Shutdown()
 	srv.WaitForShutdown()
-	bustest.Eventually(t, "the lead to be lost", func() bool { return lost.Load() == 1 })
-	if o.Leading() {
-		t.Error("the orchestrator still takes input after losing the lead")
+	bustest.Eventually(t, "the lease to be lost", func() bool { return lost.Load() == 1 })
+	if n := len(o.Partitions()); n != 0 {
+		t.Errorf("the orchestrator still owns %d partitions after losing its lease", n)
 	}
 	bustest.MustRunNATSAt(t, addr, dir)
-	bustest.Eventually(t, "the orchestrator to lead again", o.Leading)
+	bustest.Eventually(t, "the orchestrator to own every partition again", func() bool { return len(o.Partitions()) == bus.Partitions })
 	ask("after")
 }
 

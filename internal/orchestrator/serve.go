@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/history"
-	"github.com/agentfleet/agentfleet/internal/lead"
+	"github.com/agentfleet/agentfleet/internal/partition"
 )
 
 // Start connects the tool client, discovers the fleet and, when durable,
@@ -61,128 +62,169 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 			return fail(err)
 		}
 	}
-	if o.durable != nil {
-		dc := o.durable.Config()
-		o.history, err = history.Open(ctx, o.durable.JetStream(), o.subjects, o.id, history.Config{MaxAge: dc.HistoryMaxAge, Replicas: dc.Replicas})
-		if err != nil {
-			return fail(err)
-		}
-		o.input.Kinds = []string{bus.KindAsk, bus.KindAbort}
-	}
 	o.bg.Add(1)
 	go o.evict()
-	if o.durable == nil || !o.cfg.Elect {
-		if err := o.serve(ctx, nil); err != nil {
+	if o.durable == nil {
+		if err := o.serve(); err != nil {
 			return fail(err)
 		}
+		o.logServing()
 		return nil
 	}
-	o.election, err = lead.New(ctx, o.durable.JetStream(), o.subjects, o.id, lead.Config{TTL: o.cfg.LeaderTTL, Replicas: o.durable.Config().Replicas, Logger: o.log})
+	dcfg := o.durable.Config()
+	o.history, err = history.Open(ctx, o.durable.JetStream(), o.subjects, o.id, history.Config{MaxAge: dcfg.HistoryMaxAge, Replicas: dcfg.Replicas})
 	if err != nil {
 		return fail(err)
 	}
-	term, holder, err := o.election.TryAcquire(ctx)
-	if err != nil {
+	if o.in, err = o.durable.Input(ctx, o.input); err != nil {
 		return fail(err)
 	}
-	if term != nil {
-		if err := o.serve(ctx, term); err != nil {
-			return errors.Join(fail(err), term.Release(context.Background()))
-		}
-	} else {
-		o.log.Info("orchestrator standing by", "leader", holder)
+	// Asks and aborts go through the input stream to the session's owner,
+	// whichever orchestrator the server hands them to.
+	o.input.Relayed(o.durable.JetStream())
+	o.input.Check = o.check
+	if err := o.serve(); err != nil {
+		o.in.Stop()
+		return fail(err)
 	}
-	o.bg.Add(1)
-	go o.campaign(term)
+	o.table, err = partition.Join(ctx, o.durable.JetStream(), o.subjects, o.id, partition.Config{
+		TTL: o.cfg.LeaseTTL, Replicas: dcfg.Replicas, Logger: o.log,
+		Acquire: o.acquirePartition, Release: o.releasePartition, Lost: o.leaseLost,
+	})
+	if err != nil {
+		o.in.Stop()
+		return fail(err)
+	}
+	o.observePartitions()
+	o.logServing()
 	return nil
 }
 
-// campaign keeps this orchestrator in the election for its whole life:
-// while it leads, it waits for the term to be lost, suspends what it runs
-// and stands by; while it stands by, it tries for the lead and serves once
-// it has it. A standby that wins but cannot serve gives the lead back.
-func (o *Orchestrator) campaign(term *lead.Term) {
-	defer o.bg.Done()
-	for {
-		if term == nil {
-			t, err := o.election.Acquire(o.life)
-			if err != nil {
-				return // closing
-			}
-			if err := o.serve(o.life, t); err != nil {
-				o.log.Error("taking over", "err", err)
-				o.unserve()
-				rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				t.Release(rctx)
-				cancel()
-				select {
-				case <-o.life.Done():
-					return
-				case <-time.After(o.election.TTL() / 4):
-				}
-				continue
-			}
-			term = t
-		}
-		select {
-		case <-o.life.Done():
-			return
-		case <-term.Lost():
-		}
-		o.demote(lead.ErrLost)
-		if o.cfg.OnLostLead != nil {
-			o.cfg.OnLostLead()
-		}
-		term = nil
-	}
-}
-
-// serve takes input under term (nil without election): the durable
-// consumer and the core subscriptions; then it loads, in the background,
-// every session that has input in the stream, so that their interrupted
-// runs resume at once rather than when their messages come back.
-func (o *Orchestrator) serve(ctx context.Context, term *lead.Term) error {
-	o.mu.Lock()
-	o.term = term
-	o.mu.Unlock()
-	if o.durable != nil {
-		d, err := o.durable.Input(ctx, o.input)
-		if err != nil {
-			return err
-		}
-		o.mu.Lock()
-		o.in = d
-		o.mu.Unlock()
-		if err := d.Start(ctx); err != nil {
-			return err
-		}
-	}
+// serve subscribes the core input subjects: all of them without JetStream;
+// with it, the asks and aborts to relay.
+func (o *Orchestrator) serve() error {
 	if err := o.input.Start(); err != nil {
 		return err
 	}
 	o.mu.Lock()
 	o.leading = true
 	o.mu.Unlock()
-	if d := o.dinput(); d != nil {
-		o.bg.Add(1)
-		go o.loadPending(d)
+	return nil
+}
+
+// logServing says that the orchestrator serves, and with what.
+func (o *Orchestrator) logServing() {
+	attrs := []any{"id", o.id, "prefix", o.subjects.Prefix, "durable", o.durable != nil,
+		"agents", slices.Sorted(maps.Keys(o.agents)), "tools", len(o.fleet.Tools()), "worker_services", o.fleet.Workers()}
+	if o.table != nil {
+		attrs = append(attrs, "partitions", len(o.table.Owned()), "orchestrators", len(o.table.Members()))
 	}
-	o.log.Info("orchestrator serving", "prefix", o.subjects.Prefix, "durable", o.durable != nil, "leader", term != nil,
-		"agents", slices.Sorted(maps.Keys(o.agents)), "tools", len(o.fleet.Tools()), "worker_services", o.fleet.Workers())
+	o.log.Info("orchestrator serving", attrs...)
 	if len(o.fleet.Tools()) == 0 {
 		o.log.Warn("no tool worker serves any tool yet: the agents have only the orchestrator's own tools until one joins; start a toolworker on this NATS server (or the orchestrator with --workers N)")
 	}
+}
+
+// check vets an ask or abort before it is relayed.
+func (o *Orchestrator) check(in *bus.Inbound) error {
+	if _, ok := o.agents[in.Agent]; !ok {
+		return fmt.Errorf("unknown agent %q (agents: %s)", in.Agent, strings.Join(slices.Sorted(maps.Keys(o.agents)), ", "))
+	}
+	return bus.CheckToken("session", in.Session)
+}
+
+// acquirePartition begins serving partition p, which this orchestrator now
+// owns: its consumer, then, in the background, every session of p with
+// input in the stream, so that their interrupted runs resume at once.
+func (o *Orchestrator) acquirePartition(ctx context.Context, p int) error {
+	if err := o.in.Serve(ctx, p); err != nil {
+		return err
+	}
+	o.observePartitions()
+	o.bg.Add(1)
+	go o.loadPending(p)
 	return nil
+}
+
+// releasePartition stops serving partition p: no more of its input is
+// taken, its active runs may end until the handover deadline, and then
+// what still runs is suspended, its input handed back to the stream for
+// the next owner, and its sessions leave memory.
+func (o *Orchestrator) releasePartition(p int) {
+	o.in.Unserve(p)
+	o.mu.Lock()
+	var sessions []*session
+	for _, s := range o.sessions {
+		if s.part == p {
+			sessions = append(sessions, s)
+		}
+	}
+	ctx := o.drain
+	o.mu.Unlock()
+	cancel := func() {}
+	if ctx == nil {
+		ctx, cancel = context.WithTimeout(context.Background(), o.cfg.Handover)
+	}
+	defer cancel()
+	for _, s := range sessions {
+		if s.loop != nil && s.loop.Wait(ctx) != nil {
+			break
+		}
+	}
+	for _, s := range sessions {
+		o.forget(s)
+		s.suspend(errHandover, handOver)
+	}
+	for _, s := range sessions {
+		if s.loop != nil {
+			wctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			s.loop.Wait(wctx)
+			cancel()
+		}
+	}
+	o.observePartitions()
+	if len(sessions) > 0 {
+		o.log.Info("partition handed over", "partition", p, "sessions", len(sessions))
+	}
+}
+
+var errHandover = errors.New("the session's partition moves to another orchestrator")
+
+// leaseLost is what an orchestrator does when its lease is lost: it owns
+// nothing any more, so it stops taking input, suspends every session (their
+// runs stop without ending, nothing more is stored or acknowledged) and
+// forgets them; their next owners resume them from the store.
+func (o *Orchestrator) leaseLost(why error) {
+	o.in.Abandon()
+	o.mu.Lock()
+	sessions := slices.Collect(maps.Values(o.sessions))
+	o.sessions = map[string]*session{}
+	o.mu.Unlock()
+	for _, s := range sessions {
+		s.evicted.Store(true)
+		s.suspend(why, leaveAlone)
+	}
+	for _, s := range sessions {
+		if s.loop != nil {
+			wctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			s.loop.Wait(wctx)
+			cancel()
+		}
+	}
+	o.observePartitions()
+	if o.cfg.OnLeaseLost != nil {
+		o.cfg.OnLeaseLost()
+	}
 }
 
 // loadPending loads the sessions that have input in the stream, and says
 // at info level what it found and, once the loads are done, how many
 // interrupted runs it resumed: after a crash, the operator's first sign
 // that work was picked up again.
-func (o *Orchestrator) loadPending(d *bus.DurableInput) {
+func (o *Orchestrator) loadPending(p int) {
 	defer o.bg.Done()
 	ctx, cancel := context.WithTimeout(o.life, o.cfg.LoadTimeout)
-	keys, err := d.Sessions(ctx)
+	keys, err := o.in.Sessions(ctx, p)
 	cancel()
 	if err != nil {
 		if o.life.Err() == nil { // not merely stopped right after the start
@@ -191,10 +233,9 @@ func (o *Orchestrator) loadPending(d *bus.DurableInput) {
 		return
 	}
 	if len(keys) == 0 {
-		o.log.Debug("recovering: no session has input in the stream")
 		return
 	}
-	o.log.Info(fmt.Sprintf("recovering: %d sessions have input in the stream, loading them", len(keys)), "sessions", len(keys))
+	o.log.Info(fmt.Sprintf("recovering: %d sessions of partition %d have input in the stream, loading them", len(keys), p), "partition", p, "sessions", len(keys))
 	var loading []*session
 	for _, k := range keys {
 		a, ok := o.agents[k[0]]
@@ -222,7 +263,7 @@ func (o *Orchestrator) loadPending(d *bus.DurableInput) {
 		}
 		s.mu.Unlock()
 	}
-	attrs := []any{"sessions", len(loading), "runs", resumed}
+	attrs := []any{"partition", p, "sessions", len(loading), "runs", resumed}
 	if failed > 0 {
 		o.log.Warn(fmt.Sprintf("recovered: %d interrupted runs resumed; %d sessions could not be loaded and are tried again when their input is delivered again", resumed, failed), append(attrs, "failed", failed)...)
 		return
@@ -230,87 +271,73 @@ func (o *Orchestrator) loadPending(d *bus.DurableInput) {
 	o.log.Info(fmt.Sprintf("recovered: %d interrupted runs resumed", resumed), attrs...)
 }
 
-// unserve stops taking input.
+// unserve stops taking core input.
 func (o *Orchestrator) unserve() error {
 	o.mu.Lock()
 	o.leading = false
-	d := o.in
-	o.in = nil
 	o.mu.Unlock()
-	if d != nil {
-		d.Stop()
-	}
 	if o.input != nil {
 		return o.input.Stop()
 	}
 	return nil
 }
 
-// demote is what a leader does when its term is lost: it stops taking
-// input, suspends every session (their runs stop without ending, nothing
-// more is stored or acknowledged) and forgets them; the next leader resumes
-// them from the store.
-func (o *Orchestrator) demote(why error) {
-	o.log.Error("this orchestrator lost the lead: it suspends its runs and stands by", "err", why)
-	o.unserve()
-	o.mu.Lock()
-	sessions := slices.Collect(maps.Values(o.sessions))
-	o.sessions = map[string]*session{}
-	o.term = nil
-	o.mu.Unlock()
-	for _, s := range sessions {
-		s.evicted.Store(true)
-		s.suspend(why, leaveAlone)
-	}
-	for _, s := range sessions {
-		if s.loop != nil {
-			wctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			s.loop.Wait(wctx)
-			cancel()
-		}
-	}
-}
-
 // leadErr returns nil while this orchestrator may write and acknowledge:
-// it holds its lead (or there is no election) and is not past its shutdown
-// grace.
+// its lease holds (or it has no partitions to lease: no JetStream) and it
+// is not past its shutdown grace.
 func (o *Orchestrator) leadErr() error {
 	o.mu.Lock()
-	term, stopping := o.term, o.stopping
-	elect := o.election != nil
+	stopping := o.stopping
 	o.mu.Unlock()
 	if stopping {
 		return errShutdown
 	}
-	if term != nil {
-		return term.Valid()
-	}
-	if elect {
-		return lead.ErrLost
+	if o.table != nil {
+		return o.table.Valid()
 	}
 	return nil
 }
 
+// owns reports whether this orchestrator serves partition p now (always,
+// without JetStream).
+func (o *Orchestrator) owns(p int) bool {
+	return o.table == nil || o.table.Owns(p)
+}
+
 var errShutdown = errors.New("the orchestrator is shutting down")
 
-// Leading reports whether this orchestrator takes input (it is the active
-// one, or leadership is off).
+// Leading reports whether this orchestrator takes input.
 func (o *Orchestrator) Leading() bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.leading
 }
 
-func (o *Orchestrator) dinput() *bus.DurableInput {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.in
+// ID returns this orchestrator's id, as its events and records carry it.
+func (o *Orchestrator) ID() string { return o.id }
+
+// Partitions returns the partitions this orchestrator owns (none without
+// JetStream, where it serves every session).
+func (o *Orchestrator) Partitions() []int {
+	if o.table == nil {
+		return nil
+	}
+	return o.table.Owned()
 }
 
-// Close stops taking input and waits for active runs to end. Runs still
-// active when ctx ends are suspended: nothing more of them is stored or
-// acknowledged, their input is handed back to the stream, and a restart (or
-// another orchestrator) resumes them from their stored history.
+func (o *Orchestrator) observePartitions() {
+	if ob, ok := o.cfg.Observer.(interface{ PartitionsOwned(int) }); ok {
+		ob.PartitionsOwned(len(o.Partitions()))
+	}
+}
+
+func (o *Orchestrator) dinput() *bus.DurableInput { return o.in }
+
+// Close stops taking input, hands every partition over, and waits for
+// active runs to end. Runs still active when ctx ends are suspended:
+// nothing more of them is stored or acknowledged, their input is handed
+// back to the stream, and the partition's next owner resumes them from
+// their stored history.
 func (o *Orchestrator) Close(ctx context.Context) error {
 	o.closeOnce.Do(func() { o.closeErr = o.close(ctx) })
 	return o.closeErr
@@ -319,14 +346,17 @@ func (o *Orchestrator) Close(ctx context.Context) error {
 func (o *Orchestrator) close(ctx context.Context) error {
 	o.endLife()
 	var errs []error
+	o.mu.Lock()
+	o.drain = ctx
+	o.mu.Unlock()
 	errs = append(errs, o.unserve())
+	if o.table != nil {
+		errs = append(errs, o.table.Leave())
+	}
 	o.bg.Wait()
-	// A standby may have begun to serve while the loops stopped.
-	errs = append(errs, o.unserve())
 	o.mu.Lock()
 	o.closed = true
 	sessions := slices.Collect(maps.Values(o.sessions))
-	term := o.term
 	o.mu.Unlock()
 	late := false
 	for _, s := range sessions {
@@ -354,10 +384,8 @@ func (o *Orchestrator) close(ctx context.Context) error {
 			cancel()
 		}
 	}
-	if term != nil {
-		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		errs = append(errs, term.Release(rctx))
-		cancel()
+	if o.in != nil {
+		o.in.Stop()
 	}
 	if o.toolsSub != nil {
 		errs = append(errs, o.toolsSub.Unsubscribe())

@@ -26,6 +26,7 @@ type session struct {
 	agent *agent
 	name  string
 	key   string
+	part  int // its partition
 	// ctx ends when the session is suspended, so that stores retrying for it
 	// give up.
 	ctx     context.Context
@@ -93,7 +94,7 @@ func (s *session) hasEnded(id string) bool {
 }
 
 func newSession(o *Orchestrator, a *agent, name, key string) *session {
-	s := &session{o: o, agent: a, name: name, key: key, ready: make(chan struct{})}
+	s := &session{o: o, agent: a, name: name, key: key, part: bus.Partition(a.profile.Name, name), ready: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	return s
 }

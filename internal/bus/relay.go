@@ -1,0 +1,83 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Headers of a relayed ask or abort (subject <prefix>.relay.<agent>.<session>
+// in the input stream).
+const (
+	// HeaderKind is the client kind relayed: ask or abort.
+	HeaderKind = "Agentfleet-Kind"
+	// HeaderReply is the reply subject of the client's request, answered
+	// by the session's owner; absent for an abort published without one.
+	HeaderReply = "Agentfleet-Reply"
+	// HeaderMsgID carries the client's Nats-Msg-Id. It is not sent as
+	// Nats-Msg-Id, so that the stream does not drop an ask sent again with
+	// the same id: the owner answers it from the stored history instead.
+	HeaderMsgID = "Agentfleet-Msg-Id"
+)
+
+// relayTimeout bounds the store of one relayed message.
+const relayTimeout = 5 * time.Second
+
+// relay stores a core ask or abort in the input stream under the relay
+// subject of its session, so that it reaches the session's owner through
+// the partitioned stream whichever orchestrator the server gave it to, and
+// survives that owner: the owner answers on the stored reply subject.
+func (in *Input) relay(m *nats.Msg, msg *Inbound) {
+	h := nats.Header{}
+	h.Set(HeaderKind, msg.Kind)
+	if m.Reply != "" {
+		h.Set(HeaderReply, m.Reply)
+	}
+	if m.Header != nil {
+		if id := m.Header.Get(nats.MsgIdHdr); id != "" {
+			h.Set(HeaderMsgID, id)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), relayTimeout)
+	defer cancel()
+	_, err := in.js.PublishMsg(ctx, &nats.Msg{Subject: in.subjects.Client(KindRelay, msg.Agent, msg.Session), Header: h, Data: m.Data})
+	if err != nil {
+		if in.OnInput != nil {
+			in.OnInput("retried")
+		}
+		in.reject(m, msg, fmt.Errorf("%s could not be stored for the session's orchestrator: %v; try again", msg.Kind, err))
+	}
+}
+
+// checkReply validates a stored reply subject before anything is published
+// on it: it must be a plain subject, not a system or JetStream API subject,
+// and not one of the fleet's own.
+func (s Subjects) checkReply(reply string) error {
+	switch {
+	case reply == "":
+		return errors.New("empty reply subject")
+	case len(reply) > 512:
+		return fmt.Errorf("reply subject is %d bytes long, the limit is 512", len(reply))
+	case strings.ContainsAny(reply, " \t\r\n*>"):
+		return fmt.Errorf("reply subject %q is not a plain subject", reply)
+	case strings.HasPrefix(reply, "$"):
+		return fmt.Errorf("reply subject %q is a system subject", reply)
+	case strings.HasPrefix(reply, s.Prefix+"."):
+		return fmt.Errorf("reply subject %q is under the fleet's prefix %s", reply, s.Prefix)
+	}
+	return nil
+}
+
+// Relayed tells an input that its ask and abort subjects are relayed
+// through js's input stream (several orchestrators share the sessions), and
+// subscribes them in the orchestrators' queue group.
+func (in *Input) Relayed(js jetstream.JetStream) {
+	in.js = js
+	in.Kinds = []string{KindAsk, KindAbort}
+	in.Queue = QueueInput
+}

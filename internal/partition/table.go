@@ -1,0 +1,537 @@
+// Package partition shares the sessions of a fleet among all its
+// orchestrators. Sessions map to a fixed number of partitions (bus.Partition,
+// the NATS server's own partition hash); each partition is owned by one
+// orchestrator at a time, and every orchestrator owns a share.
+//
+// Two JetStream key-value buckets hold the table:
+//
+//   - <PREFIX>_MEMBERS: one key per orchestrator, rewritten every TTL/3 and
+//     expiring TTL after its last write. It is the member's lease: it owns
+//     partitions only while the key is certainly its own, as measured on its
+//     own monotonic clock from when its last acknowledged write was sent.
+//   - <PREFIX>_PARTITIONS: key <n> names the owner of partition n. It does
+//     not expire: an owner keeps it through its lease and deletes it when
+//     it hands the partition over; another member takes it over (a
+//     compare-and-set on its revision) only once the owner's member key is
+//     gone.
+//
+// Every member computes the same table from the live members (Assign), lets
+// go of the partitions the table gives to others, and claims those it gives
+// to itself as soon as they are free. A member that dies holds its
+// partitions for at most TTL; a member that stops hands them over at once.
+package partition
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// DefaultTTL bounds how long a dead orchestrator holds its partitions.
+const DefaultTTL = 3 * time.Second
+
+// Config configures a Table; the zero value means the documented defaults,
+// except for the callbacks, which are required.
+type Config struct {
+	// Count is the number of partitions; default bus.Partitions.
+	Count int
+	// TTL bounds how long a dead member holds its partitions; default
+	// DefaultTTL.
+	TTL time.Duration
+	// Replicas of the buckets; default 1.
+	Replicas int
+	Logger   *slog.Logger
+	// Acquire is called when this member comes to own partition p: it
+	// begins serving it. An error gives the partition back; it is claimed
+	// again later.
+	Acquire func(ctx context.Context, p int) error
+	// Release is called when this member is to give partition p up (the
+	// table gives it to another, or this member leaves): it stops serving
+	// p and returns once nothing of p runs here any more. The partition is
+	// then handed over.
+	Release func(p int)
+	// Lost is called when the lease is lost (renewals failed for longer
+	// than it lasts, or the key was taken): every partition is gone at once,
+	// and must stop without writing anything more. The member then joins
+	// again.
+	Lost func(err error)
+}
+
+// Table is one member's side of the partition table.
+type Table struct {
+	cfg     Config
+	id      string
+	started time.Time
+	log     *slog.Logger
+	members jetstream.KeyValue
+	parts   jetstream.KeyValue
+
+	kick chan struct{} // asks the reconciler for a round
+	stop chan struct{}
+	wg   sync.WaitGroup
+
+	mu        sync.Mutex
+	lease     lease
+	leaving   bool
+	view      map[string]seen // live members as this one sees them
+	held      map[int]uint64  // owned partitions → revision of their key
+	releasing map[int]bool    // partitions being handed over
+}
+
+// seen is what the member watch knows of one member.
+type seen struct {
+	at      time.Time // when its key was last written, as received here
+	leaving bool
+}
+
+// Join opens (or creates) the buckets of subjects' prefix, registers member
+// id, and begins claiming its share.
+func Join(ctx context.Context, js jetstream.JetStream, subjects bus.Subjects, id string, cfg Config) (*Table, error) {
+	if cfg.Count <= 0 {
+		cfg.Count = bus.Partitions
+	}
+	if cfg.TTL <= 0 {
+		cfg.TTL = DefaultTTL
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	members, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: subjects.StreamName("MEMBERS"), Description: "agentfleet: live orchestrators (leases)",
+		TTL: cfg.TTL, History: 1, Replicas: max(cfg.Replicas, 1),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("partition: members bucket: %w", err)
+	}
+	parts, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: subjects.StreamName("PARTITIONS"), Description: "agentfleet: the owner of each session partition",
+		History: 1, Replicas: max(cfg.Replicas, 1),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("partition: partitions bucket: %w", err)
+	}
+	t := &Table{
+		cfg: cfg, id: id, started: time.Now().UTC(), log: cfg.Logger, members: members, parts: parts,
+		kick: make(chan struct{}, 1), stop: make(chan struct{}),
+		view: map[string]seen{}, held: map[int]uint64{}, releasing: map[int]bool{},
+	}
+	if t.lease, err = t.register(ctx, false); err != nil {
+		return nil, err
+	}
+	w, err := members.WatchAll(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("partition: watch members: %w", err)
+	}
+	// The members known now, so that the first round already counts
+	// those who started with this one.
+	if err := t.readInitial(ctx, w); err != nil {
+		w.Stop()
+		return nil, err
+	}
+	t.wg.Add(3)
+	go t.watch(w)
+	go t.renew()
+	// The first round before Join returns: an orchestrator alone serves
+	// every partition by then.
+	t.round()
+	go t.reconcile()
+	return t, nil
+}
+
+// ID returns this member's id.
+func (t *Table) ID() string { return t.id }
+
+// TTL returns the lease's time to live.
+func (t *Table) TTL() time.Duration { return t.cfg.TTL }
+
+// Valid returns nil while this member's lease certainly holds, and an error
+// wrapping ErrLost once it may not: writers ask it before every write.
+func (t *Table) Valid() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.validLocked()
+}
+
+func (t *Table) validLocked() error {
+	if t.lease.ended != nil {
+		return t.lease.ended
+	}
+	if since := time.Since(t.lease.renewed); since > leaseFor(t.cfg.TTL) {
+		return fmt.Errorf("%w: no renewal acknowledged for %v (lease %v)", ErrLost, since.Round(time.Millisecond), leaseFor(t.cfg.TTL))
+	}
+	return nil
+}
+
+// Owns reports whether this member owns partition p now, and is not
+// handing it over.
+func (t *Table) Owns(p int) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.held[p]
+	return ok && !t.releasing[p] && t.validLocked() == nil
+}
+
+// Owned returns the partitions this member owns, in order.
+func (t *Table) Owned() []int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Sorted(maps.Keys(t.held))
+}
+
+// Members returns the live members this one sees, itself included.
+func (t *Table) Members() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.liveLocked(false)
+}
+
+// liveLocked returns the members seen within TTL; active leaves out those
+// leaving.
+func (t *Table) liveLocked(active bool) []string {
+	var out []string
+	for id, s := range t.view {
+		if time.Since(s.at) > t.cfg.TTL || active && s.leaving {
+			continue
+		}
+		out = append(out, id)
+	}
+	if !t.leaving && t.lease.ended == nil && !slices.Contains(out, t.id) {
+		out = append(out, t.id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (t *Table) readInitial(ctx context.Context, w jetstream.KeyWatcher) error {
+	for {
+		select {
+		case e := <-w.Updates():
+			if e == nil {
+				return nil // the initial values are in
+			}
+			t.note(e)
+		case <-ctx.Done():
+			return fmt.Errorf("partition: watch members: %w", ctx.Err())
+		}
+	}
+}
+
+// note records one member key update in the view.
+func (t *Table) note(e jetstream.KeyValueEntry) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e.Operation() != jetstream.KeyValuePut {
+		delete(t.view, e.Key())
+		return
+	}
+	var m member
+	if err := json.Unmarshal(e.Value(), &m); err != nil {
+		t.log.Warn("partition: a member key that does not decode", "key", e.Key(), "err", err)
+		return
+	}
+	t.view[e.Key()] = seen{at: time.Now(), leaving: m.Leaving}
+}
+
+func (t *Table) watch(w jetstream.KeyWatcher) {
+	defer t.wg.Done()
+	defer w.Stop()
+	for {
+		select {
+		case <-t.stop:
+			return
+		case e, ok := <-w.Updates():
+			if !ok {
+				return
+			}
+			if e == nil {
+				continue
+			}
+			t.mu.Lock()
+			_, known := t.view[e.Key()]
+			before := known && t.view[e.Key()].leaving
+			t.mu.Unlock()
+			t.note(e)
+			t.mu.Lock()
+			s, now := t.view[e.Key()]
+			t.mu.Unlock()
+			if known != now || now && s.leaving != before {
+				t.poke() // the set changed: a new table
+			}
+		}
+	}
+}
+
+func (t *Table) poke() {
+	select {
+	case t.kick <- struct{}{}:
+	default:
+	}
+}
+
+// renew rewrites the member key every TTL/3. When the lease is lost, every
+// partition goes at once (Lost), and the member joins again.
+func (t *Table) renew() {
+	defer t.wg.Done()
+	every := t.cfg.TTL / 3
+	timer := time.NewTimer(every)
+	defer timer.Stop()
+	for {
+		select {
+		case <-t.stop:
+			return
+		case <-timer.C:
+		}
+		t.mu.Lock()
+		l, leaving := t.lease, t.leaving
+		lost := t.validLocked()
+		already := t.lease.ended != nil
+		t.mu.Unlock()
+		if lost == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), every)
+			nl, err := t.renewOnce(ctx, l, leaving)
+			cancel()
+			switch {
+			case err == nil:
+				t.mu.Lock()
+				t.lease = nl
+				t.mu.Unlock()
+				timer.Reset(every)
+				continue
+			case final(err):
+				lost = fmt.Errorf("%w: %v", ErrLost, err)
+			default:
+				// The server may be away for a moment: try again soon,
+				// until the lease runs out.
+				t.log.Warn("partition: renewing the lease", "err", err)
+				timer.Reset(t.cfg.TTL / 10)
+				continue
+			}
+		}
+		if leaving {
+			return
+		}
+		if !already {
+			t.lose(lost)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), every)
+		nl, err := t.register(ctx, false)
+		cancel()
+		if err != nil {
+			t.log.Warn("partition: joining again", "err", err)
+			timer.Reset(t.cfg.TTL / 4)
+			continue
+		}
+		t.mu.Lock()
+		t.lease = nl
+		t.mu.Unlock()
+		t.log.Info("partition: joined again after the lease was lost")
+		t.poke()
+		timer.Reset(every)
+	}
+}
+
+// lose ends the lease: every partition is dropped here (their keys stay;
+// the others take them once the member key is gone, or this member takes
+// them back when it joins again).
+func (t *Table) lose(why error) {
+	t.mu.Lock()
+	t.lease.ended = why
+	n := len(t.held)
+	t.held = map[int]uint64{}
+	t.mu.Unlock()
+	t.log.Error("partition: this orchestrator lost its lease: its sessions stop at once", "err", why, "partitions", n)
+	t.cfg.Lost(why)
+}
+
+func key(p int) string { return strconv.Itoa(p) }
+
+// reconcile brings the partitions held in line with the table, on every
+// change of the members and every TTL/3.
+func (t *Table) reconcile() {
+	defer t.wg.Done()
+	tick := time.NewTicker(t.cfg.TTL / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.stop:
+			return
+		case <-tick.C:
+		case <-t.kick:
+		}
+		t.round()
+	}
+}
+
+// round releases what the table gives to others and claims what it gives
+// to this member.
+func (t *Table) round() {
+	t.mu.Lock()
+	if t.validLocked() != nil || t.leaving {
+		t.mu.Unlock()
+		return
+	}
+	owners := Assign(t.liveLocked(true), t.cfg.Count)
+	var release, claim []int
+	for p, o := range owners {
+		_, held := t.held[p]
+		switch {
+		case held && o != t.id && !t.releasing[p]:
+			t.releasing[p] = true
+			release = append(release, p)
+		case !held && o == t.id:
+			claim = append(claim, p)
+		}
+	}
+	t.mu.Unlock()
+	for _, p := range release {
+		t.wg.Add(1)
+		go func() {
+			defer t.wg.Done()
+			t.release(p)
+		}()
+	}
+	for _, p := range claim {
+		select {
+		case <-t.stop:
+			return
+		default:
+		}
+		t.claim(p)
+	}
+}
+
+// claim takes partition p if it is free: no key, a key of this member's, or
+// the key of a member whose lease is gone.
+func (t *Table) claim(p int) {
+	ctx, cancel := context.WithTimeout(context.Background(), t.cfg.TTL)
+	defer cancel()
+	var rev uint64
+	e, err := t.parts.Get(ctx, key(p))
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted):
+		rev, err = t.parts.Create(ctx, key(p), []byte(t.id))
+	case err != nil:
+	case string(e.Value()) == t.id:
+		rev, err = t.parts.Update(ctx, key(p), []byte(t.id), e.Revision())
+	default:
+		owner := string(e.Value())
+		if _, err = t.members.Get(ctx, owner); err == nil {
+			return // its owner lives: it lets go once it sees the table
+		}
+		if !errors.Is(err, jetstream.ErrKeyNotFound) && !errors.Is(err, jetstream.ErrKeyDeleted) {
+			break
+		}
+		t.log.Info("partition: taking over from an orchestrator whose lease is gone", "partition", p, "from", owner)
+		rev, err = t.parts.Update(ctx, key(p), []byte(t.id), e.Revision())
+	}
+	if err != nil {
+		if !errors.Is(err, jetstream.ErrKeyExists) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			t.log.Debug("partition: claim", "partition", p, "err", err)
+		}
+		return // another member was first, or the server is away: next round
+	}
+	t.mu.Lock()
+	if t.validLocked() != nil || t.leaving {
+		t.mu.Unlock()
+		return // the key stays ours; whoever comes next takes it over
+	}
+	t.held[p] = rev
+	t.mu.Unlock()
+	if err := t.cfg.Acquire(ctx, p); err != nil {
+		t.log.Warn("partition: serving a partition", "partition", p, "err", err)
+		t.mu.Lock()
+		t.releasing[p] = true
+		t.mu.Unlock()
+		t.release(p)
+	}
+}
+
+// release stops serving p, then deletes its key (if it is still this
+// member's), so that its next owner takes it at once.
+func (t *Table) release(p int) {
+	t.cfg.Release(p)
+	t.mu.Lock()
+	rev, held := t.held[p]
+	delete(t.held, p)
+	delete(t.releasing, p)
+	valid := t.validLocked() == nil
+	t.mu.Unlock()
+	if !held || !valid {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), t.cfg.TTL)
+	defer cancel()
+	if err := t.parts.Delete(ctx, key(p), jetstream.LastRevision(rev)); err != nil {
+		t.log.Warn("partition: handing a partition over", "partition", p, "err", err)
+	}
+	t.poke()
+}
+
+// Leave hands every partition over and leaves the table: the member key
+// says it is leaving (the others leave it out of the table and wait for its
+// partitions), every partition is released, and the key is deleted. Release
+// callbacks bound themselves; each write is bounded by the TTL.
+func (t *Table) Leave() error {
+	ctx, cancel := context.WithTimeout(context.Background(), t.cfg.TTL)
+	defer cancel()
+	t.mu.Lock()
+	if t.leaving {
+		t.mu.Unlock()
+		return nil
+	}
+	t.leaving = true
+	l := t.lease
+	valid := t.validLocked() == nil
+	var held []int
+	for p := range t.held {
+		if !t.releasing[p] { // those already being handed over finish on their own
+			t.releasing[p] = true
+			held = append(held, p)
+		}
+	}
+	t.mu.Unlock()
+	var errs []error
+	if valid {
+		nl, err := t.renewOnce(ctx, l, true)
+		if err == nil {
+			t.mu.Lock()
+			t.lease = nl
+			t.mu.Unlock()
+		} else {
+			errs = append(errs, fmt.Errorf("partition: announce leaving: %w", err))
+		}
+	}
+	var wg sync.WaitGroup
+	for _, p := range held {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t.release(p)
+		}()
+	}
+	wg.Wait()
+	close(t.stop)
+	t.wg.Wait()
+	t.mu.Lock()
+	rev, valid := t.lease.rev, t.validLocked() == nil
+	t.lease.ended = errors.New("partition: left the table")
+	t.mu.Unlock()
+	ctx, cancel = context.WithTimeout(context.Background(), t.cfg.TTL)
+	defer cancel()
+	if valid {
+		if err := t.members.Delete(ctx, t.id, jetstream.LastRevision(rev)); err != nil {
+			errs = append(errs, fmt.Errorf("partition: leave: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
