@@ -187,7 +187,7 @@ func NewDurableInput(ctx context.Context, js jetstream.JetStream, in *Input, cfg
 	src, dest := subjects.InputTransform()
 	sc := jetstream.StreamConfig{
 		Name: name, Description: "agentfleet input (in, steer, relayed ask and abort), by session partition",
-		Subjects: []string{subjects.ClientWildcard(KindIn), subjects.ClientWildcard(KindSteer), subjects.ClientWildcard(KindRelay)},
+		Subjects:         []string{subjects.ClientWildcard(KindIn), subjects.ClientWildcard(KindSteer), subjects.ClientWildcard(KindRelay)},
 		SubjectTransform: &jetstream.SubjectTransformConfig{Source: src, Destination: dest},
 		Retention:        jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage,
 		Duplicates: cfg.DuplicateWindow, Replicas: cfg.Replicas, AllowDirect: true,
