@@ -59,6 +59,7 @@ const (
 	cmdDispatch  = "dispatch"
 	cmdScale     = "scale"
 	cmdSessions  = "sessions"
+	cmdOrchs     = "orchestrators"
 	cmdResponder = "responder"
 	cmdWorker    = "worker"
 	cmdChaos     = "chaos"
@@ -78,12 +79,13 @@ type Main struct {
 	// worker processes, and a heap profile at the end of the run.
 	ProfileDir string
 
-	Dispatch  DispatchConfig
-	Scale     ScaleConfig
-	Sessions  SessionsConfig
-	Responder ResponderConfig
-	Worker    WorkerConfig
-	Chaos     ChaosConfig
+	Dispatch      DispatchConfig
+	Scale         ScaleConfig
+	Sessions      SessionsConfig
+	Orchestrators OrchestratorsConfig
+	Responder     ResponderConfig
+	Worker        WorkerConfig
+	Chaos         ChaosConfig
 
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
@@ -109,6 +111,7 @@ commands:
   dispatch   the cost of one tool call: raw NATS, the full dispatch path, in-process
   scale      throughput of sleep-like tools on 1, 2 and 4 workers, and with one slow worker
   sessions   N concurrent sessions on one orchestrator: runs/s, tool calls/s, latency, memory
+  orchestrators  runs/s with 1, 2 and 3 orchestrators sharing the sessions, and the failover time
   chaos      seeded faults (kills, stops, NATS restarts) under load; checks the stored histories
 
 Run "fleetbench <command> -h" for the flags of a command.
@@ -128,7 +131,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.SetOutput(m.Stderr)
 	fs.StringVar(&m.NATSURL, "nats-url", "", "NATS server URL; default an embedded server on a free loopback port")
 	switch m.Command {
-	case cmdDispatch, cmdScale, cmdSessions, cmdChaos:
+	case cmdDispatch, cmdScale, cmdSessions, cmdOrchs, cmdChaos:
 		fs.BoolVar(&m.JSON, "json", false, "print the results as JSON")
 		fs.StringVar(&m.ProfileDir, "profile-dir", "", "write CPU profiles of this process and its workers, and a heap profile, to this directory")
 	}
@@ -139,6 +142,8 @@ func (m *Main) ParseFlags(args []string) error {
 		m.Scale.register(fs)
 	case cmdSessions:
 		m.Sessions.register(fs)
+	case cmdOrchs:
+		m.Orchestrators.register(fs)
 	case cmdResponder:
 		m.Responder.register(fs)
 	case cmdWorker:
@@ -164,6 +169,8 @@ func (m *Main) ParseFlags(args []string) error {
 		err = m.Scale.check()
 	case cmdSessions:
 		err = m.Sessions.check()
+	case cmdOrchs:
+		err = m.Orchestrators.check()
 	case cmdChaos:
 		err = m.Chaos.check()
 	case cmdResponder, cmdWorker:
@@ -246,6 +253,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		rep, err = m.runScale(ctx)
 	case cmdSessions:
 		rep, err = m.runSessions(ctx)
+	case cmdOrchs:
+		rep, err = m.runOrchestrators(ctx)
 	}
 	if err != nil {
 		return err

@@ -233,6 +233,11 @@ func (d *DurableInput) Serve(ctx context.Context, p int) error {
 	}
 	cc, err := cons.Consume(d.receive, jetstream.PullPriorityGroup(ownerGroup), jetstream.PullExpiry(5*time.Second),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			if errors.Is(err, jetstream.ErrPinIDMismatch) {
+				// The pin moved: a handover, and the consumer pulls again.
+				d.log.Debug("input consumer", "consumer", name, "err", err)
+				return
+			}
 			d.log.Warn("input consumer", "consumer", name, "err", err)
 		}))
 	if err != nil {

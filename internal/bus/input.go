@@ -77,6 +77,9 @@ func (in *Inbound) Reply(m *agentfleet.AssistantMessage) {
 	}
 }
 
+// HasReply reports whether Reply answers anyone.
+func (in *Inbound) HasReply() bool { return in.reply != nil }
+
 // InputHandler takes accepted input. HandleInput is called from the
 // subscription and must not block; an error rejects the input with an error
 // event (and an error reply to an ask), or, when it wraps ErrTemporary, has

@@ -389,9 +389,13 @@ func (s *session) handleLocked(in *bus.Inbound, scanned bool) {
 		m := s.msg(id)
 		m.seq = in.Seq
 		if !scanned {
+			o.observeInput("accepted")
+		}
+		if !scanned || in.HasReply() {
+			// A relayed ask read from the stream is answered when its run
+			// ends: its delivery may have gone to an owner that died.
 			m.tickets = append(m.tickets, in)
 			s.waiting++
-			o.observeInput("accepted")
 		}
 		if in.Kind == bus.KindSteer {
 			s.loop.Steer(in.Message)
@@ -399,20 +403,23 @@ func (s *session) handleLocked(in *bus.Inbound, scanned bool) {
 			s.loop.Send(in.Message)
 		}
 	case Attach:
+		m := s.msgs[id]
 		if !scanned {
 			// The first delivery this process sees of a message it read
 			// from the stream, or whose run it resumed, is no duplicate.
-			m := s.msgs[id]
 			if len(m.tickets) > 0 {
 				o.observeInput("duplicate")
 			} else {
 				o.observeInput("accepted")
 			}
+		}
+		if !scanned || in.HasReply() {
 			m.tickets = append(m.tickets, in)
 			s.waiting++
 		}
 	case Answered:
 		if scanned {
+			in.Reply(s.runs[k.RunID].final) // a relayed ask read from the stream
 			return
 		}
 		o.observeInput("duplicate")
