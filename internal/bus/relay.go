@@ -1,7 +1,6 @@
 package bus
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -43,15 +42,31 @@ func (in *Input) relay(m *nats.Msg, msg *Inbound) {
 			h.Set(HeaderMsgID, id)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), relayTimeout)
-	defer cancel()
-	_, err := in.js.PublishMsg(ctx, &nats.Msg{Subject: in.subjects.Client(KindRelay, msg.Agent, msg.Session), Header: h, Data: m.Data})
+	// Published asynchronously: the subscription goes on to the next
+	// message while the server stores this one.
+	f, err := in.js.PublishMsgAsync(&nats.Msg{Subject: in.subjects.Client(KindRelay, msg.Agent, msg.Session), Header: h, Data: m.Data})
 	if err != nil {
-		if in.OnInput != nil {
-			in.OnInput("retried")
-		}
-		in.reject(m, msg, fmt.Errorf("%s could not be stored for the session's orchestrator: %v; try again", msg.Kind, err))
+		in.relayFailed(m, msg, err)
+		return
 	}
+	go func() {
+		t := time.NewTimer(relayTimeout)
+		defer t.Stop()
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			in.relayFailed(m, msg, err)
+		case <-t.C:
+			in.relayFailed(m, msg, fmt.Errorf("no acknowledgement from the input stream in %v", relayTimeout))
+		}
+	}()
+}
+
+func (in *Input) relayFailed(m *nats.Msg, msg *Inbound, err error) {
+	if in.OnInput != nil {
+		in.OnInput("retried")
+	}
+	in.reject(m, msg, fmt.Errorf("%s could not be stored for the session's orchestrator: %v; try again", msg.Kind, err))
 }
 
 // checkReply validates a stored reply subject before anything is published
