@@ -26,6 +26,8 @@ type fleet struct {
 	// js is the harness's own JetStream connection (set by Run once the
 	// fleet started), through which faults look at the cluster.
 	js jetstream.JetStream
+	// began is when start began.
+	began time.Time
 
 	mu    sync.Mutex
 	exits []Exit
@@ -124,6 +126,7 @@ func (f *fleet) natsProcs() []*proc {
 // serves. The servers of a cluster start together: none is ready before
 // they elect a meta leader.
 func (f *fleet) start(ctx context.Context) error {
+	f.began = time.Now()
 	for i, group := range [][]*proc{f.natsProcs(), f.workers, f.orchs} {
 		for _, p := range group {
 			if err := p.start(); err != nil {
@@ -163,10 +166,15 @@ func (f *fleet) serving() []*proc {
 // partitions, or the lead) before another takes them over.
 func (c *Config) ttl() time.Duration { return max(c.LeaseTTL, c.LeaderTTL) }
 
-// waitServing waits until an orchestrator serves.
+// waitServing waits until an orchestrator serves, restarting (and
+// recording) the processes that exit meanwhile: an orchestrator may be
+// ready, then fail to set up its streams and exit.
 func (f *fleet) waitServing(ctx context.Context) error {
 	timeout := startTimeout + 3*f.cfg.ttl()
 	return waitFor(ctx, timeout, "a serving orchestrator", func() (bool, error) {
+		if err := f.supervise(ctx, f.began); err != nil {
+			return false, err
+		}
 		return len(f.serving()) > 0, nil
 	})
 }
