@@ -102,6 +102,7 @@ func scheduleFaults(cfg *Config, rng *rand.Rand) []*Fault {
 // between, and returns the faults as injected.
 func (f *fleet) inject(ctx context.Context, faults []*Fault, loadStart time.Time) ([]*Fault, error) {
 	var done []*Fault
+	f.since = loadStart
 	for _, ft := range faults {
 		if err := f.superviseUntil(ctx, loadStart.Add(ft.at), loadStart); err != nil {
 			return done, err

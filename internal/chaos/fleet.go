@@ -26,8 +26,9 @@ type fleet struct {
 	// js is the harness's own JetStream connection (set by Run once the
 	// fleet started), through which faults look at the cluster.
 	js jetstream.JetStream
-	// began is when start began.
-	began time.Time
+	// since is the zero of the times of the exits waitServing records:
+	// when the fleet started, then when the load began.
+	since time.Time
 
 	mu    sync.Mutex
 	exits []Exit
@@ -126,7 +127,7 @@ func (f *fleet) natsProcs() []*proc {
 // serves. The servers of a cluster start together: none is ready before
 // they elect a meta leader.
 func (f *fleet) start(ctx context.Context) error {
-	f.began = time.Now()
+	f.since = time.Now()
 	for i, group := range [][]*proc{f.natsProcs(), f.workers, f.orchs} {
 		for _, p := range group {
 			if err := p.start(); err != nil {
@@ -172,7 +173,7 @@ func (c *Config) ttl() time.Duration { return max(c.LeaseTTL, c.LeaderTTL) }
 func (f *fleet) waitServing(ctx context.Context) error {
 	timeout := startTimeout + 3*f.cfg.ttl()
 	return waitFor(ctx, timeout, "a serving orchestrator", func() (bool, error) {
-		if err := f.supervise(ctx, f.began); err != nil {
+		if err := f.supervise(ctx, f.since); err != nil {
 			return false, err
 		}
 		return len(f.serving()) > 0, nil
