@@ -188,6 +188,10 @@ func (c *Config) defaults() error {
 	return nil
 }
 
+// ttl is how long a dead orchestrator may keep its sessions (its lease of
+// partitions, or the lead) before another takes them over.
+func (c *Config) ttl() time.Duration { return max(c.LeaseTTL, c.LeaderTTL) }
+
 // Run runs the harness once: it starts the fleet, drives the load while it
 // injects the faults, waits for the fleet to settle, checks the stored
 // state and returns the report. The error is for the harness itself failing

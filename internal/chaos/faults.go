@@ -210,7 +210,7 @@ func (f *fleet) injectOne(ctx context.Context, ft *Fault, loadStart time.Time) e
 			werr = waitFor(ctx, 3*f.cfg.ttl()+10*time.Second, "a standby to take over", func() (bool, error) {
 				return slices.ContainsFunc(standbys, (*proc).isMarked), nil
 			})
-			if werr != nil {
+			if werr != nil && ctx.Err() == nil {
 				ft.Note = "no standby took over"
 				werr = nil
 			}

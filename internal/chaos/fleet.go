@@ -163,10 +163,6 @@ func (f *fleet) serving() []*proc {
 	return ps
 }
 
-// ttl is how long a dead orchestrator may keep its sessions (its lease of
-// partitions, or the lead) before another takes them over.
-func (c *Config) ttl() time.Duration { return max(c.LeaseTTL, c.LeaderTTL) }
-
 // waitServing waits until an orchestrator serves, restarting (and
 // recording) the processes that exit meanwhile: an orchestrator may be
 // ready, then fail to set up its streams and exit.
