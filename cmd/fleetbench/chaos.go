@@ -25,6 +25,7 @@ type ChaosConfig struct {
 	Duration      time.Duration `json:"duration_ns"`
 	Quiesce       time.Duration `json:"quiesce_ns"`
 	Orchestrators int           `json:"orchestrators"`
+	Nodes         int           `json:"nats_nodes"`
 	Kinds         string        `json:"fault_kinds"`
 	ModelFail     int           `json:"model_fail_every"`
 	BinDir        string        `json:"bin_dir"`
@@ -39,7 +40,8 @@ func (c *ChaosConfig) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.Faults, "faults", 6, "faults injected during the load (0 for none)")
 	fs.DurationVar(&c.Duration, "duration", 15*time.Second, "how long the load is spread over")
 	fs.DurationVar(&c.Quiesce, "quiesce", 60*time.Second, "bound of the wait for every message to be answered after the load")
-	fs.IntVar(&c.Orchestrators, "orchestrators", 1, "orchestrators: 1, or 2 (active and standby)")
+	fs.IntVar(&c.Orchestrators, "orchestrators", 1, "orchestrators: 1 to 3")
+	fs.IntVar(&c.Nodes, "nodes", 1, "NATS servers: 1, or 3 clustered (the streams replicated on each)")
 	fs.StringVar(&c.Kinds, "fault-kinds", "", "comma-separated fault kinds (default all: "+kindList()+")")
 	fs.IntVar(&c.ModelFail, "model-fail-every", 0, "fail the first attempt of about one model request in K with HTTP 500 (0: never)")
 	fs.StringVar(&c.BinDir, "bin-dir", "", "directory of nats-server, orchestrator and toolworker; default: go build them into a temporary directory")
@@ -64,8 +66,10 @@ func (c *ChaosConfig) check() error {
 		return fmt.Errorf("--messages %d: must be at least 1", c.Messages)
 	case c.Faults < 0:
 		return fmt.Errorf("--faults %d: must not be negative", c.Faults)
-	case c.Orchestrators != 1 && c.Orchestrators != 2:
-		return fmt.Errorf("--orchestrators %d: want 1 or 2", c.Orchestrators)
+	case c.Orchestrators < 1 || c.Orchestrators > 3:
+		return fmt.Errorf("--orchestrators %d: want 1 to 3", c.Orchestrators)
+	case c.Nodes != 1 && c.Nodes != 3:
+		return fmt.Errorf("--nodes %d: want 1 or 3", c.Nodes)
 	case c.Duration <= 0:
 		return fmt.Errorf("--duration %v: must be positive", c.Duration)
 	}
@@ -89,13 +93,13 @@ func (r *ChaosReport) writeTables(w io.Writer) {
 	}
 	fmt.Fprintln(w, "\nViolations per seed")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	head := []string{"seed", "orch", "msgs", "runs", "faults"}
+	head := []string{"seed", "orch", "nodes", "msgs", "runs", "faults"}
 	for _, c := range chaos.Classes {
 		head = append(head, string(c))
 	}
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
 	for _, s := range r.Seeds {
-		row := []string{fmt.Sprint(s.Seed), fmt.Sprint(s.Config.Orchestrators), fmt.Sprint(s.Messages), fmt.Sprint(s.Runs), fmt.Sprint(len(s.Faults))}
+		row := []string{fmt.Sprint(s.Seed), fmt.Sprint(s.Config.Orchestrators), fmt.Sprint(max(s.Config.NATSNodes, 1)), fmt.Sprint(s.Messages), fmt.Sprint(s.Runs), fmt.Sprint(len(s.Faults))}
 		for _, c := range chaos.Classes {
 			row = append(row, fmt.Sprint(s.Count(c)))
 		}
@@ -135,7 +139,7 @@ func (m *Main) runChaos(ctx context.Context) (report, error) {
 	for i := range c.Seeds {
 		r, err := chaos.Run(ctx, chaos.Config{
 			Seed: c.Seed + uint64(i), Sessions: c.Sessions, Messages: c.Messages, Duration: c.Duration,
-			Quiesce: c.Quiesce, Faults: faults, FaultKinds: kinds, Orchestrators: c.Orchestrators,
+			Quiesce: c.Quiesce, Faults: faults, FaultKinds: kinds, Orchestrators: c.Orchestrators, NATSNodes: c.Nodes,
 			ModelFailEvery: c.ModelFail, BinDir: bin, KeepWorkDir: c.Keep,
 			LedgerCommand: []string{m.Exe, cmdChaosLedger}, LedgerEnv: []string{childEnv + "=1"},
 			Logf: func(format string, args ...any) { fmt.Fprintf(m.Stderr, format+"\n", args...) },

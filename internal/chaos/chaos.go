@@ -1,7 +1,7 @@
 // Package chaos is a seeded fault-injection harness for agentfleet. It runs
 // the real programs as child processes on 127.0.0.1 (a nats-server with
-// JetStream, one or two orchestrators, tool workers, and a ledger worker of
-// its own), a deterministic model, and a load of user messages over many
+// JetStream, or a cluster of three, one to three orchestrators, tool
+// workers, and a ledger worker of its own), a deterministic model, and a load of user messages over many
 // sessions, while it kills, stops and restarts those processes on a seeded
 // schedule. Then it waits for the fleet to settle and checks what is STORED:
 // the session histories of AGENT_HISTORY and the executions the ledger tool
@@ -50,10 +50,16 @@ type Config struct {
 	// Faults is the number of faults injected during the load; default 6,
 	// negative for none.
 	Faults int
-	// FaultKinds are the kinds to choose from; default all of them (FaultPause
-	// only with two orchestrators).
+	// FaultKinds are the kinds to choose from; default all of them that
+	// apply (FaultPause with two orchestrators or more, FaultKillNATSLeader
+	// with a cluster).
 	FaultKinds []FaultKind
-	// Orchestrators is 1 or 2 (an active one and a standby); default 1.
+	// NATSNodes is 1, one nats-server, or 3, a JetStream cluster on
+	// loopback whose streams the orchestrators replicate on every node;
+	// default 1.
+	NATSNodes int
+	// Orchestrators is 1 to 3; default 1. The harness does not assume
+	// which of them serve (one elected, or all over partitions).
 	Orchestrators int
 	// Workers is the number of toolworker processes (echo, sleep); default 2.
 	Workers int
@@ -63,8 +69,10 @@ type Config struct {
 	// ModelFailEvery K > 0 makes the model fail the first attempt of about
 	// one request in K with HTTP 500; default 0, never.
 	ModelFailEvery int
-	// AckWait and LeaderTTL are given to the orchestrators; default 2s each.
-	AckWait, LeaderTTL time.Duration
+	// AckWait is given to the orchestrators, and LeaderTTL (--leader-ttl)
+	// and LeaseTTL (--lease-ttl) to those whose --help lists the flag;
+	// default 2s each.
+	AckWait, LeaderTTL, LeaseTTL time.Duration
 
 	// BinDir holds nats-server, orchestrator and toolworker (BuildBinaries
 	// makes them); NATSServer, Orchestrator and Toolworker override single
@@ -108,8 +116,14 @@ func (c *Config) defaults() error {
 	if c.Orchestrators <= 0 {
 		c.Orchestrators = 1
 	}
-	if c.Orchestrators > 2 {
-		return fmt.Errorf("chaos: Orchestrators %d: want 1 or 2", c.Orchestrators)
+	if c.Orchestrators > 3 {
+		return fmt.Errorf("chaos: Orchestrators %d: want 1 to 3", c.Orchestrators)
+	}
+	if c.NATSNodes <= 0 {
+		c.NATSNodes = 1
+	}
+	if c.NATSNodes != 1 && c.NATSNodes != 3 {
+		return fmt.Errorf("chaos: NATSNodes %d: want 1 or 3", c.NATSNodes)
 	}
 	if c.Workers <= 0 {
 		c.Workers = 2
@@ -123,10 +137,16 @@ func (c *Config) defaults() error {
 	if c.LeaderTTL <= 0 {
 		c.LeaderTTL = 2 * time.Second
 	}
+	if c.LeaseTTL <= 0 {
+		c.LeaseTTL = 2 * time.Second
+	}
 	if len(c.FaultKinds) == 0 {
 		c.FaultKinds = []FaultKind{FaultKillWorker, FaultKillOrchestrator, FaultTermOrchestrator, FaultKillNATS}
-		if c.Orchestrators == 2 {
+		if c.Orchestrators >= 2 {
 			c.FaultKinds = append(c.FaultKinds, FaultPause)
+		}
+		if c.NATSNodes > 1 {
+			c.FaultKinds = append(c.FaultKinds, FaultKillNATSLeader)
 		}
 	}
 	for _, k := range c.FaultKinds {
@@ -134,7 +154,10 @@ func (c *Config) defaults() error {
 			return fmt.Errorf("chaos: unknown fault kind %q", k)
 		}
 		if k == FaultPause && c.Orchestrators < 2 {
-			return fmt.Errorf("chaos: fault %s needs two orchestrators", k)
+			return fmt.Errorf("chaos: fault %s needs two orchestrators or more", k)
+		}
+		if k == FaultKillNATSLeader && c.NATSNodes < 2 {
+			return fmt.Errorf("chaos: fault %s needs a NATS cluster (NATSNodes 3)", k)
 		}
 	}
 	bin := func(p *string, name string) error {
@@ -164,6 +187,10 @@ func (c *Config) defaults() error {
 	}
 	return nil
 }
+
+// ttl is how long a dead orchestrator may keep its sessions (its lease of
+// partitions, or the lead) before another takes them over.
+func (c *Config) ttl() time.Duration { return max(c.LeaseTTL, c.LeaderTTL) }
 
 // Run runs the harness once: it starts the fleet, drives the load while it
 // injects the faults, waits for the fleet to settle, checks the stored
@@ -196,8 +223,8 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 			}
 		}()
 	}
-	cfg.Logf("chaos: seed %d: %d messages over %d sessions in %v, %d faults, %d orchestrator(s); work dir %s",
-		cfg.Seed, cfg.Messages, cfg.Sessions, cfg.Duration, len(faults), cfg.Orchestrators, dir)
+	cfg.Logf("chaos: seed %d: %d messages over %d sessions in %v, %d faults, %d orchestrator(s), %d NATS node(s); work dir %s",
+		cfg.Seed, cfg.Messages, cfg.Sessions, cfg.Duration, len(faults), cfg.Orchestrators, cfg.NATSNodes, dir)
 
 	model, err := startModel(cfg.ModelFailEvery)
 	if err != nil {
@@ -221,6 +248,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
+	fl.js = js
 	if err := waitFor(ctx, startTimeout, "the input stream", func() (bool, error) {
 		_, err := js.Stream(ctx, inputStream)
 		return err == nil, err
@@ -275,10 +303,12 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	return rep, nil
 }
 
-// inputStream is the orchestrators' durable input stream (prefix "agent").
+// inputStream is the orchestrators' durable input stream (prefix "agent"),
+// bus.Subjects.StreamName("INPUT").
 const inputStream = "AGENT_INPUT"
 
-// historyStream is the stream of session histories.
+// historyStream is the stream of session histories,
+// bus.Subjects.StreamName("HISTORY").
 const historyStream = "AGENT_HISTORY"
 
 // agentName is the agent profile every session uses.

@@ -8,13 +8,16 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentfleet/agentfleet/internal/bus"
 )
 
 var (
 	flagSeed  = flag.Uint64("chaos.seed", 1, "first seed of the chaos test")
 	flagSeeds = flag.Int("chaos.seeds", 1, "number of consecutive seeds to run, from -chaos.seed")
 	flagLong  = flag.Bool("chaos.long", false, "run the long variant: a few hundred messages over dozens of sessions")
-	flagOrchs = flag.Int("chaos.orchestrators", 0, "orchestrators (1 or 2); default 1 for even seeds and 2 for odd ones")
+	flagOrchs = flag.Int("chaos.orchestrators", 0, "orchestrators (1 to 3); default 1 for even seeds and 2 for odd ones")
+	flagNodes = flag.Int("chaos.nodes", 1, "NATS servers: 1, or 3 clustered (the streams replicated on each)")
 	flagKeep  = flag.Bool("chaos.keep", false, "keep the work directory (NATS store, logs) of every seed")
 )
 
@@ -69,13 +72,13 @@ func TestChaos(t *testing.T) {
 		if *flagLong {
 			cfg.Sessions, cfg.Messages, cfg.Duration, cfg.Faults, cfg.Quiesce = 40, 400, 60*time.Second, 20, 90*time.Second
 		}
-		cfg.Orchestrators = *flagOrchs
+		cfg.Orchestrators, cfg.NATSNodes = *flagOrchs, *flagNodes
 		if cfg.Orchestrators == 0 {
 			cfg.Orchestrators = 1 + int(seed%2)
 		}
 		t.Run("seed="+formatUint(seed), func(t *testing.T) {
 			cfg.Logf = t.Logf
-			t.Logf("chaos seed %d (rerun with -chaos.seed %d), %d orchestrator(s)", seed, seed, cfg.Orchestrators)
+			t.Logf("chaos seed %d (rerun with -chaos.seed %d), %d orchestrator(s), %d NATS node(s)", seed, seed, cfg.Orchestrators, cfg.NATSNodes)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
 			rep, err := Run(ctx, cfg)
@@ -94,6 +97,20 @@ func TestChaos(t *testing.T) {
 				t.Errorf("seed %d: did not quiesce: %s", seed, rep.QuiesceError)
 			}
 		})
+	}
+}
+
+// TestStreamNames checks the harness's stream names against the bus's.
+func TestStreamNames(t *testing.T) {
+	s, err := bus.NewSubjects("agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.StreamName("INPUT"); got != inputStream {
+		t.Errorf("input stream %q, the harness reads %q", got, inputStream)
+	}
+	if got := s.StreamName("HISTORY"); got != historyStream {
+		t.Errorf("history stream %q, the harness reads %q", got, historyStream)
 	}
 }
 

@@ -17,21 +17,27 @@ type FaultKind string
 const (
 	// FaultKillWorker SIGKILLs a toolworker or the ledger worker.
 	FaultKillWorker FaultKind = "kill-worker"
-	// FaultKillOrchestrator SIGKILLs the active orchestrator.
+	// FaultKillOrchestrator SIGKILLs a serving orchestrator (one that
+	// printed "orchestrator serving"), chosen by the seed.
 	FaultKillOrchestrator FaultKind = "kill-orchestrator"
-	// FaultTermOrchestrator SIGTERMs the active orchestrator (a graceful
+	// FaultTermOrchestrator SIGTERMs a serving orchestrator (a graceful
 	// stop with a short --shutdown-timeout).
 	FaultTermOrchestrator FaultKind = "term-orchestrator"
-	// FaultKillNATS SIGKILLs the NATS server and restarts it on the same
-	// store and port.
+	// FaultKillNATS SIGKILLs a NATS server (in a cluster, one chosen by
+	// the seed) and restarts it on the same store and ports.
 	FaultKillNATS FaultKind = "kill-nats"
-	// FaultPause SIGSTOPs the active orchestrator until the standby took
-	// over (past the leader TTL), then SIGCONTs it. Two orchestrators only.
+	// FaultPause SIGSTOPs a serving orchestrator for twice the lease (or
+	// leader) TTL, and until a standby took over if there was one, then
+	// SIGCONTs it. Two orchestrators or more.
 	FaultPause FaultKind = "pause-orchestrator"
+	// FaultKillNATSLeader SIGKILLs the NATS server that leads the input
+	// stream and restarts it after a seeded delay (0.5s to 3s) while the
+	// other two elect a new leader. A cluster only.
+	FaultKillNATSLeader FaultKind = "kill-nats-leader"
 )
 
 // AllFaultKinds lists every kind, in a fixed order.
-var AllFaultKinds = []FaultKind{FaultKillWorker, FaultKillOrchestrator, FaultTermOrchestrator, FaultKillNATS, FaultPause}
+var AllFaultKinds = []FaultKind{FaultKillWorker, FaultKillOrchestrator, FaultTermOrchestrator, FaultKillNATS, FaultPause, FaultKillNATSLeader}
 
 func (k FaultKind) valid() bool { return slices.Contains(AllFaultKinds, k) }
 
@@ -56,7 +62,9 @@ type Fault struct {
 	Note string `json:"note,omitempty"`
 
 	at       time.Duration
-	target   int // index among the candidates of its kind
+	target   int           // index among the candidates of its kind
+	node     int           // index of the NATS server, in a cluster
+	down     time.Duration // how long a killed NATS leader stays down
 	injected time.Time
 	ready    time.Time
 }
@@ -78,7 +86,14 @@ func scheduleFaults(cfg *Config, rng *rand.Rand) []*Fault {
 		k := deck[0]
 		deck = deck[1:]
 		at := cfg.Duration/10 + time.Duration(i)*slot + time.Duration(rng.Int64N(int64(slot)+1))
-		faults = append(faults, &Fault{Kind: k, at: at, AtSec: at.Seconds(), target: rng.IntN(cfg.Workers + 1)})
+		ft := &Fault{Kind: k, at: at, AtSec: at.Seconds(), target: rng.IntN(cfg.Workers + 1)}
+		// Draws a single server does not need come only with a cluster,
+		// so that the plans of one server stay what they were.
+		if cfg.NATSNodes > 1 {
+			ft.node = rng.IntN(cfg.NATSNodes)
+			ft.down = 500*time.Millisecond + time.Duration(rng.Int64N(int64(2500*time.Millisecond)))
+		}
+		faults = append(faults, ft)
 	}
 	return faults
 }
@@ -87,6 +102,7 @@ func scheduleFaults(cfg *Config, rng *rand.Rand) []*Fault {
 // between, and returns the faults as injected.
 func (f *fleet) inject(ctx context.Context, faults []*Fault, loadStart time.Time) ([]*Fault, error) {
 	var done []*Fault
+	f.since = loadStart
 	for _, ft := range faults {
 		if err := f.superviseUntil(ctx, loadStart.Add(ft.at), loadStart); err != nil {
 			return done, err
@@ -124,12 +140,20 @@ func (f *fleet) injectOne(ctx context.Context, ft *Fault, loadStart time.Time) e
 	case FaultKillWorker:
 		target = f.workers[ft.target%len(f.workers)]
 	case FaultKillNATS:
-		target = f.nats
-	default:
-		if err := f.waitLeader(ctx); err != nil {
+		target = f.nodes[ft.node%len(f.nodes)].proc
+	case FaultKillNATSLeader:
+		n, err := f.inputLeader(ctx)
+		if err != nil {
 			return err
 		}
-		target = f.leader()
+		target = n.proc
+		ft.Note = fmt.Sprintf("leader of %s; down %.2fs", inputStream, ft.down.Seconds())
+	default:
+		if err := f.waitServing(ctx); err != nil {
+			return err
+		}
+		serving := f.serving()
+		target = serving[ft.target%len(serving)]
 	}
 	ft.Target = target.name
 	ft.injected = time.Now()
@@ -137,6 +161,16 @@ func (f *fleet) injectOne(ctx context.Context, ft *Fault, loadStart time.Time) e
 	switch ft.Kind {
 	case FaultKillWorker, FaultKillOrchestrator, FaultKillNATS:
 		if err := target.kill(ctx); err != nil {
+			return err
+		}
+		if err := target.start(); err != nil {
+			return err
+		}
+	case FaultKillNATSLeader:
+		if err := target.kill(ctx); err != nil {
+			return err
+		}
+		if err := f.superviseUntil(ctx, time.Now().Add(ft.down), loadStart); err != nil {
 			return err
 		}
 		if err := target.start(); err != nil {
@@ -156,30 +190,45 @@ func (f *fleet) injectOne(ctx context.Context, ft *Fault, loadStart time.Time) e
 			return err
 		}
 	case FaultPause:
+		// Standbys: orchestrators that do not serve now; with an elected
+		// active orchestrator, one of them takes over. When all serve
+		// (partitions leased by each), the others take the paused one's
+		// partitions over once its leases expire, which the harness
+		// cannot see: it holds the stop past them.
+		var standbys []*proc
+		for _, p := range f.orchs {
+			if p != target && !p.isMarked() {
+				standbys = append(standbys, p)
+			}
+		}
 		if err := target.signal(syscall.SIGSTOP, false); err != nil {
 			return err
 		}
-		// Stopped past the leader TTL: until the standby serves.
-		var other *proc
-		for _, p := range f.orchs {
-			if p != target {
-				other = p
+		hold := 2 * f.cfg.ttl()
+		werr := f.superviseUntil(ctx, time.Now().Add(hold), loadStart)
+		if werr == nil && len(standbys) > 0 {
+			werr = waitFor(ctx, 3*f.cfg.ttl()+10*time.Second, "a standby to take over", func() (bool, error) {
+				return slices.ContainsFunc(standbys, (*proc).isMarked), nil
+			})
+			if werr != nil && ctx.Err() == nil {
+				ft.Note = "no standby took over"
+				werr = nil
 			}
 		}
-		werr := waitFor(ctx, 3*f.cfg.LeaderTTL+10*time.Second, "the standby to take over", func() (bool, error) {
-			return other.isMarked(), nil
-		})
 		if err := target.signal(syscall.SIGCONT, false); err != nil {
 			return err
 		}
 		if werr != nil {
-			ft.Note = "the standby did not take over"
-		} else if err := waitFor(ctx, 3*f.cfg.LeaderTTL+5*time.Second, "the paused orchestrator to step down", func() (bool, error) {
-			return !target.isMarked(), nil
-		}); err != nil {
-			ft.Note = "the paused orchestrator did not step down after it resumed"
+			return werr
 		}
-		// Stepped down, it stands by in the same process.
+		if ft.Note == "" && len(standbys) > 0 {
+			// Stepped down, it stands by in the same process.
+			if err := waitFor(ctx, 3*f.cfg.ttl()+5*time.Second, "the paused orchestrator to step down", func() (bool, error) {
+				return !target.isMarked(), nil
+			}); err != nil {
+				ft.Note = "the paused orchestrator did not step down after it resumed"
+			}
+		}
 	}
 	if err := f.waitAllReady(ctx); err != nil {
 		return err

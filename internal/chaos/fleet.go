@@ -3,25 +3,32 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// fleet is the set of child processes: the NATS server, the orchestrators,
-// the toolworkers and the ledger worker.
+// fleet is the set of child processes: the NATS servers, the
+// orchestrators, the toolworkers and the ledger worker.
 type fleet struct {
 	cfg     *Config
 	dir     string
-	url     string
-	nats    *proc
+	url     string // every node's client URL, comma-separated
+	nodes   []*natsNode
 	orchs   []*proc
 	workers []*proc // toolworkers, then the ledger worker
 	ledger  *proc
+	// js is the harness's own JetStream connection (set by Run once the
+	// fleet started), through which faults look at the cluster.
+	js jetstream.JetStream
+	// since is the zero of the times of the exits waitServing records:
+	// when the fleet started, then when the load began.
+	since time.Time
 
 	mu    sync.Mutex
 	exits []Exit
@@ -36,16 +43,14 @@ type Exit struct {
 }
 
 func newFleet(cfg *Config, dir, modelURL string) (*fleet, error) {
-	port, err := freePort()
+	nodes, err := newNodes(cfg, dir, cfg.NATSNodes)
 	if err != nil {
 		return nil, err
 	}
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	f := &fleet{cfg: cfg, dir: dir, url: "nats://" + addr}
-	f.nats = &proc{
-		name: "nats-server", log: filepath.Join(dir, "nats-server.log"),
-		argv:  []string{cfg.NATSServer, "-a", "127.0.0.1", "-p", strconv.Itoa(port), "-js", "-sd", filepath.Join(dir, "jetstream")},
-		ready: natsReady(f.url),
+	f := &fleet{cfg: cfg, dir: dir, url: clientURL(nodes), nodes: nodes}
+	orchFlags, err := orchestratorFlags(cfg)
+	if err != nil {
+		return nil, err
 	}
 	for i := range cfg.Workers {
 		port, err := freePort()
@@ -63,7 +68,8 @@ func newFleet(cfg *Config, dir, modelURL string) (*fleet, error) {
 	}
 	f.ledger = &proc{
 		name: "ledger-worker", log: filepath.Join(dir, "ledger-worker.log"),
-		argv: cfg.LedgerCommand, env: append([]string{LedgerEnv + "=" + f.url}, cfg.LedgerEnv...),
+		argv:   cfg.LedgerCommand,
+		env:    append([]string{LedgerEnv + "=" + f.url, LedgerReplicasEnv + "=" + strconv.Itoa(cfg.NATSNodes)}, cfg.LedgerEnv...),
 		marker: "ready",
 	}
 	f.ledger.ready = markedReady(f.ledger)
@@ -76,38 +82,18 @@ func newFleet(cfg *Config, dir, modelURL string) (*fleet, error) {
 		name := fmt.Sprintf("orchestrator-%d", i+1)
 		f.orchs = append(f.orchs, &proc{
 			name: name, log: filepath.Join(dir, name+".log"),
-			// Info level: the harness learns which orchestrator is active
-			// from its "orchestrator serving" line.
-			argv: []string{cfg.Orchestrator, "--nats-url", f.url, "--http", "127.0.0.1:" + strconv.Itoa(port),
+			// Info level: the harness learns which orchestrators serve from
+			// their "orchestrator serving" line.
+			argv: append([]string{cfg.Orchestrator, "--nats-url", f.url, "--http", "127.0.0.1:" + strconv.Itoa(port),
 				"--log-level", "info", "--workers", "0", "--llm-stream=false", "--max-retry-delay", "1s",
-				"--ack-wait", cfg.AckWait.String(), "--leader-ttl", cfg.LeaderTTL.String(),
-				"--shutdown-timeout", "500ms", "--data-dir", filepath.Join(dir, name+"-data")},
+				"--ack-wait", cfg.AckWait.String(), "--stream-replicas", strconv.Itoa(cfg.NATSNodes),
+				"--shutdown-timeout", "500ms", "--data-dir", filepath.Join(dir, name+"-data")}, orchFlags...),
 			env:    []string{"OPENAI_BASE_URL=" + modelURL, "OPENAI_API_KEY=x", "OPENAI_MODEL=chaos"},
 			marker: "orchestrator serving", unmarker: "lost the lead",
 			ready: httpReady("http://127.0.0.1:" + strconv.Itoa(port) + "/readyz"),
 		})
 	}
 	return f, nil
-}
-
-// natsReady is a readiness probe of the NATS server: a client connects and
-// JetStream answers.
-func natsReady(url string) func(context.Context) error {
-	return func(ctx context.Context) error {
-		nc, err := nats.Connect(url, nats.Timeout(time.Second), nats.MaxReconnects(0))
-		if err != nil {
-			return err
-		}
-		defer nc.Close()
-		js, err := jetstream.New(nc)
-		if err != nil {
-			return err
-		}
-		actx, cancel := context.WithTimeout(ctx, time.Second)
-		defer cancel()
-		_, err = js.AccountInfo(actx)
-		return err
-	}
 }
 
 // markedReady is a readiness probe: the process printed its marker.
@@ -122,18 +108,27 @@ func markedReady(p *proc) func(context.Context) error {
 
 // all returns every process, NATS first.
 func (f *fleet) all() []*proc {
-	ps := []*proc{f.nats}
+	ps := f.natsProcs()
 	ps = append(ps, f.workers...)
 	return append(ps, f.orchs...)
 }
 
-// start starts NATS, the workers, then the orchestrators, and waits until
-// each is ready and one orchestrator serves.
-func (f *fleet) start(ctx context.Context) error {
-	if err := f.nats.restart(ctx); err != nil {
-		return err
+// natsProcs returns the processes of the NATS servers.
+func (f *fleet) natsProcs() []*proc {
+	ps := make([]*proc, len(f.nodes))
+	for i, n := range f.nodes {
+		ps[i] = n.proc
 	}
-	for _, group := range [][]*proc{f.workers, f.orchs} {
+	return ps
+}
+
+// start starts NATS, the workers, then the orchestrators, and waits until
+// each is ready (the NATS cluster as a whole too) and an orchestrator
+// serves. The servers of a cluster start together: none is ready before
+// they elect a meta leader.
+func (f *fleet) start(ctx context.Context) error {
+	f.since = time.Now()
+	for i, group := range [][]*proc{f.natsProcs(), f.workers, f.orchs} {
 		for _, p := range group {
 			if err := p.start(); err != nil {
 				return err
@@ -144,37 +139,56 @@ func (f *fleet) start(ctx context.Context) error {
 				return err
 			}
 		}
-	}
-	return f.waitLeader(ctx)
-}
-
-// leader returns the orchestrator that serves input, nil if none does now.
-func (f *fleet) leader() *proc {
-	for _, p := range f.orchs {
-		if p.isMarked() {
-			return p
+		if i == 0 {
+			if err := f.waitCluster(ctx); err != nil {
+				return err
+			}
 		}
 	}
-	return nil
+	return f.waitServing(ctx)
 }
 
-// waitLeader waits until an orchestrator serves.
-func (f *fleet) waitLeader(ctx context.Context) error {
-	timeout := startTimeout + 3*f.cfg.LeaderTTL
-	return waitFor(ctx, timeout, "an active orchestrator", func() (bool, error) {
-		return f.leader() != nil, nil
+// serving returns the orchestrators that serve input now: those whose
+// running instance printed "orchestrator serving" (and, with an elected
+// active orchestrator, did not lose the lead since). The harness does not
+// assume how many do: one active of several, or all of them over
+// partitions of the sessions.
+func (f *fleet) serving() []*proc {
+	var ps []*proc
+	for _, p := range f.orchs {
+		if p.isMarked() {
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}
+
+// waitServing waits until an orchestrator serves, restarting (and
+// recording) the processes that exit meanwhile: an orchestrator may be
+// ready, then fail to set up its streams and exit.
+func (f *fleet) waitServing(ctx context.Context) error {
+	timeout := startTimeout + 3*f.cfg.ttl()
+	return waitFor(ctx, timeout, "a serving orchestrator", func() (bool, error) {
+		if err := f.supervise(ctx, f.since); err != nil {
+			return false, err
+		}
+		return len(f.serving()) > 0, nil
 	})
 }
 
 // waitAllReady waits until every process is ready again (after NATS came
-// back, clients must have reconnected) and an orchestrator serves.
+// back, clients must have reconnected), the NATS cluster too, and an
+// orchestrator serves.
 func (f *fleet) waitAllReady(ctx context.Context) error {
 	for _, p := range f.all() {
 		if err := p.waitReady(ctx); err != nil {
 			return err
 		}
 	}
-	return f.waitLeader(ctx)
+	if err := f.waitCluster(ctx); err != nil {
+		return err
+	}
+	return f.waitServing(ctx)
 }
 
 // supervise restarts every process that exited without the harness asking
@@ -208,5 +222,29 @@ func (f *fleet) close() {
 	for _, p := range f.workers {
 		p.close()
 	}
-	f.nats.close()
+	for _, n := range f.nodes {
+		n.close()
+	}
+}
+
+// orchestratorFlags returns the orchestrators' flags that depend on their
+// version: --leader-ttl (an elected active orchestrator) and --lease-ttl
+// (partitions leased by every orchestrator), each given only when
+// "orchestrator --help" lists it.
+func orchestratorFlags(cfg *Config) ([]string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// --help exits 0 or 2 by version; only the usage matters.
+	out, _ := exec.CommandContext(ctx, cfg.Orchestrator, "--help").CombinedOutput()
+	if !strings.Contains(string(out), "-nats-url") {
+		return nil, fmt.Errorf("chaos: %s --help does not list --nats-url:\n%s", cfg.Orchestrator, out)
+	}
+	var flags []string
+	if strings.Contains(string(out), "-leader-ttl") {
+		flags = append(flags, "--leader-ttl", cfg.LeaderTTL.String())
+	}
+	if strings.Contains(string(out), "-lease-ttl") {
+		flags = append(flags, "--lease-ttl", cfg.LeaseTTL.String())
+	}
+	return flags, nil
 }

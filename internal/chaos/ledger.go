@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -34,13 +35,16 @@ const (
 	// LedgerEnv names the environment variable that makes a program run as
 	// the ledger worker; its value is the NATS URL. See LedgerChildMain.
 	LedgerEnv = "AGENTFLEET_CHAOS_LEDGER_URL"
+	// LedgerReplicasEnv, when set, is the number of replicas of the
+	// ledger stream (the harness sets it to the NATS nodes); default 1.
+	LedgerReplicasEnv = "AGENTFLEET_CHAOS_LEDGER_REPLICAS"
 )
 
-// ensureLedgerStream creates (or updates) the ledger stream.
-func ensureLedgerStream(ctx context.Context, js jetstream.JetStream) error {
+// ensureLedgerStream creates (or updates) the ledger stream with replicas.
+func ensureLedgerStream(ctx context.Context, js jetstream.JetStream, replicas int) error {
 	_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name: LedgerStream, Description: "agentfleet chaos: executions of the ledger tool",
-		Subjects: []string{LedgerSubject}, Storage: jetstream.FileStorage,
+		Subjects: []string{LedgerSubject}, Storage: jetstream.FileStorage, Replicas: max(replicas, 1),
 	})
 	if err != nil {
 		return fmt.Errorf("ledger stream: %w", err)
@@ -93,9 +97,10 @@ func ledgerTool(js jetstream.JetStream) *agentfleet.Tool {
 	}
 }
 
-// ServeLedger runs the ledger worker on the NATS server at url until ctx
-// ends: a tool server of the ledger tool. It prints "ready <worker>" on
-// stdout once it serves.
+// ServeLedger runs the ledger worker on the NATS server(s) at url (a
+// comma-separated list) until ctx ends: a tool server of the ledger tool.
+// It prints "ready <worker>" on stdout once it serves. The ledger stream
+// gets the replicas of $LedgerReplicasEnv.
 func ServeLedger(ctx context.Context, url string, stdout io.Writer) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	nc, err := bus.Connect(bus.ConnectConfig{URL: url, Name: "chaos-ledger", Logger: log})
@@ -107,7 +112,13 @@ func ServeLedger(ctx context.Context, url string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("ledger: %w", err)
 	}
-	if err := ensureLedgerStream(ctx, js); err != nil {
+	replicas := 1
+	if v := os.Getenv(LedgerReplicasEnv); v != "" {
+		if replicas, err = strconv.Atoi(v); err != nil {
+			return fmt.Errorf("ledger: $%s: %w", LedgerReplicasEnv, err)
+		}
+	}
+	if err := ensureLedgerStream(ctx, js, replicas); err != nil {
 		return err
 	}
 	srv, err := bus.Serve(nc, bus.ServerConfig{

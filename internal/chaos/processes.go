@@ -235,15 +235,18 @@ func (p *proc) kill(ctx context.Context) error {
 }
 
 // waitReady waits until the current instance is ready (its probe passes).
-// A start that fails (the instance exits first) is retried a few times,
-// since a child started while NATS restarts may give up at once.
+// A start that fails (the instance exits first) is retried after a short
+// backoff, a few times, since a child started while NATS restarts (or a
+// cluster elects its leaders) may give up at once.
 func (p *proc) waitReady(ctx context.Context) error {
 	for attempt := 1; ; attempt++ {
 		done, _ := p.current()
+		exited := false
 		err := waitFor(ctx, startTimeout, p.name+" ready", func() (bool, error) {
 			select {
 			case <-done:
-				return false, errExited
+				exited = true // no use waiting on
+				return true, nil
 			default:
 			}
 			if err := p.ready(ctx); err != nil {
@@ -251,15 +254,22 @@ func (p *proc) waitReady(ctx context.Context) error {
 			}
 			return true, nil
 		})
-		if err == nil {
+		if err == nil && !exited {
 			return nil
 		}
-		if !errors.Is(err, errExited) || attempt >= 5 || ctx.Err() != nil {
+		if err != nil || attempt >= 5 || ctx.Err() != nil {
+			if err == nil {
+				err = errExited
+			}
 			return fmt.Errorf("%s: %w", p.name, err)
 		}
 		p.mu.Lock()
 		p.expected = true
 		p.mu.Unlock()
+		// A backoff of the retries, not a wait for an event.
+		if err := pause(ctx, time.Duration(attempt)*500*time.Millisecond); err != nil {
+			return fmt.Errorf("%s: %w", p.name, err)
+		}
 		if err := p.start(); err != nil {
 			return err
 		}

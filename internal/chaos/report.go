@@ -70,14 +70,17 @@ type Summary struct {
 	Faults        int      `json:"faults"`
 	FaultKinds    []string `json:"fault_kinds"`
 	Orchestrators int      `json:"orchestrators"`
+	NATSNodes     int      `json:"nats_nodes"`
 	Workers       int      `json:"workers"`
 	AckWait       string   `json:"ack_wait"`
 	LeaderTTL     string   `json:"leader_ttl"`
+	LeaseTTL      string   `json:"lease_ttl"`
 }
 
 func summary(c *Config) Summary {
 	s := Summary{Sessions: c.Sessions, Messages: c.Messages, DurationSec: c.Duration.Seconds(), Faults: max(c.Faults, 0),
-		Orchestrators: c.Orchestrators, Workers: c.Workers, AckWait: c.AckWait.String(), LeaderTTL: c.LeaderTTL.String()}
+		Orchestrators: c.Orchestrators, NATSNodes: c.NATSNodes, Workers: c.Workers, AckWait: c.AckWait.String(),
+		LeaderTTL: c.LeaderTTL.String(), LeaseTTL: c.LeaseTTL.String()}
 	for _, k := range c.FaultKinds {
 		s.FaultKinds = append(s.FaultKinds, string(k))
 	}
@@ -118,6 +121,9 @@ type Report struct {
 	// stored by more than one writer (a takeover mid-run).
 	Writers         []string `json:"writers,omitempty"`
 	MultiWriterRuns int      `json:"multi_writer_runs"`
+	// RunsByWriter counts, per writer, the runs it stored records of (a
+	// run taken over counts for each of its writers).
+	RunsByWriter map[string]int `json:"runs_by_writer,omitempty"`
 	// BatchedRuns counts the runs that took more than one user message
 	// (queued while the session was busy); the model answers the last.
 	BatchedRuns int `json:"batched_runs"`
@@ -207,12 +213,16 @@ func (r *Report) recoveries(recs []*record) {
 
 // WriteTables prints the report as tables.
 func (r *Report) WriteTables(w io.Writer) {
-	fmt.Fprintf(w, "Chaos seed %d: %d messages (%d sent twice) over %d sessions, %d orchestrator(s), %d faults; load %.1fs, total %.1fs\n",
-		r.Seed, r.Messages, r.Duplicates, r.Sessions, r.Config.Orchestrators, len(r.Faults), r.LoadSeconds, r.Seconds)
+	fmt.Fprintf(w, "Chaos seed %d: %d messages (%d sent twice) over %d sessions, %d orchestrator(s), %d NATS node(s), %d faults; load %.1fs, total %.1fs\n",
+		r.Seed, r.Messages, r.Duplicates, r.Sessions, r.Config.Orchestrators, max(r.Config.NATSNodes, 1), len(r.Faults), r.LoadSeconds, r.Seconds)
 	fmt.Fprintf(w, "history: %d runs (%d took several messages), %d records; ledger: %d executions; model: %d requests (%d failed on purpose)\n",
 		r.Runs, r.BatchedRuns, r.Records, r.LedgerExecutions, r.ModelRequests, r.ModelFailures)
 	if len(r.Writers) > 0 {
-		fmt.Fprintf(w, "writers: %s; runs stored by more than one: %d\n", strings.Join(r.Writers, ", "), r.MultiWriterRuns)
+		var ws []string
+		for _, wr := range r.Writers {
+			ws = append(ws, fmt.Sprintf("%s (%d runs)", wr, r.RunsByWriter[wr]))
+		}
+		fmt.Fprintf(w, "writers: %s; runs stored by more than one: %d\n", strings.Join(ws, ", "), r.MultiWriterRuns)
 	} else {
 		fmt.Fprintln(w, "writers: no record carries "+history.HeaderWriter)
 	}

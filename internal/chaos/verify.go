@@ -72,7 +72,8 @@ func readStream(ctx context.Context, js jetstream.JetStream, stream, filter stri
 	return nil
 }
 
-// readHistory reads every record of the sessions of agent "default".
+// readHistory reads every record of the sessions of agent "default",
+// whichever orchestrator wrote it.
 func readHistory(ctx context.Context, js jetstream.JetStream) ([]*record, error) {
 	prefix := "agent.history." + agentName + "."
 	var recs []*record
@@ -364,6 +365,12 @@ func checkRun(rep *Report, ru *run) {
 	}
 	if len(ru.writers) > 1 {
 		rep.MultiWriterRuns++
+	}
+	for _, w := range ru.writers {
+		if rep.RunsByWriter == nil {
+			rep.RunsByWriter = map[string]int{}
+		}
+		rep.RunsByWriter[w]++
 	}
 	if len(ru.users) > 1 {
 		rep.BatchedRuns++
