@@ -191,6 +191,8 @@ func TestDashboardMetricsExist(t *testing.T) {
 		"agentfleet_worker_concurrency_limit",     // saturation
 		"agentfleet_worker_calls_rejected_total",  // saturation
 		"agentfleet_input_messages_total",         // input outcomes
+		"agentfleet_partitions_owned",             // partitions not all owned
+		"agentfleet_lease_lost_total",             // lease losses
 	} {
 		if !used[want] {
 			t.Errorf("the dashboard does not show %s", want)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
 	"go.yaml.in/yaml/v3"
@@ -24,11 +25,23 @@ type object struct {
 	} `yaml:"metadata"`
 	Data map[string]string `yaml:"data"`
 	Spec struct {
-		Replicas       int `yaml:"replicas"`
+		Replicas int `yaml:"replicas"`
+		Strategy struct {
+			Type          string `yaml:"type"`
+			RollingUpdate struct {
+				MaxUnavailable any `yaml:"maxUnavailable"`
+				MaxSurge       any `yaml:"maxSurge"`
+			} `yaml:"rollingUpdate"`
+		} `yaml:"strategy"`
 		ScaleTargetRef struct {
 			Kind string `yaml:"kind"`
 			Name string `yaml:"name"`
 		} `yaml:"scaleTargetRef"`
+		MinReplicas          int            `yaml:"minReplicas"`
+		MaxReplicas          int            `yaml:"maxReplicas"`
+		Metrics              []hpaMetric    `yaml:"metrics"`
+		MinAvailable         any            `yaml:"minAvailable"`
+		MaxUnavailable       any            `yaml:"maxUnavailable"`
 		Selector             map[string]any `yaml:"selector"`
 		VolumeClaimTemplates []any          `yaml:"volumeClaimTemplates"`
 		Template             struct {
@@ -44,6 +57,14 @@ type object struct {
 	} `yaml:"spec"`
 }
 
+// hpaMetric is a metric a HorizontalPodAutoscaler scales on.
+type hpaMetric struct {
+	Type     string `yaml:"type"`
+	Resource struct {
+		Name string `yaml:"name"`
+	} `yaml:"resource"`
+}
+
 type container struct {
 	Image   string   `yaml:"image"`
 	Command []string `yaml:"command"`
@@ -55,6 +76,9 @@ type container struct {
 	LivenessProbe  *probe   `yaml:"livenessProbe"`
 	ReadinessProbe *probe   `yaml:"readinessProbe"`
 	Env            []envVar `yaml:"env"`
+	Resources      struct {
+		Requests map[string]string `yaml:"requests"`
+	} `yaml:"resources"`
 }
 
 type envVar struct {
@@ -87,6 +111,17 @@ func (c *container) port(p any) int {
 		}
 	}
 	return 0
+}
+
+// zero reports whether an int-or-string field (maxUnavailable) is 0 or "0%".
+func zero(v any) bool {
+	switch v := v.(type) {
+	case int:
+		return v == 0
+	case string:
+		return v == "0" || v == "0%"
+	}
+	return false
 }
 
 // flag returns the value that follows name in args, and whether name is
@@ -199,8 +234,54 @@ func TestManifests(t *testing.T) {
 		}
 		get("Service/" + c.deployment)
 	}
-	if got := get("Deployment/agentfleet-orchestrator").Spec.Replicas; got != 2 {
-		t.Errorf("orchestrator replicas = %d, want 2 (active and standby)", got)
+	orch := get("Deployment/agentfleet-orchestrator")
+	if got := orch.Spec.Replicas; got < 2 {
+		t.Errorf("orchestrator replicas = %d, want at least 2 (all active: one that dies is a failover of its share)", got)
+	}
+	if ru := orch.Spec.Strategy.RollingUpdate; orch.Spec.Strategy.Type != "RollingUpdate" || !zero(ru.MaxUnavailable) {
+		t.Errorf("orchestrator strategy %s with maxUnavailable %v, want a RollingUpdate with maxUnavailable 0 (capacity kept)", orch.Spec.Strategy.Type, ru.MaxUnavailable)
+	}
+	octr := orch.Spec.Template.Spec.Containers[0]
+	shutdown := 30 * time.Second // the orchestrator's default
+	if v, ok := flag(octr.Args, "--shutdown-timeout"); ok {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Errorf("orchestrator: --shutdown-timeout %q: %v", v, err)
+		}
+		shutdown = d
+	}
+	if g := time.Duration(orch.Spec.Template.Spec.TerminationGracePeriodSeconds) * time.Second; g <= shutdown {
+		t.Errorf("orchestrator: terminationGracePeriodSeconds %v is not above --shutdown-timeout %v: the kubelet kills it before it hands its partitions over", g, shutdown)
+	}
+	if v, ok := flag(octr.Args, "--lease-ttl"); !ok {
+		t.Error("orchestrator: no --lease-ttl; the failover time should be explicit")
+	} else if d, err := time.ParseDuration(v); err != nil || d <= 0 {
+		t.Errorf("orchestrator: --lease-ttl %q is not a positive duration (%v)", v, err)
+	}
+	if octr.Resources.Requests["cpu"] == "" {
+		t.Error("orchestrator: no CPU request, so the HPA's utilization has nothing to measure against")
+	}
+
+	// Every orchestrator is active; an autoscaler owns their number.
+	ohpa := get("HorizontalPodAutoscaler/agentfleet-orchestrator")
+	if ohpa.APIVersion != "autoscaling/v2" || ohpa.Spec.ScaleTargetRef.Kind != "Deployment" || ohpa.Spec.ScaleTargetRef.Name != "agentfleet-orchestrator" {
+		t.Errorf("the orchestrator's HPA is %s on %+v, want autoscaling/v2 on Deployment agentfleet-orchestrator", ohpa.APIVersion, ohpa.Spec.ScaleTargetRef)
+	}
+	if ohpa.Spec.MinReplicas < 2 || ohpa.Spec.MaxReplicas < ohpa.Spec.MinReplicas || orch.Spec.Replicas < ohpa.Spec.MinReplicas || orch.Spec.Replicas > ohpa.Spec.MaxReplicas {
+		t.Errorf("the orchestrator's HPA scales %d to %d from %d replicas; want a minimum of 2 at least and the Deployment's replicas within the bounds",
+			ohpa.Spec.MinReplicas, ohpa.Spec.MaxReplicas, orch.Spec.Replicas)
+	}
+	if !slices.ContainsFunc(ohpa.Spec.Metrics, func(m hpaMetric) bool {
+		return m.Type == "Resource" && m.Resource.Name == "cpu"
+	}) {
+		t.Errorf("the orchestrator's HPA does not scale on CPU (metrics %+v)", ohpa.Spec.Metrics)
+	}
+	pdb := get("PodDisruptionBudget/agentfleet-orchestrator")
+	if pdb.Spec.MinAvailable == nil && pdb.Spec.MaxUnavailable == nil {
+		t.Error("the orchestrator's PodDisruptionBudget sets neither minAvailable nor maxUnavailable")
+	}
+	if ml, _ := pdb.Spec.Selector["matchLabels"].(map[string]any); ml["app.kubernetes.io/name"] != "agentfleet-orchestrator" {
+		t.Errorf("the orchestrator's PodDisruptionBudget selects %v, not its pods", pdb.Spec.Selector)
 	}
 	env := get("Deployment/agentfleet-orchestrator").Spec.Template.Spec.Containers[0].Env
 	if !slices.ContainsFunc(env, func(e envVar) bool {

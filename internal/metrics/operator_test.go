@@ -11,15 +11,29 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
+// retired returns the first flag of args that the orchestrator no longer
+// takes (it ignores them with a warning), or "".
+func retired(args []string) string {
+	for _, a := range args {
+		for _, f := range []string{"--elect", "--leader-ttl"} {
+			if a == f || strings.HasPrefix(a, f+"=") {
+				return f
+			}
+		}
+	}
+	return ""
+}
+
 // composeService is the part of a docker-compose.yml service that the
 // tests read.
 type composeService struct {
-	Image      string   `yaml:"image"`
-	Entrypoint []string `yaml:"entrypoint"`
-	Command    []string `yaml:"command"`
-	Ports      []string `yaml:"ports"`
-	Expose     []string `yaml:"expose"`
-	DependsOn  map[string]struct {
+	Image         string   `yaml:"image"`
+	ContainerName string   `yaml:"container_name"`
+	Entrypoint    []string `yaml:"entrypoint"`
+	Command       []string `yaml:"command"`
+	Ports         []string `yaml:"ports"`
+	Expose        []string `yaml:"expose"`
+	DependsOn     map[string]struct {
 		Condition string `yaml:"condition"`
 	} `yaml:"depends_on"`
 	Healthcheck *struct {
@@ -59,7 +73,8 @@ func beyondLoopback(addr string) bool {
 // TestComposeServes checks the things of docker-compose.yml that an
 // operator's first hour trips on: a worker serving the scripted tools,
 // --http reachable from outside each container, healthchecks, start order
-// on those healthchecks, and the orchestrator's port published.
+// on those healthchecks, and the orchestrator's port reachable without a
+// fixed host port or container name, so that it scales.
 func TestComposeServes(t *testing.T) {
 	services := loadCompose(t)
 	scripts := false
@@ -94,8 +109,32 @@ func TestComposeServes(t *testing.T) {
 		t.Fatal("the orchestrator's compose command has no --http, and its default listens on loopback only")
 	}
 	_, port, _ := net.SplitHostPort(addr)
-	if !slices.ContainsFunc(o.Ports, func(p string) bool { return strings.HasSuffix(p, ":"+port) }) {
-		t.Errorf("the orchestrator's --http port %s is not published (ports %v)", port, o.Ports)
+	// docker compose up --scale orchestrator=3: the replicas may not share
+	// a container name or a host port. The port is published on a host
+	// port that Docker picks for each replica ("8080", "127.0.0.1::8080"),
+	// or only exposed on the compose network.
+	if o.ContainerName != "" {
+		t.Errorf("the orchestrator's compose service has container_name %q: it cannot scale", o.ContainerName)
+	}
+	if f := retired(o.Command); f != "" {
+		t.Errorf("the orchestrator's compose command passes %s, which is retired: every orchestrator is active", f)
+	}
+	published := false
+	for _, p := range o.Ports {
+		cport, host := p, ""
+		if i := strings.LastIndex(p, ":"); i >= 0 {
+			cport, host = p[i+1:], p[:i]
+		}
+		if strings.TrimSuffix(cport, "/tcp") != port {
+			continue
+		}
+		published = true
+		if h := host[strings.LastIndex(host, ":")+1:]; h != "" {
+			t.Errorf("the orchestrator publishes %s on the fixed host port %s: a second replica collides with it", p, h)
+		}
+	}
+	if !published && !slices.Contains(o.Expose, port) {
+		t.Errorf("the orchestrator's --http port %s is neither published nor exposed (ports %v, expose %v)", port, o.Ports, o.Expose)
 	}
 	for name, s := range services {
 		if len(s.Healthcheck.Test) > 1 && s.Healthcheck.Test[0] == "CMD" && strings.HasPrefix(s.Healthcheck.Test[1], "/usr/local/bin/") {
@@ -118,7 +157,7 @@ func TestComposeServes(t *testing.T) {
 func TestManifestsServe(t *testing.T) {
 	objs := loadManifests(t)
 	scripts := false
-	containers := 0
+	containers, orchestrators := 0, 0
 	for key, o := range objs {
 		for _, c := range o.Spec.Template.Spec.Containers {
 			containers++
@@ -137,14 +176,21 @@ func TestManifestsServe(t *testing.T) {
 				t.Errorf("%s: --http %s listens on loopback only, out of reach of the kubelet and Prometheus", key, addr)
 			}
 			if len(c.Command) > 0 && strings.HasSuffix(c.Command[0], "/orchestrator") {
+				orchestrators++
 				if _, ok := flag(c.Args, "--http"); !ok {
 					t.Errorf("%s: the orchestrator has no --http, and its default listens on loopback only", key)
+				}
+				if f := retired(c.Args); f != "" {
+					t.Errorf("%s: the orchestrator passes %s, which is retired: every orchestrator is active", key, f)
 				}
 			}
 		}
 	}
 	if containers == 0 {
 		t.Fatal("no containers found in deploy/k8s")
+	}
+	if orchestrators == 0 {
+		t.Error("no container of deploy/k8s runs /usr/local/bin/orchestrator")
 	}
 	if !scripts {
 		t.Error("no container of deploy/k8s runs --scripts: nothing serves the scripted tools, and write_tool fails")
