@@ -137,7 +137,7 @@ func (c *DurableConfig) defaults() {
 func SetupEventStream(ctx context.Context, js jetstream.JetStream, subjects Subjects, cfg DurableConfig) error {
 	cfg.defaults()
 	name := subjects.StreamName("EVENTS")
-	_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	_, err := EnsureStream(ctx, js, jetstream.StreamConfig{
 		Name: name, Description: "agentfleet lifecycle events, kept for late observers",
 		Subjects: []string{subjects.Events()}, Storage: jetstream.FileStorage,
 		MaxAge: cfg.EventsMaxAge, MaxBytes: cfg.EventsMaxBytes, Discard: jetstream.DiscardOld,
@@ -192,7 +192,7 @@ func NewDurableInput(ctx context.Context, js jetstream.JetStream, in *Input, cfg
 		Retention:        jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage,
 		Duplicates: cfg.DuplicateWindow, Replicas: cfg.Replicas, AllowDirect: true,
 	}
-	stream, err := js.CreateOrUpdateStream(ctx, sc)
+	stream, err := EnsureStream(ctx, js, sc)
 	if err != nil {
 		return nil, fmt.Errorf("input stream %s: %w", name, err)
 	}
@@ -213,7 +213,7 @@ func consumerName(p int) string { return "partition-" + strconv.Itoa(p) }
 // consumes it pinned.
 func (d *DurableInput) Serve(ctx context.Context, p int) error {
 	name := consumerName(p)
-	cons, err := d.stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+	cc := jetstream.ConsumerConfig{
 		Durable: name, Description: "agentfleet: the input of partition " + strconv.Itoa(p),
 		FilterSubject: d.in.subjects.StoredPartition(p),
 		AckPolicy:     jetstream.AckExplicitPolicy, AckWait: d.cfg.AckWait,
@@ -224,6 +224,16 @@ func (d *DurableInput) Serve(ctx context.Context, p int) error {
 		MaxAckPending:  10_000,
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 		PriorityPolicy: jetstream.PriorityPolicyPinned, PriorityGroups: []string{ownerGroup}, PinnedTTL: d.cfg.PinnedTTL,
+	}
+	var cons jetstream.Consumer
+	err := RetryJS(ctx, func(ctx context.Context) (err error) {
+		// Looked up first: the consumer exists but after the first start,
+		// and parallel creates of one consumer can go unanswered.
+		cons, err = d.stream.Consumer(ctx, name)
+		if errors.Is(err, jetstream.ErrConsumerNotFound) || err == nil && !sameConsumer(cons.CachedInfo().Config, cc) {
+			cons, err = d.stream.CreateOrUpdateConsumer(ctx, cc)
+		}
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("input consumer %s: %w", name, err)
@@ -231,7 +241,7 @@ func (d *DurableInput) Serve(ctx context.Context, p int) error {
 	if err := d.stream.UnpinConsumer(ctx, name, ownerGroup); err != nil {
 		d.log.Debug("unpin input consumer", "consumer", name, "err", err)
 	}
-	cc, err := cons.Consume(d.receive, jetstream.PullPriorityGroup(ownerGroup), jetstream.PullExpiry(5*time.Second),
+	consuming, err := cons.Consume(d.receive, jetstream.PullPriorityGroup(ownerGroup), jetstream.PullExpiry(5*time.Second),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			if errors.Is(err, jetstream.ErrPinIDMismatch) {
 				// The pin moved: a handover, and the consumer pulls again.
@@ -245,12 +255,20 @@ func (d *DurableInput) Serve(ctx context.Context, p int) error {
 	}
 	d.mu.Lock()
 	old := d.serving[p]
-	d.serving[p] = cc
+	d.serving[p] = consuming
 	d.mu.Unlock()
 	if old != nil {
 		old.Stop()
 	}
 	return nil
+}
+
+// sameConsumer reports whether the server's consumer has the settings that
+// Serve gives it.
+func sameConsumer(have, want jetstream.ConsumerConfig) bool {
+	return have.FilterSubject == want.FilterSubject && have.AckWait == want.AckWait && have.MaxDeliver == want.MaxDeliver &&
+		have.MaxAckPending == want.MaxAckPending && have.PriorityPolicy == want.PriorityPolicy && have.PinnedTTL == want.PinnedTTL &&
+		have.Description == want.Description
 }
 
 // Unserve stops consuming partition p. Its messages being handled stay

@@ -61,7 +61,7 @@ func Open(ctx context.Context, js jetstream.JetStream, subjects bus.Subjects, wr
 		cfg.Duplicates = 2 * time.Minute
 	}
 	name := StreamName(subjects)
-	_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	_, err := bus.EnsureStream(ctx, js, jetstream.StreamConfig{
 		Name:        name,
 		Description: "agentfleet session histories",
 		Subjects:    []string{subjects.Prefix + ".history.>"},

@@ -106,14 +106,14 @@ func Join(ctx context.Context, js jetstream.JetStream, subjects bus.Subjects, id
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	members, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	members, err := bus.EnsureKeyValue(ctx, js, jetstream.KeyValueConfig{
 		Bucket: subjects.StreamName("MEMBERS"), Description: "agentfleet: live orchestrators (leases)",
 		TTL: cfg.TTL, History: 1, Replicas: max(cfg.Replicas, 1),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("partition: members bucket: %w", err)
 	}
-	parts, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	parts, err := bus.EnsureKeyValue(ctx, js, jetstream.KeyValueConfig{
 		Bucket: subjects.StreamName("PARTITIONS"), Description: "agentfleet: the owner of each session partition",
 		History: 1, Replicas: max(cfg.Replicas, 1),
 	})

@@ -62,18 +62,21 @@ func NewStore(ctx context.Context, nc *nats.Conn, cfg StoreConfig) (*Store, erro
 	if err != nil {
 		return nil, fmt.Errorf("script store: %w", err)
 	}
-	kv, err := js.KeyValue(ctx, cfg.Bucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket:      cfg.Bucket,
-			Description: "agentfleet scripted tools (write_tool), one key per tool",
-			History:     cfg.History,
-			Replicas:    cfg.Replicas,
-		})
-		if errors.Is(err, jetstream.ErrBucketExists) {
-			kv, err = js.KeyValue(ctx, cfg.Bucket) // created by another process meanwhile
+	// Looked up, and created only if missing, by whichever process comes
+	// first; tried again when processes starting together race.
+	var kv jetstream.KeyValue
+	err = bus.RetryJS(ctx, func(ctx context.Context) (err error) {
+		kv, err = js.KeyValue(ctx, cfg.Bucket)
+		if errors.Is(err, jetstream.ErrBucketNotFound) {
+			kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+				Bucket:      cfg.Bucket,
+				Description: "agentfleet scripted tools (write_tool), one key per tool",
+				History:     cfg.History,
+				Replicas:    cfg.Replicas,
+			})
 		}
-	}
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("script store: bucket %s: %w", cfg.Bucket, err)
 	}

@@ -1,0 +1,170 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ensureAttempt bounds one JetStream API call of EnsureStream and
+// EnsureKeyValue; ensureTries bounds the calls.
+const (
+	ensureAttempt = 3 * time.Second
+	ensureTries   = 8
+)
+
+// EnsureStream makes sure the stream of cfg exists with cfg: it looks it up
+// first and creates it only if it is missing, updates it only if its
+// configuration differs, and tries again, after a random pause, when a call
+// times out or races another creator. Orchestrators that start together on
+// a new cluster all ensure the same streams; parallel creates of one
+// clustered stream can go unanswered for the client's whole timeout, so
+// they are avoided and, when they happen, retried.
+func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	var s jetstream.Stream
+	err := RetryJS(ctx, func(ctx context.Context) (err error) {
+		s, err = ensureStreamOnce(ctx, js, cfg)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", cfg.Name, err)
+	}
+	return s, nil
+}
+
+// RetryJS calls fn, each call bounded to a few seconds, until it succeeds,
+// fails for good, or has failed a few times for reasons that can pass (a
+// timeout, a race with another creator, a cluster without a leader yet),
+// with random pauses between the calls.
+func RetryJS(ctx context.Context, fn func(ctx context.Context) error) error {
+	var last error
+	for try := range ensureTries {
+		if try > 0 && !pause(ctx, try) {
+			break
+		}
+		actx, cancel := context.WithTimeout(ctx, ensureAttempt)
+		err := fn(actx)
+		cancel()
+		if err == nil || !retryable(err) {
+			return err
+		}
+		last = err
+	}
+	return errors.Join(last, ctx.Err())
+}
+
+func ensureStreamOnce(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	s, err := js.Stream(ctx, cfg.Name)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		return js.CreateStream(ctx, cfg)
+	case err != nil:
+		return nil, err
+	case sameStream(s.CachedInfo().Config, cfg):
+		return s, nil
+	}
+	return js.UpdateStream(ctx, cfg)
+}
+
+// sameStream reports whether the server's configuration has every setting
+// that want sets.
+func sameStream(have, want jetstream.StreamConfig) bool {
+	if len(have.Subjects) != len(want.Subjects) {
+		return false
+	}
+	for i := range want.Subjects {
+		if have.Subjects[i] != want.Subjects[i] {
+			return false
+		}
+	}
+	same := have.Description == want.Description && have.Retention == want.Retention && have.Storage == want.Storage &&
+		max(have.Replicas, 1) == max(want.Replicas, 1) && have.MaxAge == want.MaxAge && have.Discard == want.Discard &&
+		have.AllowDirect == want.AllowDirect && have.AllowMsgTTL == want.AllowMsgTTL
+	if want.MaxBytes > 0 {
+		same = same && have.MaxBytes == want.MaxBytes
+	}
+	if want.Duplicates > 0 {
+		same = same && have.Duplicates == want.Duplicates
+	}
+	switch {
+	case want.SubjectTransform == nil:
+		same = same && have.SubjectTransform == nil
+	case have.SubjectTransform == nil:
+		return false
+	default:
+		same = same && *have.SubjectTransform == *want.SubjectTransform
+	}
+	return same
+}
+
+// EnsureKeyValue is EnsureStream for a key-value bucket: looked up first,
+// created if missing, updated if its TTL, history or replicas differ.
+func EnsureKeyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	var kv jetstream.KeyValue
+	err := RetryJS(ctx, func(ctx context.Context) (err error) {
+		kv, err = ensureKVOnce(ctx, js, cfg)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bucket %s: %w", cfg.Bucket, err)
+	}
+	return kv, nil
+}
+
+func ensureKVOnce(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	kv, err := js.KeyValue(ctx, cfg.Bucket)
+	switch {
+	case errors.Is(err, jetstream.ErrBucketNotFound):
+		return js.CreateKeyValue(ctx, cfg)
+	case err != nil:
+		return nil, err
+	}
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	history := max(cfg.History, 1)
+	if st.TTL() == cfg.TTL && st.History() == int64(history) && (cfg.Replicas <= 1 || kvReplicas(st) == cfg.Replicas) {
+		return kv, nil
+	}
+	return js.UpdateKeyValue(ctx, cfg)
+}
+
+func kvReplicas(st jetstream.KeyValueStatus) int {
+	if s, ok := st.(*jetstream.KeyValueBucketStatus); ok {
+		return max(s.StreamInfo().Config.Replicas, 1)
+	}
+	return 0
+}
+
+// retryable reports whether an ensure call may succeed if tried again: it
+// timed out, or raced another creator or the cluster's leader election.
+func retryable(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		// In use: another creator was first. 503: the cluster has no
+		// leader for it yet.
+		return apiErr.ErrorCode == jetstream.JSErrCodeStreamNameInUse || apiErr.Code == 503
+	}
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) ||
+		errors.Is(err, jetstream.ErrBucketExists) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
+		errors.Is(err, jetstream.ErrNoHeartbeat) || errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrBucketNotFound)
+}
+
+// pause waits a random time that grows with try, so that orchestrators
+// that raced do not race again; false when ctx ended.
+func pause(ctx context.Context, try int) bool {
+	d := time.Duration(100+rand.IntN(400)) * time.Millisecond * time.Duration(min(try, 4))
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
