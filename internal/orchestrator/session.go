@@ -51,6 +51,9 @@ type msgInfo struct {
 	run     string         // the run that took it; "" while it is queued
 	seq     uint64         // its input stream sequence, if known
 	tickets []*bus.Inbound // deliveries waiting on its run
+	// delivered: a delivery of it (not a copy read from the stream at load)
+	// reached this process, so the next one is a duplicate.
+	delivered bool
 }
 
 // runInfo is what a session knows of one run.
@@ -389,6 +392,7 @@ func (s *session) handleLocked(in *bus.Inbound, scanned bool) {
 		m := s.msg(id)
 		m.seq = in.Seq
 		if !scanned {
+			m.delivered = true
 			o.observeInput("accepted")
 		}
 		if !scanned || in.HasReply() {
@@ -407,11 +411,12 @@ func (s *session) handleLocked(in *bus.Inbound, scanned bool) {
 		if !scanned {
 			// The first delivery this process sees of a message it read
 			// from the stream, or whose run it resumed, is no duplicate.
-			if len(m.tickets) > 0 {
+			if m.delivered {
 				o.observeInput("duplicate")
 			} else {
 				o.observeInput("accepted")
 			}
+			m.delivered = true
 		}
 		if !scanned || in.HasReply() {
 			m.tickets = append(m.tickets, in)
