@@ -291,6 +291,9 @@ func (d *DurableInput) Abandon() {
 	d.mu.Lock()
 	ccs := slices.Collect(maps.Values(d.serving))
 	d.serving = map[int]jetstream.ConsumeContext{}
+	// Their handlers are gone with the sessions: should this orchestrator
+	// serve the partitions again, their deliveries must not be kept alive.
+	d.active = map[uint64]jetstream.Msg{}
 	d.mu.Unlock()
 	for _, cc := range ccs {
 		cc.Stop()
