@@ -123,6 +123,26 @@ func TestSessions(t *testing.T) {
 	}
 }
 
+func TestOrchestrators(t *testing.T) {
+	var rep OrchestratorsReport
+	tables := runBench(t, &rep, "orchestrators", "--counts", "1,2", "--sessions", "16", "--duration", "500ms", "--rounds", "1",
+		"--model-latency", "5ms", "--lease-ttl", "1s")
+	if len(rep.Rows) != 2 {
+		t.Fatalf("rows = %+v", rep.Rows)
+	}
+	for _, row := range rep.Rows {
+		if row.RunsPerSec <= 0 || len(row.Shares) != row.Orchestrators {
+			t.Errorf("row %+v: no runs, or not one share per orchestrator", row)
+		}
+	}
+	if f := rep.Failover; f == nil || f.Orchestrators != 2 || f.MaxGapMS <= 0 {
+		t.Errorf("failover = %+v", rep.Failover)
+	}
+	if !strings.Contains(tables, "failover: 1 of 2 orchestrators cut off") {
+		t.Errorf("tables lack the failover:\n%s", tables)
+	}
+}
+
 func TestFlags(t *testing.T) {
 	tests := []struct {
 		name, args, want string
@@ -133,6 +153,7 @@ func TestFlags(t *testing.T) {
 		{"zero calls", "dispatch --calls 0", "--calls 0: must be at least 1"},
 		{"bad workers", "scale --workers 0", `--workers: "0" is not a positive integer`},
 		{"one session", "sessions --sessions 1", "--sessions 1: must be at least 2"},
+		{"bad counts", "orchestrators --counts 1,0", `--counts: "0" is not a positive integer`},
 		{"worker without server", "worker", "--nats-url is required"},
 		{"extra argument", "scale extra", `unexpected argument "extra"`},
 	}

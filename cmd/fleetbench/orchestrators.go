@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"text/tabwriter"
@@ -19,6 +20,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // OrchestratorsConfig configures the orchestrators benchmark: the same load
@@ -36,7 +38,10 @@ type OrchestratorsConfig struct {
 	ModelLatency   time.Duration `json:"model_latency_ns"`
 	LLMConcurrency int           `json:"llm_concurrency"`
 	LeaseTTL       time.Duration `json:"lease_ttl_ns"`
-	counts         string
+	// Replicas of the streams and buckets, for a cluster named by
+	// --nats-url (each round then uses a prefix of its own).
+	Replicas int `json:"stream_replicas"`
+	counts   string
 }
 
 func (c *OrchestratorsConfig) register(fs *flag.FlagSet) {
@@ -47,6 +52,7 @@ func (c *OrchestratorsConfig) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.ModelLatency, "model-latency", 50*time.Millisecond, "latency of one model call")
 	fs.IntVar(&c.LLMConcurrency, "llm-concurrency", 8, "model calls in flight per orchestrator")
 	fs.DurationVar(&c.LeaseTTL, "lease-ttl", 3*time.Second, "lease TTL of the orchestrators (bounds the failover)")
+	fs.IntVar(&c.Replicas, "stream-replicas", 1, "replicas of the streams and buckets (3 on a cluster given with --nats-url)")
 }
 
 func (c *OrchestratorsConfig) check() error {
@@ -178,12 +184,20 @@ func medianRow(rows []OrchestratorsRow) OrchestratorsRow {
 // measures how long its sessions went unanswered instead.
 func (m *Main) orchestratorsRound(ctx context.Context, dir string, n int, failover bool) (OrchestratorsRow, *FailoverResult, error) {
 	cfg := m.Orchestrators
-	srv, err := bus.RunEmbedded(bus.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: dir})
-	if err != nil {
-		return OrchestratorsRow{}, nil, err
+	// A server of the round's own, or the one of --nats-url with a prefix
+	// of the round's own.
+	url, prefix := m.NATSURL, "agent"
+	if url == "" {
+		srv, err := bus.RunEmbedded(bus.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: dir})
+		if err != nil {
+			return OrchestratorsRow{}, nil, err
+		}
+		defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
+		url = srv.ClientURL()
+	} else {
+		prefix = fmt.Sprintf("bench%d", time.Now().UnixNano())
+		defer m.dropStreams(url, strings.ToUpper(prefix))
 	}
-	defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
-	url := srv.ClientURL()
 	connect := func(name string) (*bus.Conn, error) {
 		return bus.Connect(bus.ConnectConfig{URL: url, Name: name, Logger: m.logger})
 	}
@@ -192,7 +206,7 @@ func (m *Main) orchestratorsRound(ctx context.Context, dir string, n int, failov
 		return OrchestratorsRow{}, nil, err
 	}
 	defer wc.Close()
-	ws, err := bus.Serve(wc, bus.ServerConfig{Concurrency: 1024, Heartbeat: time.Second, Tools: []*agentfleet.Tool{echoTool()}})
+	ws, err := bus.Serve(wc, bus.ServerConfig{Prefix: prefix, Concurrency: 1024, Heartbeat: time.Second, Tools: []*agentfleet.Tool{echoTool()}})
 	if err != nil {
 		return OrchestratorsRow{}, nil, err
 	}
@@ -213,7 +227,8 @@ func (m *Main) orchestratorsRound(ctx context.Context, dir string, n int, failov
 			return OrchestratorsRow{}, nil, err
 		}
 		o, err := orchestrator.New(nc, orchestrator.Config{
-			Model: latencyModel(cfg.ModelLatency, cfg.LLMConcurrency), Durable: true, LeaseTTL: cfg.LeaseTTL, Logger: m.logger,
+			Model: latencyModel(cfg.ModelLatency, cfg.LLMConcurrency), Prefix: prefix, Durable: true, LeaseTTL: cfg.LeaseTTL, Logger: m.logger,
+			DurableConfig: bus.DurableConfig{Replicas: cfg.Replicas},
 			Discovery: bus.FleetConfig{Wait: 200 * time.Millisecond},
 		})
 		if err != nil {
@@ -250,7 +265,7 @@ func (m *Main) orchestratorsRound(ctx context.Context, dir string, n int, failov
 	defer client.Close()
 	// Who ran each run, from run.start events.
 	var byOrch sync.Map // orchestrator id → *atomic.Int64
-	sub, err := client.Subscribe("agent.events.*.*.run.start", func(msg *nats.Msg) {
+	sub, err := client.Subscribe(prefix+".events.*.*.run.start", func(msg *nats.Msg) {
 		var e agentfleet.Event
 		if json.Unmarshal(msg.Data, &e) == nil {
 			c, _ := byOrch.LoadOrStore(e.Orchestrator, new(atomic.Int64))
@@ -281,7 +296,7 @@ func (m *Main) orchestratorsRound(ctx context.Context, dir string, n int, failov
 			defer wg.Done()
 			for k := 0; rctx.Err() == nil; k++ {
 				start := time.Now()
-				_, err := client.RequestWithContext(rctx, "agent.ask.default."+session, fmt.Appendf(nil, `{"content":"go","id":"%s-%d"}`, session, k))
+				_, err := client.RequestWithContext(rctx, prefix+".ask.default."+session, fmt.Appendf(nil, `{"content":"go","id":"%s-%d"}`, session, k))
 				if err != nil {
 					if rctx.Err() == nil {
 						time.Sleep(20 * time.Millisecond) // a request that timed out: ask again
@@ -394,6 +409,32 @@ func (m *Main) orchestratorsRound(ctx context.Context, dir string, n int, failov
 	return row, nil, nil
 }
 
+// dropStreams deletes the streams and buckets of a round on a server of
+// --nats-url, so that the next round does not share the cluster with them.
+func (m *Main) dropStreams(url, name string) {
+	nc, err := bus.Connect(bus.ConnectConfig{URL: url, Name: "fleetbench-cleanup", Logger: m.logger})
+	if err != nil {
+		return
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	names := js.StreamNames(ctx)
+	var drop []string
+	for n := range names.Name() {
+		if strings.HasPrefix(n, name+"_") || strings.HasPrefix(n, "KV_"+name+"_") {
+			drop = append(drop, n)
+		}
+	}
+	for _, n := range drop {
+		js.DeleteStream(ctx, n)
+	}
+}
+
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func echoTool() *agentfleet.Tool {
@@ -407,8 +448,8 @@ func echoTool() *agentfleet.Tool {
 
 func (r *OrchestratorsReport) writeTables(w io.Writer) {
 	c := r.Config
-	fmt.Fprintf(w, "orchestrators: %d sessions asking in turn, model %v per call (2 calls and 1 tool call per run), %d model calls in flight per orchestrator, %d rounds of %v (medians)\n\n",
-		c.Sessions, c.ModelLatency, c.LLMConcurrency, c.Rounds, c.Duration)
+	fmt.Fprintf(w, "orchestrators: %d sessions asking in turn, model %v per call (2 calls and 1 tool call per run), %d model calls in flight per orchestrator, streams R%d, %d rounds of %v (medians)\n\n",
+		c.Sessions, c.ModelLatency, c.LLMConcurrency, max(c.Replicas, 1), c.Rounds, c.Duration)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "orchestrators\truns/s\tspeedup\tCPU/run µs\tp50 ms\tp99 ms\tshares of runs\t")
 	for _, row := range r.Rows {
