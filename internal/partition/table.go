@@ -138,8 +138,14 @@ func Join(ctx context.Context, js jetstream.JetStream, subjects bus.Subjects, id
 		w.Stop()
 		return nil, err
 	}
-	t.wg.Add(3)
+	pw, err := parts.WatchAll(ctx, jetstream.UpdatesOnly())
+	if err != nil {
+		w.Stop()
+		return nil, fmt.Errorf("partition: watch partitions: %w", err)
+	}
+	t.wg.Add(4)
 	go t.watch(w)
+	go t.watchFree(pw)
 	go t.renew()
 	// The first round before Join returns: an orchestrator alone serves
 	// every partition by then.
@@ -266,6 +272,27 @@ func (t *Table) watch(w jetstream.KeyWatcher) {
 			t.mu.Unlock()
 			if known != now || now && s.leaving != before {
 				t.poke() // the set changed: a new table
+			}
+		}
+	}
+}
+
+// watchFree asks for a round whenever a partition is handed over (its key
+// deleted), so that its next owner claims it at once rather than at its
+// next tick.
+func (t *Table) watchFree(w jetstream.KeyWatcher) {
+	defer t.wg.Done()
+	defer w.Stop()
+	for {
+		select {
+		case <-t.stop:
+			return
+		case e, ok := <-w.Updates():
+			if !ok {
+				return
+			}
+			if e != nil && e.Operation() != jetstream.KeyValuePut {
+				t.poke()
 			}
 		}
 	}
