@@ -10,9 +10,9 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/partition"
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/nats-io/nats-server/v2/server"
 )
 
 // serving records which member serves which partition, and fails the test
