@@ -122,7 +122,6 @@ type Orchestrator struct {
 	mu       sync.Mutex
 	sessions map[string]*session
 	closed   bool
-	leading  bool
 	in       *bus.DurableInput
 	stopping bool            // past the shutdown grace: store nothing, settle nothing
 	drain    context.Context // while closing: bounds the handover of partitions

@@ -103,13 +103,7 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 // serve subscribes the core input subjects: all of them without JetStream;
 // with it, the asks and aborts to relay.
 func (o *Orchestrator) serve() error {
-	if err := o.input.Start(); err != nil {
-		return err
-	}
-	o.mu.Lock()
-	o.leading = true
-	o.mu.Unlock()
-	return nil
+	return o.input.Start()
 }
 
 // logServing says that the orchestrator serves, and with what.
@@ -273,9 +267,6 @@ func (o *Orchestrator) loadPending(p int) {
 
 // unserve stops taking core input.
 func (o *Orchestrator) unserve() error {
-	o.mu.Lock()
-	o.leading = false
-	o.mu.Unlock()
 	if o.input != nil {
 		return o.input.Stop()
 	}
@@ -305,13 +296,6 @@ func (o *Orchestrator) owns(p int) bool {
 }
 
 var errShutdown = errors.New("the orchestrator is shutting down")
-
-// Leading reports whether this orchestrator takes input.
-func (o *Orchestrator) Leading() bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.leading
-}
 
 // ID returns this orchestrator's id, as its events and records carry it.
 func (o *Orchestrator) ID() string { return o.id }
