@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -150,7 +151,8 @@ func retryable(err error) bool {
 		// leader for it yet.
 		return apiErr.ErrorCode == jetstream.JSErrCodeStreamNameInUse || apiErr.Code == 503
 	}
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) ||
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
+		errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) ||
 		errors.Is(err, jetstream.ErrBucketExists) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
 		errors.Is(err, jetstream.ErrNoHeartbeat) || errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrBucketNotFound)
 }

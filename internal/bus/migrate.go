@@ -22,12 +22,26 @@ const legacyConsumer = "orchestrator"
 // js-<sequence>), and the copies carry Nats-Msg-Id migrate-<sequence>, so
 // that two orchestrators migrating at once store each message once.
 func (d *DurableInput) migrate(ctx context.Context) error {
-	err := d.stream.DeleteConsumer(ctx, legacyConsumer)
-	if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+	err := RetryJS(ctx, func(ctx context.Context) error {
+		// Looked up first: a delete goes through the cluster's meta leader.
+		_, err := d.stream.Consumer(ctx, legacyConsumer)
+		if err == nil {
+			err = d.stream.DeleteConsumer(ctx, legacyConsumer)
+		}
+		if errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("input stream: remove the consumer of an earlier release: %w", err)
 	}
 	old := d.in.subjects.Prefix + ".*.*.*"
-	info, err := d.stream.Info(ctx, jetstream.WithSubjectFilter(old))
+	var info *jetstream.StreamInfo
+	err = RetryJS(ctx, func(ctx context.Context) (err error) {
+		info, err = d.stream.Info(ctx, jetstream.WithSubjectFilter(old))
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("input stream: %w", err)
 	}

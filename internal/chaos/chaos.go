@@ -278,11 +278,11 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if qerr != nil && ctx.Err() != nil {
 		return nil, fmt.Errorf("chaos: quiescing: %w", qerr)
 	}
-	hist, err := readHistory(ctx, js)
+	hist, err := retryRead(ctx, func() ([]*record, error) { return readHistory(ctx, js) })
 	if err != nil {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
-	ledger, err := readLedger(ctx, js)
+	ledger, err := retryRead(ctx, func() ([]ledgerRecord, error) { return readLedger(ctx, js) })
 	if err != nil {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}

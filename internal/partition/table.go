@@ -125,20 +125,36 @@ func Join(ctx context.Context, js jetstream.JetStream, subjects bus.Subjects, id
 		kick: make(chan struct{}, 1), stop: make(chan struct{}),
 		view: map[string]seen{}, held: map[int]uint64{}, releasing: map[int]bool{},
 	}
-	if t.lease, err = t.register(ctx, false); err != nil {
+	// Each step is tried again while a cluster that is starting, or has
+	// just lost a node, has no leader for the buckets.
+	err = bus.RetryJS(ctx, func(ctx context.Context) (err error) {
+		t.lease, err = t.register(ctx, false)
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
-	w, err := members.WatchAll(ctx)
+	var w, pw jetstream.KeyWatcher
+	err = bus.RetryJS(ctx, func(ctx context.Context) (err error) {
+		// The watchers live as long as the table (Leave stops them), not
+		// as long as ctx.
+		if w, err = members.WatchAll(context.Background()); err != nil {
+			return err
+		}
+		// The members known now, so that the first round already counts
+		// those who started with this one.
+		if err = t.readInitial(ctx, w); err != nil {
+			w.Stop()
+		}
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("partition: watch members: %w", err)
 	}
-	// The members known now, so that the first round already counts
-	// those who started with this one.
-	if err := t.readInitial(ctx, w); err != nil {
-		w.Stop()
-		return nil, err
-	}
-	pw, err := parts.WatchAll(ctx, jetstream.UpdatesOnly())
+	err = bus.RetryJS(ctx, func(ctx context.Context) (err error) {
+		pw, err = parts.WatchAll(context.Background(), jetstream.UpdatesOnly())
+		return err
+	})
 	if err != nil {
 		w.Stop()
 		return nil, fmt.Errorf("partition: watch partitions: %w", err)
@@ -227,7 +243,7 @@ func (t *Table) readInitial(ctx context.Context, w jetstream.KeyWatcher) error {
 			}
 			t.note(e)
 		case <-ctx.Done():
-			return fmt.Errorf("partition: watch members: %w", ctx.Err())
+			return ctx.Err()
 		}
 	}
 }
