@@ -229,7 +229,7 @@ func (m *Main) orchestratorsRound(ctx context.Context, dir string, n int, failov
 		o, err := orchestrator.New(nc, orchestrator.Config{
 			Model: latencyModel(cfg.ModelLatency, cfg.LLMConcurrency), Prefix: prefix, Durable: true, LeaseTTL: cfg.LeaseTTL, Logger: m.logger,
 			DurableConfig: bus.DurableConfig{Replicas: cfg.Replicas},
-			Discovery: bus.FleetConfig{Wait: 200 * time.Millisecond},
+			Discovery:     bus.FleetConfig{Wait: 200 * time.Millisecond},
 		})
 		if err != nil {
 			nc.Close()
