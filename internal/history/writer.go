@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -32,9 +33,10 @@ type Writer struct {
 
 // Writer returns a writer for the session whose last record has stream
 // sequence last (Loaded.LastSeq). fence, if not nil, is asked before every
-// attempt whether this process may still write (it holds the lead, it is
+// attempt whether this process may still write (its lease holds, it is
 // not shutting down); its error ends the append and is returned wrapped in
-// ErrFenced.
+// ErrFenced, except an error that can pass (bus.ErrTemporary: the lease is
+// in doubt), on which the append waits and asks again.
 func (s *Store) Writer(agent, session string, last uint64, fence func() error) *Writer {
 	return &Writer{s: s, subject: s.subjects.History(agent, session), session: session, last: last, fence: fence}
 }
@@ -92,13 +94,20 @@ func (w *Writer) write(ctx context.Context, runID, kind string, data []byte) (ui
 	id := uuid.NewString()
 	delay := retryFirst
 	for {
+		var err error
 		if w.fence != nil {
-			if err := w.fence(); err != nil {
-				w.err = fmt.Errorf("%w: %w", ErrFenced, err)
-				return 0, w.err
-			}
+			err = w.fence()
 		}
-		seq, err := w.attempt(ctx, id, runID, kind, data)
+		var seq uint64
+		switch {
+		case errors.Is(err, bus.ErrTemporary):
+			// The right to write is in doubt: wait, and ask again.
+		case err != nil:
+			w.err = fmt.Errorf("%w: %w", ErrFenced, err)
+			return 0, w.err
+		default:
+			seq, err = w.attempt(ctx, id, runID, kind, data)
+		}
 		if err == nil {
 			w.last = seq
 			return seq, nil

@@ -289,6 +289,12 @@ func (o *Orchestrator) leadErr() error {
 	return nil
 }
 
+// LeaseErr returns nil while this orchestrator may write: its lease holds
+// (always, without JetStream) and it is not past its shutdown grace; an
+// error wrapping partition.ErrInDoubt while renewals go unanswered, or
+// partition.ErrLost.
+func (o *Orchestrator) LeaseErr() error { return o.leadErr() }
+
 // owns reports whether this orchestrator serves partition p now (always,
 // without JetStream).
 func (o *Orchestrator) owns(p int) bool {

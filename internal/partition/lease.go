@@ -36,6 +36,12 @@ func leaseFor(ttl time.Duration) time.Duration { return ttl - ttl/5 }
 // ErrLost is the error of a lease that ended: this member may own nothing.
 var ErrLost = errors.New("partition: this orchestrator's lease is lost")
 
+// ErrInDoubt is the error (wrapped as bus.Temporary) of a lease whose
+// renewals went unanswered for longer than it lasts: nothing may be written
+// until a renewal gets through (the lease holds again) or finds the key
+// gone (ErrLost).
+var ErrInDoubt = errors.New("partition: this orchestrator's lease is in doubt")
+
 // register writes this member's key, and returns the lease it starts.
 func (t *Table) register(ctx context.Context, leaving bool) (lease, error) {
 	b, _ := json.Marshal(member{ID: t.id, Leaving: leaving, Started: t.started})

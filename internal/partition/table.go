@@ -83,9 +83,16 @@ type Table struct {
 	mu        sync.Mutex
 	lease     lease
 	leaving   bool
-	view      map[string]seen // live members as this one sees them
-	held      map[int]uint64  // owned partitions → revision of their key
-	releasing map[int]bool    // partitions being handed over
+	view      map[string]seen  // live members as this one sees them
+	keys      map[int]keyEntry // the partitions bucket, as watched
+	held      map[int]uint64   // owned partitions → revision of their key
+	releasing map[int]bool     // partitions being handed over
+}
+
+// keyEntry is one key of the partitions bucket.
+type keyEntry struct {
+	owner string
+	rev   uint64
 }
 
 // seen is what the member watch knows of one member.
@@ -123,7 +130,7 @@ func Join(ctx context.Context, js jetstream.JetStream, subjects bus.Subjects, id
 	t := &Table{
 		cfg: cfg, id: id, started: time.Now().UTC(), log: cfg.Logger, members: members, parts: parts,
 		kick: make(chan struct{}, 1), stop: make(chan struct{}),
-		view: map[string]seen{}, held: map[int]uint64{}, releasing: map[int]bool{},
+		view: map[string]seen{}, keys: map[int]keyEntry{}, held: map[int]uint64{}, releasing: map[int]bool{},
 	}
 	// Each step is tried again while a cluster that is starting, or has
 	// just lost a node, has no leader for the buckets.
@@ -152,7 +159,7 @@ func Join(ctx context.Context, js jetstream.JetStream, subjects bus.Subjects, id
 		return nil, fmt.Errorf("partition: watch members: %w", err)
 	}
 	err = bus.RetryJS(ctx, func(ctx context.Context) (err error) {
-		pw, err = parts.WatchAll(context.Background(), jetstream.UpdatesOnly())
+		pw, err = parts.WatchAll(context.Background())
 		return err
 	})
 	if err != nil {
@@ -161,7 +168,7 @@ func Join(ctx context.Context, js jetstream.JetStream, subjects bus.Subjects, id
 	}
 	t.wg.Add(4)
 	go t.watch(w)
-	go t.watchFree(pw)
+	go t.watchKeys(pw)
 	go t.renew()
 	// The first round before Join returns: an orchestrator alone serves
 	// every partition by then.
@@ -189,7 +196,11 @@ func (t *Table) validLocked() error {
 		return t.lease.ended
 	}
 	if since := time.Since(t.lease.renewed); since > leaseFor(t.cfg.TTL) {
-		return fmt.Errorf("%w: no renewal acknowledged for %v (lease %v)", ErrLost, since.Round(time.Millisecond), leaseFor(t.cfg.TTL))
+		// In doubt, not lost: while renewals go unanswered (the bucket's
+		// stream is electing a leader, NATS is away) nobody can take the
+		// partitions either unless the key expires, and a renewal that
+		// gets through under the same revision proves it did not.
+		return bus.Temporary(fmt.Errorf("%w: no renewal acknowledged for %v (lease %v)", ErrInDoubt, since.Round(time.Millisecond), leaseFor(t.cfg.TTL)))
 	}
 	return nil
 }
@@ -293,10 +304,10 @@ func (t *Table) watch(w jetstream.KeyWatcher) {
 	}
 }
 
-// watchFree asks for a round whenever a partition is handed over (its key
-// deleted), so that its next owner claims it at once rather than at its
-// next tick.
-func (t *Table) watchFree(w jetstream.KeyWatcher) {
+// watchKeys mirrors the partitions bucket, and asks for a round whenever a
+// partition is handed over (its key deleted), so that its next owner
+// claims it at once rather than at its next tick.
+func (t *Table) watchKeys(w jetstream.KeyWatcher) {
 	defer t.wg.Done()
 	defer w.Stop()
 	for {
@@ -307,7 +318,21 @@ func (t *Table) watchFree(w jetstream.KeyWatcher) {
 			if !ok {
 				return
 			}
-			if e != nil && e.Operation() != jetstream.KeyValuePut {
+			if e == nil {
+				continue
+			}
+			p, err := strconv.Atoi(e.Key())
+			if err != nil {
+				continue
+			}
+			t.mu.Lock()
+			if e.Operation() == jetstream.KeyValuePut {
+				t.keys[p] = keyEntry{owner: string(e.Value()), rev: e.Revision()}
+			} else {
+				delete(t.keys, p)
+			}
+			t.mu.Unlock()
+			if e.Operation() != jetstream.KeyValuePut {
 				t.poke()
 			}
 		}
@@ -336,25 +361,32 @@ func (t *Table) renew() {
 		}
 		t.mu.Lock()
 		l, leaving := t.lease, t.leaving
-		lost := t.validLocked()
 		already := t.lease.ended != nil
 		t.mu.Unlock()
-		if lost == nil {
+		var lost error
+		if !already {
+			// Renewed under the same revision even when in doubt: success
+			// proves the key never lapsed.
 			ctx, cancel := context.WithTimeout(context.Background(), every)
 			nl, err := t.renewOnce(ctx, l, leaving)
 			cancel()
 			switch {
 			case err == nil:
 				t.mu.Lock()
+				doubted := time.Since(t.lease.renewed) > leaseFor(t.cfg.TTL)
 				t.lease = nl
 				t.mu.Unlock()
+				if doubted {
+					t.log.Info("partition: the lease holds again after renewals went unanswered")
+				}
 				timer.Reset(every)
 				continue
 			case final(err):
 				lost = fmt.Errorf("%w: %v", ErrLost, err)
 			default:
-				// The server may be away for a moment: try again soon,
-				// until the lease runs out.
+				// The server may be away for a moment: try again soon.
+				// Past the lease, writes wait (Valid) until a renewal
+				// gets through or the key is found gone.
 				t.log.Warn("partition: renewing the lease", "err", err)
 				timer.Reset(t.cfg.TTL / 10)
 				continue
@@ -425,6 +457,7 @@ func (t *Table) round() {
 	}
 	owners := Assign(t.liveLocked(true), t.cfg.Count)
 	var release, claim []int
+	stale := map[int]uint64{}
 	for p, o := range owners {
 		_, held := t.held[p]
 		switch {
@@ -433,9 +466,20 @@ func (t *Table) round() {
 			release = append(release, p)
 		case !held && o == t.id:
 			claim = append(claim, p)
+		case !held && !t.releasing[p] && t.keys[p].owner == t.id:
+			// A key of ours that we do not serve (kept through a lost
+			// lease): the table gives it to another, who waits for it.
+			stale[p] = t.keys[p].rev
 		}
 	}
 	t.mu.Unlock()
+	for p, rev := range stale {
+		ctx, cancel := context.WithTimeout(context.Background(), t.cfg.TTL)
+		if err := t.parts.Delete(ctx, key(p), jetstream.LastRevision(rev)); err != nil {
+			t.log.Debug("partition: handing over a key not served", "partition", p, "err", err)
+		}
+		cancel()
+	}
 	for _, p := range release {
 		t.wg.Add(1)
 		go func() {
