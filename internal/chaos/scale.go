@@ -46,6 +46,9 @@ type ScaleReport struct {
 	LeaderDown time.Duration
 	InputAcked time.Duration
 	InputBack  time.Duration
+	// Exits are the processes that exited on their own (the harness
+	// restarted them).
+	Exits []Exit
 	// Report is verify's report of the stored state after quiescing.
 	Report *Report
 	// Failures are the guarantees the scenario saw broken.
@@ -75,11 +78,11 @@ func (r *ScaleReport) Line() string {
 	return fmt.Sprintf("scale-out: %d sessions, %d messages, lease TTL %v; partitions %s then %s; runs started before the kill %s; "+
 		"SIGKILL orchestrator: %d runs in flight resumed in %s, %d partitions moved in %s (bound %s); "+
 		"SIGTERM orchestrator: %d partitions moved in %s, %d runs in flight (%d resumed elsewhere), exit %s; "+
-		"SIGKILL input leader (down %s): new input acked in %s, its run ended in %s; %d violations, %d failures; %.1fs",
+		"SIGKILL input leader (down %s): new input acked in %s, its run ended in %s; %d violations, %d failures, %d unexpected exits; %.1fs",
 		r.Sessions, r.Messages, r.LeaseTTL, ints(r.TwoOwn), ints(r.ThreeOwn), ints(r.StartsBy),
 		r.KillInFlight, sec(r.KillResumed), r.KillParts, sec(r.KillMoved), sec(r.LeaseTTL+failoverSlack),
 		r.TermParts, sec(r.TermMoved), r.TermInFlight, r.TermHanded, r.TermExitErr,
-		sec(r.LeaderDown), sec(r.InputAcked), sec(r.InputBack), violations, len(r.Failures), r.Seconds)
+		sec(r.LeaderDown), sec(r.InputAcked), sec(r.InputBack), violations, len(r.Failures), len(r.Exits), r.Seconds)
 }
 
 // failoverSlack is how much longer than the lease TTL a failover may take.
@@ -204,7 +207,7 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 	if err := third.restart(ctx); err != nil {
 		return nil, err
 	}
-	if err := waitFor(ctx, settle, third.name+" serving", func() (bool, error) { return third.isMarked(), nil }); err != nil {
+	if err := fl.waitMarked(ctx, third); err != nil {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
 	if ids[2], err = orchID(third); err != nil {
@@ -429,6 +432,9 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 	writtenAfter(rep, hist, tid, term.name, gone)
 	rep.TermInFlight, rep.TermHanded = inFlightAt(hist, tid, ids[2], tparts, termed)
 	rep.Starts = countsOf(ev.startsBy(), ids)
+	fl.mu.Lock()
+	rep.Exits = slices.Clone(fl.exits)
+	fl.mu.Unlock()
 	rep.Seconds = time.Since(began).Seconds()
 	return rep, nil
 }
@@ -456,11 +462,23 @@ func (f *fleet) startSome(ctx context.Context, n int) error {
 		}
 	}
 	for _, p := range f.orchs[:n] {
-		if err := waitFor(ctx, startTimeout+3*f.cfg.ttl(), p.name+" serving", func() (bool, error) { return p.isMarked(), nil }); err != nil {
+		if err := f.waitMarked(ctx, p); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// waitMarked waits until orchestrator p serves, restarting (and recording)
+// the processes that exit meanwhile, as waitServing does: one may be
+// ready, then fail to set up its streams and exit.
+func (f *fleet) waitMarked(ctx context.Context, p *proc) error {
+	return waitFor(ctx, startTimeout+3*f.cfg.ttl(), p.name+" serving", func() (bool, error) {
+		if err := f.supervise(ctx, f.since); err != nil {
+			return false, err
+		}
+		return p.isMarked(), nil
+	})
 }
 
 // burstAt sends a long task to every session in a partition that

@@ -25,6 +25,9 @@ func TestScaleOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%s", rep.Line())
+	for _, e := range rep.Exits {
+		t.Logf("%s exited on its own at %.2fs (%s); the harness restarted it", e.Process, e.AtSec, e.Error)
+	}
 	for _, f := range rep.Failures {
 		t.Error(f)
 	}
