@@ -46,6 +46,10 @@ type ScaleReport struct {
 	LeaderDown time.Duration
 	InputAcked time.Duration
 	InputBack  time.Duration
+	// LeaseLosses counts the last orchestrator's "lost its lease" lines: a
+	// NATS server's death can cost the lease (and so the input) for a
+	// while.
+	LeaseLosses int
 	// Exits are the processes that exited on their own (the harness
 	// restarted them).
 	Exits []Exit
@@ -78,11 +82,11 @@ func (r *ScaleReport) Line() string {
 	return fmt.Sprintf("scale-out: %d sessions, %d messages, lease TTL %v; partitions %s then %s; runs started before the kill %s; "+
 		"SIGKILL orchestrator: %d runs in flight resumed in %s, %d partitions moved in %s (bound %s); "+
 		"SIGTERM orchestrator: %d partitions moved in %s, %d runs in flight (%d resumed elsewhere), exit %s; "+
-		"SIGKILL input leader (down %s): new input acked in %s, its run ended in %s; %d violations, %d failures, %d unexpected exits; %.1fs",
+		"SIGKILL input leader (down %s): new input acked in %s, its run ended in %s, %d lease losses; %d violations, %d failures, %d unexpected exits; %.1fs",
 		r.Sessions, r.Messages, r.LeaseTTL, ints(r.TwoOwn), ints(r.ThreeOwn), ints(r.StartsBy),
 		r.KillInFlight, sec(r.KillResumed), r.KillParts, sec(r.KillMoved), sec(r.LeaseTTL+failoverSlack),
 		r.TermParts, sec(r.TermMoved), r.TermInFlight, r.TermHanded, r.TermExitErr,
-		sec(r.LeaderDown), sec(r.InputAcked), sec(r.InputBack), violations, len(r.Failures), len(r.Exits), r.Seconds)
+		sec(r.LeaderDown), sec(r.InputAcked), sec(r.InputBack), r.LeaseLosses, violations, len(r.Failures), len(r.Exits), r.Seconds)
 }
 
 // failoverSlack is how much longer than the lease TTL a failover may take.
@@ -398,8 +402,9 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 	if err := fl.waitCluster(ctx); err != nil {
 		return nil, err
 	}
-	cfg.Logf("scale: SIGKILL %s (leader of %s, down %v): input acked after %v, its run ended after %v",
-		leader.name, inputStream, rep.LeaderDown, rep.InputAcked, rep.InputBack)
+	rep.LeaseLosses = countLines(third, "lost its lease")
+	cfg.Logf("scale: SIGKILL %s (leader of %s, down %v): input acked after %v, its run ended after %v; %s lost its lease %d times",
+		leader.name, inputStream, rep.LeaderDown, rep.InputAcked, rep.InputBack, third.name, rep.LeaseLosses)
 
 	// 6. Quiesce and check what is stored.
 	if err := stopLoad(); err != nil {
@@ -635,6 +640,17 @@ func orchID(p *proc) (string, error) {
 		return "", fmt.Errorf("chaos: %s: no id in its %q line", p.name, p.marker)
 	}
 	return id, nil
+}
+
+// countLines counts the lines of p's log that contain s.
+func countLines(p *proc, s string) int {
+	p.logMu.Lock()
+	defer p.logMu.Unlock()
+	b, err := os.ReadFile(p.log)
+	if err != nil {
+		return 0
+	}
+	return strings.Count(string(b), s)
 }
 
 // exitError returns how the last instance exited: nil for exit status 0.
