@@ -25,7 +25,11 @@ var (
 func TestMain(m *testing.M) {
 	LedgerChildMain()
 	flag.Parse()
-	os.Exit(m.Run())
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
 }
 
 var (
@@ -34,7 +38,7 @@ var (
 	binErr  error
 )
 
-// binaries builds the programs once per test binary.
+// binaries builds the programs once per test binary; TestMain removes them.
 func binaries(t *testing.T) string {
 	t.Helper()
 	binOnce.Do(func() {
@@ -61,7 +65,6 @@ func TestChaos(t *testing.T) {
 		t.Skip("chaos: real processes and faults; skipped with -short")
 	}
 	bin := binaries(t)
-	t.Cleanup(func() { os.RemoveAll(bin) })
 	for i := range *flagSeeds {
 		seed := *flagSeed + uint64(i)
 		cfg := Config{

@@ -1,0 +1,664 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ScaleReport is what RunScale measured and found. Durations are from the
+// fault to what they name.
+type ScaleReport struct {
+	Sessions, Messages int
+	LeaseTTL           time.Duration
+	// TwoOwn and ThreeOwn are the partitions each orchestrator owned once
+	// two, then three, had joined.
+	TwoOwn, ThreeOwn []int
+	// StartsBy are the runs each orchestrator started (run.start) before the
+	// kill; Starts the same at the end, of those that lived.
+	StartsBy, Starts []int
+	// The SIGKILL of an orchestrator: its runs in flight, until each was
+	// resumed elsewhere, and until its partitions were owned by the others.
+	KillInFlight int
+	KillResumed  time.Duration
+	KillMoved    time.Duration
+	KillParts    int
+	// The SIGTERM of another: until its partitions were owned by the last
+	// one; its runs in flight at the signal, those of them the last one
+	// resumed (the others ended within the grace); its exit.
+	TermMoved    time.Duration
+	TermParts    int
+	TermInFlight int
+	TermHanded   int
+	TermExitErr  string
+	// The SIGKILL of the NATS server leading AGENT_INPUT: how long it stayed
+	// down, until a message sent right after the kill was acknowledged, and
+	// until its run ended.
+	LeaderDown time.Duration
+	InputAcked time.Duration
+	InputBack  time.Duration
+	// LeaseLosses counts the last orchestrator's "lost its lease" lines: a
+	// NATS server's death can cost the lease (and so the input) for a
+	// while.
+	LeaseLosses int
+	// Exits are the processes that exited on their own (the harness
+	// restarted them).
+	Exits []Exit
+	// Report is verify's report of the stored state after quiescing.
+	Report *Report
+	// Failures are the guarantees the scenario saw broken.
+	Failures []string
+	WorkDir  string
+	Seconds  float64
+}
+
+func (r *ScaleReport) fail(format string, args ...any) {
+	r.Failures = append(r.Failures, fmt.Sprintf(format, args...))
+}
+
+// Line is the report's figures in one line.
+func (r *ScaleReport) Line() string {
+	ints := func(xs []int) string {
+		s := make([]string, len(xs))
+		for i, x := range xs {
+			s[i] = fmt.Sprint(x)
+		}
+		return strings.Join(s, "/")
+	}
+	sec := func(d time.Duration) string { return fmt.Sprintf("%.2fs", d.Seconds()) }
+	violations := -1
+	if r.Report != nil {
+		violations = r.Report.Total()
+	}
+	return fmt.Sprintf("scale-out: %d sessions, %d messages, lease TTL %v; partitions %s then %s; runs started before the kill %s; "+
+		"SIGKILL orchestrator: %d runs in flight resumed in %s, %d partitions moved in %s (bound %s); "+
+		"SIGTERM orchestrator: %d partitions moved in %s, %d runs in flight (%d resumed elsewhere), exit %s; "+
+		"SIGKILL input leader (down %s): new input acked in %s, its run ended in %s, %d lease losses; %d violations, %d failures, %d unexpected exits; %.1fs",
+		r.Sessions, r.Messages, r.LeaseTTL, ints(r.TwoOwn), ints(r.ThreeOwn), ints(r.StartsBy),
+		r.KillInFlight, sec(r.KillResumed), r.KillParts, sec(r.KillMoved), sec(r.LeaseTTL+failoverSlack),
+		r.TermParts, sec(r.TermMoved), r.TermInFlight, r.TermHanded, r.TermExitErr,
+		sec(r.LeaderDown), sec(r.InputAcked), sec(r.InputBack), r.LeaseLosses, violations, len(r.Failures), len(r.Exits), r.Seconds)
+}
+
+// failoverSlack is how much longer than the lease TTL a failover may take.
+const failoverSlack = 5 * time.Second
+
+// handoverBound bounds a graceful handover, from SIGTERM.
+const handoverBound = 5 * time.Second
+
+// writeMargin is how long after a process died a record it had already
+// sent may still be stored.
+const writeMargin = 100 * time.Millisecond
+
+// RunScale runs the scale-out scenario on a 3-node NATS cluster: two
+// orchestrators split the 64 partitions, a third joins and takes its share;
+// under a load over cfg.Sessions sessions (default 36) one orchestrator is
+// SIGKILLed mid-run, another SIGTERMed mid-run, then the NATS server that
+// leads the input stream is SIGKILLed and restarted. It measures each
+// recovery, checks the stored state with verify and that no killed or
+// stopped orchestrator wrote after it was gone. cfg.NATSNodes,
+// Orchestrators and Faults are set by the scenario. The error is for the
+// harness failing; broken guarantees are the report's Failures and
+// violations.
+func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
+	cfg.NATSNodes, cfg.Orchestrators, cfg.Faults, cfg.DuplicateRate = 3, 3, -1, -1
+	if cfg.Sessions <= 0 {
+		cfg.Sessions = 36
+	}
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 150*time.Second)
+	defer cancel()
+	began := time.Now()
+	rep = &ScaleReport{Sessions: cfg.Sessions, LeaseTTL: cfg.LeaseTTL}
+	dir := cfg.WorkDir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "chaos-scale-"); err != nil {
+			return nil, fmt.Errorf("chaos: %w", err)
+		}
+		defer func() {
+			switch {
+			case err != nil:
+				err = fmt.Errorf("%w (work dir %s)", err, dir)
+			case !cfg.KeepWorkDir && len(rep.Failures) == 0:
+				os.RemoveAll(dir)
+			default:
+				rep.WorkDir = dir
+			}
+		}()
+	}
+	model, err := startModel(0)
+	if err != nil {
+		return nil, err
+	}
+	defer model.close()
+	fl, err := newFleet(&cfg, dir, model.BaseURL())
+	if err != nil {
+		return nil, err
+	}
+	defer fl.close()
+	if err := fl.startSome(ctx, 2); err != nil {
+		return nil, fmt.Errorf("chaos: starting the fleet: %w", err)
+	}
+	nc, err := bus.Connect(bus.ConnectConfig{URL: fl.url, Name: "chaos-scale", Logger: quietLogger()})
+	if err != nil {
+		return nil, fmt.Errorf("chaos: %w", err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("chaos: %w", err)
+	}
+	fl.js = js
+	ev, err := subscribeRunEvents(nc)
+	if err != nil {
+		return nil, err
+	}
+	defer ev.close()
+	own, err := watchOwners(ctx, js)
+	if err != nil {
+		return nil, fmt.Errorf("chaos: %w", err)
+	}
+	defer own.stop()
+
+	// 1. Two orchestrators, 32 partitions each; a third joins.
+	ids := make([]string, 3)
+	for i := range 2 {
+		if ids[i], err = orchID(fl.orchs[i]); err != nil {
+			return nil, err
+		}
+	}
+	settle := startTimeout + 3*cfg.LeaseTTL
+	if err := waitFor(ctx, settle, "two orchestrators owning 32 partitions each", func() (bool, error) {
+		return own.balanced(ids[:2], 32, 32)
+	}); err != nil {
+		return nil, fmt.Errorf("chaos: %w", err)
+	}
+	rep.TwoOwn = countsOf(own.counts(), ids[:2])
+	cfg.Logf("scale: two orchestrators own %v partitions after %v", rep.TwoOwn, time.Since(began).Round(time.Millisecond))
+
+	sessions := make([]string, cfg.Sessions)
+	for i := range sessions {
+		sessions[i] = fmt.Sprintf("s%02d", i)
+	}
+	const probeSession = "p00"
+	load := newLiveLoad(js, append(slices.Clone(sessions), probeSession))
+	stopTrickle := make(chan struct{})
+	trickled := make(chan error, 1)
+	go func() { trickled <- load.trickle(ctx, sessions, 100*time.Millisecond, stopTrickle) }()
+	stopped := false
+	stopLoad := func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		close(stopTrickle)
+		return <-trickled
+	}
+	defer func() { cancel(); _ = stopLoad() }()
+
+	third := fl.orchs[2]
+	if err := third.restart(ctx); err != nil {
+		return nil, err
+	}
+	if err := fl.waitMarked(ctx, third); err != nil {
+		return nil, fmt.Errorf("chaos: %w", err)
+	}
+	if ids[2], err = orchID(third); err != nil {
+		return nil, err
+	}
+	const lo, hi = 16, 27 // 64/3 ±25%
+	if err := waitFor(ctx, settle, "three orchestrators owning a third each", func() (bool, error) {
+		return own.balanced(ids, lo, hi)
+	}); err != nil {
+		return nil, fmt.Errorf("chaos: %w", err)
+	}
+	// Then the table settles: 64/3 or one more each.
+	if err := waitFor(ctx, settle, "the table to settle", func() (bool, error) {
+		return own.balanced(ids, bus.Partitions/3, bus.Partitions/3+1)
+	}); err != nil {
+		rep.fail("%v", err)
+	}
+	rep.ThreeOwn = countsOf(own.counts(), ids)
+	cfg.Logf("scale: three orchestrators own %v partitions", rep.ThreeOwn)
+
+	// 2. Every orchestrator runs a share.
+	if err := waitFor(ctx, 30*time.Second, "every orchestrator to start runs", func() (bool, error) {
+		c := countsOf(ev.startsBy(), ids)
+		return slices.Min(c) >= 5, fmt.Errorf("runs started %v", c)
+	}); err != nil {
+		rep.fail("%v", err)
+	}
+	rep.StartsBy = countsOf(ev.startsBy(), ids)
+
+	// 3. SIGKILL orchestrator-1 while runs of its sessions are in flight.
+	victim, vid := fl.orchs[0], ids[0]
+	vparts, err := burstAt(ctx, load, ev, own, sessions, vid, "k")
+	if err != nil {
+		return nil, err
+	}
+	killed := time.Now()
+	if err := victim.kill(ctx); err != nil {
+		return nil, err
+	}
+	dead := time.Now()
+	rep.KillParts = len(vparts)
+	failover := cfg.LeaseTTL + failoverSlack
+	var lastRead time.Time
+	var pending []string
+	werr := waitFor(ctx, failover+20*time.Second, "the killed orchestrator's partitions and runs to move", func() (bool, error) {
+		moved, at := own.movedAt(vparts, ids[1:])
+		if moved && rep.KillMoved == 0 {
+			rep.KillMoved = max(at.Sub(killed), time.Millisecond)
+		}
+		if time.Since(lastRead) < 300*time.Millisecond {
+			return false, nil
+		}
+		lastRead = time.Now()
+		hist, err := readHistory(ctx, js)
+		if err != nil {
+			return false, err
+		}
+		inflight := interrupted(hist, vid, vparts)
+		pending = pending[:0]
+		var last time.Duration
+		n := 0
+		for _, r := range inflight {
+			res, ok := ev.resumedBy(r[0], r[1])
+			if !ok || !res.at.Before(killed) {
+				n++
+			}
+			switch {
+			case !ok:
+				pending = append(pending, r[0]+"/"+short(r[1]))
+			case res.at.Before(killed):
+				continue // moved earlier, when the third one joined
+			case res.orchestrator == vid:
+				return false, fmt.Errorf("run %s/%s resumed by the killed orchestrator", r[0], r[1])
+			default:
+				last = max(last, res.at.Sub(killed))
+			}
+		}
+		rep.KillInFlight, rep.KillResumed = n, last
+		if !moved || len(pending) > 0 {
+			return false, fmt.Errorf("partitions moved %v; runs not resumed %v", moved, pending)
+		}
+		return true, nil
+	})
+	if werr != nil {
+		rep.fail("after the SIGKILL: %v", werr)
+	}
+	if rep.KillInFlight == 0 {
+		rep.fail("no run of the killed orchestrator was in flight at the kill")
+	}
+	if rep.KillMoved > failover || rep.KillResumed > failover {
+		rep.fail("failover after the SIGKILL: partitions %v, runs %v; want at most %v", rep.KillMoved, rep.KillResumed, failover)
+	}
+	load.release()
+	cfg.Logf("scale: SIGKILL %s: %d runs in flight resumed in %v, %d partitions moved in %v",
+		victim.name, rep.KillInFlight, rep.KillResumed, rep.KillParts, rep.KillMoved)
+
+	// 4. SIGTERM orchestrator-2 mid-run: it hands over and exits 0.
+	term, tid := fl.orchs[1], ids[1]
+	if err := waitFor(ctx, settle, "two orchestrators owning 32 partitions each", func() (bool, error) {
+		return own.balanced(ids[1:], 32, 32)
+	}); err != nil {
+		rep.fail("after the SIGKILL: %v", err)
+	}
+	tparts, err := burstAt(ctx, load, ev, own, sessions, tid, "t")
+	if err != nil {
+		return nil, err
+	}
+	rep.TermParts = len(tparts)
+	termed := time.Now()
+	if err := term.signal(syscall.SIGTERM, true); err != nil {
+		return nil, err
+	}
+	if err := waitFor(ctx, handoverBound+10*time.Second, "the stopped orchestrator's partitions to move", func() (bool, error) {
+		moved, at := own.movedAt(tparts, ids[2:])
+		if moved {
+			rep.TermMoved = max(at.Sub(termed), time.Millisecond)
+		}
+		return moved, nil
+	}); err != nil {
+		rep.fail("after the SIGTERM: %v", err)
+	}
+	if rep.TermMoved > handoverBound {
+		rep.fail("handover after the SIGTERM took %v; want at most %v", rep.TermMoved, handoverBound)
+	}
+	if err := term.waitExit(ctx, 15*time.Second); err != nil {
+		rep.fail("after the SIGTERM: %v", err)
+		if err := term.kill(ctx); err != nil {
+			return nil, err
+		}
+	}
+	gone := time.Now()
+	load.release()
+	if err := waitFor(ctx, settle, "the last orchestrator owning every partition", func() (bool, error) {
+		return own.balanced(ids[2:], bus.Partitions, bus.Partitions)
+	}); err != nil {
+		rep.fail("after the SIGTERM: %v", err)
+	}
+	rep.TermExitErr = "0"
+	if err := term.exitError(); err != nil {
+		rep.TermExitErr = err.Error()
+		rep.fail("%s exited with %v after SIGTERM; want 0", term.name, err)
+	}
+	cfg.Logf("scale: SIGTERM %s: %d partitions moved in %v, exit %s", term.name, rep.TermParts, rep.TermMoved, rep.TermExitErr)
+
+	// 5. SIGKILL the NATS server leading the input stream; restart it.
+	leader, err := fl.inputLeader(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("chaos: %w", err)
+	}
+	down := time.Now()
+	if err := leader.kill(ctx); err != nil {
+		return nil, err
+	}
+	const probeID = "probe-input"
+	acked := make(chan error, 1)
+	go func() {
+		err := load.send(ctx, probeSession, probeID)
+		rep.InputAcked = time.Since(down)
+		acked <- err
+	}()
+	// A scheduled outage, not a wait for a condition.
+	if err := pause(ctx, 2*time.Second); err != nil {
+		return nil, err
+	}
+	if err := leader.start(); err != nil {
+		return nil, err
+	}
+	rep.LeaderDown = time.Since(down)
+	if err := leader.waitReady(ctx); err != nil {
+		return nil, err
+	}
+	if err := <-acked; err != nil {
+		return nil, fmt.Errorf("chaos: the probe: %w", err)
+	}
+	if err := waitFor(ctx, 60*time.Second, "the run of a message sent after the leader's kill to end", func() (bool, error) {
+		hist, err := readHistory(ctx, js)
+		if err != nil {
+			return false, err
+		}
+		at, ok := endOf(hist, probeSession, probeID)
+		if ok {
+			rep.InputBack = at.Sub(down)
+		}
+		return ok, nil
+	}); err != nil {
+		rep.fail("after the input leader's kill: %v", err)
+	}
+	if err := fl.waitCluster(ctx); err != nil {
+		return nil, err
+	}
+	rep.LeaseLosses = countLines(third, "lost its lease")
+	cfg.Logf("scale: SIGKILL %s (leader of %s, down %v): input acked after %v, its run ended after %v; %s lost its lease %d times",
+		leader.name, inputStream, rep.LeaderDown, rep.InputAcked, rep.InputBack, third.name, rep.LeaseLosses)
+
+	// 6. Quiesce and check what is stored.
+	if err := stopLoad(); err != nil {
+		return nil, fmt.Errorf("chaos: the load: %w", err)
+	}
+	rep.Messages = load.messages()
+	if _, err := fl.quiesce(ctx, js, load.plan, 60*time.Second); err != nil {
+		rep.fail("quiescing: %v", err)
+	}
+	var hist []*record
+	var ledger []ledgerRecord
+	// A read may fail while the restarted server catches up: read again.
+	if err := waitFor(ctx, 30*time.Second, "the stored history and ledger", func() (bool, error) {
+		var err error
+		if hist, err = readHistory(ctx, js); err != nil {
+			return false, err
+		}
+		ledger, err = readLedger(ctx, js)
+		return err == nil, err
+	}); err != nil {
+		return nil, fmt.Errorf("chaos: %w", err)
+	}
+	rep.Report = verify(load.plan, hist, ledger)
+	for _, v := range rep.Report.Violations {
+		if v.Count > 0 {
+			rep.fail("%d %s; first: %v", v.Count, v.Class, v.Examples)
+		}
+	}
+	writtenAfter(rep, hist, vid, victim.name, dead)
+	writtenAfter(rep, hist, tid, term.name, gone)
+	rep.TermInFlight, rep.TermHanded = inFlightAt(hist, tid, ids[2], tparts, termed)
+	rep.Starts = countsOf(ev.startsBy(), ids)
+	fl.mu.Lock()
+	rep.Exits = slices.Clone(fl.exits)
+	fl.mu.Unlock()
+	rep.Seconds = time.Since(began).Seconds()
+	return rep, nil
+}
+
+// startSome starts NATS, the workers and the first n orchestrators, and
+// waits until each is ready and an orchestrator serves (fleet.start, for
+// part of the orchestrators).
+func (f *fleet) startSome(ctx context.Context, n int) error {
+	f.since = time.Now()
+	for i, group := range [][]*proc{f.natsProcs(), f.workers, f.orchs[:n]} {
+		for _, p := range group {
+			if err := p.start(); err != nil {
+				return err
+			}
+		}
+		for _, p := range group {
+			if err := p.waitReady(ctx); err != nil {
+				return err
+			}
+		}
+		if i == 0 {
+			if err := f.waitCluster(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	for _, p := range f.orchs[:n] {
+		if err := f.waitMarked(ctx, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitMarked waits until orchestrator p serves, restarting (and recording)
+// the processes that exit meanwhile, as waitServing does: one may be
+// ready, then fail to set up its streams and exit.
+func (f *fleet) waitMarked(ctx context.Context, p *proc) error {
+	return waitFor(ctx, startTimeout+3*f.cfg.ttl(), p.name+" serving", func() (bool, error) {
+		if err := f.supervise(ctx, f.since); err != nil {
+			return false, err
+		}
+		return p.isMarked(), nil
+	})
+}
+
+// burstAt sends a long task to every session in a partition that
+// orchestrator id owns now, and waits until each of those runs is in its
+// tools (so in flight for a few hundred milliseconds more). It returns the
+// partitions id owned. The trickle leaves those sessions alone until
+// load.release, so that no later message joins the long task's run.
+func burstAt(ctx context.Context, load *liveLoad, ev *runEvents, own *owners, sessions []string, id, tag string) ([]int, error) {
+	parts := ownedBy(own.snapshot(), id)
+	var targets, msgs []string
+	for _, s := range sessions {
+		if slices.Contains(parts, bus.Partition(agentName, s)) {
+			targets = append(targets, s)
+			msgs = append(msgs, longTask(fmt.Sprintf("%s-%s", tag, s)))
+		}
+	}
+	if len(targets) == 0 {
+		return nil, fmt.Errorf("chaos: no session of %d is in the %d partitions of %s", len(sessions), len(parts), id)
+	}
+	load.hold(targets)
+	if err := load.sendAll(ctx, targets, msgs); err != nil {
+		return nil, fmt.Errorf("chaos: burst: %w", err)
+	}
+	err := waitFor(ctx, 20*time.Second, "the burst's runs to call their tools", func() (bool, error) {
+		var waiting []string
+		for _, m := range msgs {
+			if !ev.toolStarted(plannedCalls(m)[1].ID) {
+				waiting = append(waiting, m)
+			}
+		}
+		return len(waiting) == 0, fmt.Errorf("not yet: %v", waiting)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("chaos: %w", err)
+	}
+	return parts, nil
+}
+
+// interrupted returns the runs (session, run) of the sessions of parts that
+// writer stored records of but did not end.
+func interrupted(recs []*record, writer string, parts []int) [][2]string {
+	type key = [2]string
+	wrote, ended := map[key]bool{}, map[key]bool{}
+	var order []key
+	for _, r := range recs {
+		if r.writer != writer || !slices.Contains(parts, bus.Partition(agentName, r.session)) {
+			continue
+		}
+		k := key{r.session, r.run}
+		if !wrote[k] {
+			wrote[k] = true
+			order = append(order, k)
+		}
+		if r.end {
+			ended[k] = true
+		}
+	}
+	return slices.DeleteFunc(order, func(k key) bool { return ended[k] })
+}
+
+// inFlightAt counts the runs of the sessions of parts that from stored
+// records of before t and that had not ended by t, and those of them that
+// to ended.
+func inFlightAt(recs []*record, from, to string, parts []int, t time.Time) (inflight, handed int) {
+	type key = [2]string
+	began := map[key]bool{}
+	for _, r := range recs {
+		k := key{r.session, r.run}
+		if r.writer == from && r.time.Before(t) && slices.Contains(parts, bus.Partition(agentName, r.session)) {
+			began[k] = true
+		}
+	}
+	ended := map[key]*record{}
+	for _, r := range recs {
+		if k := (key{r.session, r.run}); began[k] && r.end && ended[k] == nil {
+			ended[k] = r
+		}
+	}
+	for k := range began {
+		if e := ended[k]; e == nil || !e.time.Before(t) {
+			inflight++
+			if e != nil && e.writer == to {
+				handed++
+			}
+		}
+	}
+	return inflight, handed
+}
+
+// endOf returns when the run of message id of session ended, as stored.
+func endOf(recs []*record, session, id string) (time.Time, bool) {
+	run := ""
+	for _, r := range recs {
+		if r.session != session {
+			continue
+		}
+		if u, ok := r.msg.(*agentfleet.UserMessage); ok && u.ID == id && run == "" {
+			run = r.run
+		}
+		if run != "" && r.run == run && r.end {
+			return r.time, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// writtenAfter fails the report for every record writer stored later than
+// writeMargin after its process was gone.
+func writtenAfter(rep *ScaleReport, recs []*record, writer, name string, gone time.Time) {
+	n := 0
+	var first *record
+	for _, r := range recs {
+		if r.writer == writer && r.time.After(gone.Add(writeMargin)) {
+			if n++; first == nil {
+				first = r
+			}
+		}
+	}
+	if n > 0 {
+		rep.fail("%d history records written by %s (%s) after it was gone; first: %s seq %d run %s at +%v",
+			n, name, short(writer), first.session, first.seq, short(first.run), first.time.Sub(gone))
+	}
+}
+
+// countsOf returns m's values for ids, in order.
+func countsOf(m map[string]int, ids []string) []int {
+	c := make([]int, len(ids))
+	for i, id := range ids {
+		c[i] = m[id]
+	}
+	return c
+}
+
+// orchID returns the id the running orchestrator p gave in its "orchestrator
+// serving" line.
+func orchID(p *proc) (string, error) {
+	b, err := os.ReadFile(p.log)
+	if err != nil {
+		return "", fmt.Errorf("chaos: %s id: %w", p.name, err)
+	}
+	id := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "=== "+p.name+" start") {
+			id = ""
+		}
+		if !strings.Contains(line, p.marker) {
+			continue
+		}
+		if _, rest, ok := strings.Cut(line, " id="); ok {
+			id, _, _ = strings.Cut(rest, " ")
+		}
+	}
+	if id == "" {
+		return "", fmt.Errorf("chaos: %s: no id in its %q line", p.name, p.marker)
+	}
+	return id, nil
+}
+
+// countLines counts the lines of p's log that contain s.
+func countLines(p *proc, s string) int {
+	p.logMu.Lock()
+	defer p.logMu.Unlock()
+	b, err := os.ReadFile(p.log)
+	if err != nil {
+		return 0
+	}
+	return strings.Count(string(b), s)
+}
+
+// exitError returns how the last instance exited: nil for exit status 0.
+func (p *proc) exitError() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.done == nil {
+		return errors.New("never started")
+	}
+	return p.exitErr
+}
