@@ -375,6 +375,9 @@ func (d *DurableInput) Pending(ctx context.Context, agent, session string) ([]*I
 		if err != nil {
 			return nil, fmt.Errorf("input of session %s: %w", session, err)
 		}
+		if m.Sequence < seq {
+			return nil, fmt.Errorf("input of session %s: the stream answered sequence %d for the next message from %d", session, m.Sequence, seq)
+		}
 		seq = m.Sequence + 1
 		in, err := d.in.parseStored(&nats.Msg{Subject: m.Subject, Data: m.Data, Header: m.Header})
 		if err != nil || in.Message == nil {

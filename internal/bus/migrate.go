@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -57,10 +58,18 @@ func (d *DurableInput) migrate(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("input stream: migrate: %w", err)
 		}
+		if m.Sequence < seq {
+			return fmt.Errorf("input stream: migrate: the stream answered sequence %d for the next message from %d", m.Sequence, seq)
+		}
 		seq = m.Sequence + 1
+		// The client's headers only: a direct get adds the stored
+		// message's Nats-Stream, Nats-Sequence, Nats-Subject and
+		// Nats-Time-Stamp, which a copy must not carry.
 		h := nats.Header{}
 		for k, v := range m.Header {
-			h[k] = v
+			if !strings.HasPrefix(k, "Nats-") || k == nats.MsgIdHdr {
+				h[k] = v
+			}
 		}
 		id := h.Get(nats.MsgIdHdr)
 		if id == "" {
