@@ -82,6 +82,8 @@ type Event struct {
 }
 
 // MarshalJSON writes is_error on tool.end events, where it is always present.
+// AppendJSON writes the same bytes without reflection; this stays the
+// reference that its tests compare against.
 func (e Event) MarshalJSON() ([]byte, error) {
 	type plain Event
 	if e.Type == EventToolEnd {

@@ -55,3 +55,54 @@ func BenchmarkEventMarshalToolStart(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEventEncode compares MarshalJSON ("old") with AppendJSON into a
+// reused buffer, as the publisher calls it ("new"), and into a nil buffer
+// ("new_nil"), for the events of a tool call and the end of a run.
+func BenchmarkEventEncode(b *testing.B) {
+	start := *benchToolEnd
+	start.Type, start.Result, start.DurationMS, start.Worker, start.Attempt = agentfleet.EventToolStart, nil, 0, "", 0
+	start.Arguments = map[string]any{"text": strings.Repeat("x", 200)}
+	at := time.Date(2025, 1, 2, 3, 4, 6, 7, time.UTC)
+	runEnd := &agentfleet.Event{
+		Type: agentfleet.EventRunEnd, Agent: "bench", Session: "s000001", RunID: benchToolEnd.RunID,
+		Turn: 2, Seq: 12, Time: at, StopReason: agentfleet.StopReasonStop,
+		Message: &agentfleet.AssistantMessage{
+			Role: agentfleet.RoleAssistant, Content: []agentfleet.Content{agentfleet.Text(strings.Repeat("y", 200))},
+			API: "openai-completions", Provider: "openai", Model: "gpt-4o-mini",
+			Usage:      &agentfleet.Usage{InputTokens: 812, OutputTokens: 64, TotalTokens: 876},
+			StopReason: agentfleet.StopReasonStop, RunID: benchToolEnd.RunID, Timestamp: at,
+		},
+	}
+	for _, bc := range []struct {
+		name string
+		e    *agentfleet.Event
+	}{{"tool.start", &start}, {"tool.end", benchToolEnd}, {"run.end", runEnd}} {
+		b.Run(bc.name+"/old", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := bc.e.MarshalJSON(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(bc.name+"/new", func(b *testing.B) {
+			b.ReportAllocs()
+			buf := make([]byte, 0, 1024)
+			for b.Loop() {
+				var err error
+				if buf, err = bc.e.AppendJSON(buf[:0]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(bc.name+"/new_nil", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := bc.e.AppendJSON(nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

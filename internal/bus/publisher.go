@@ -3,6 +3,7 @@ package bus
 import (
 	"encoding/json"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 
 	"github.com/agentfleet/agentfleet"
@@ -32,13 +33,14 @@ func NewPublisher(nc *nats.Conn, subjects Subjects, log *slog.Logger) *Publisher
 // session that are not valid tokens (an error about a rejected subject) are
 // published under "_".
 func (p *Publisher) Emit(e *agentfleet.Event) {
-	// MarshalJSON directly: json.Marshal would validate and compact its
-	// output once more.
-	b, err := e.MarshalJSON()
+	bp := eventBufs.Get().(*[]byte)
+	defer putEventBuf(bp)
+	b, err := e.AppendJSON((*bp)[:0])
 	if err != nil {
 		p.log.Error("encode event", "type", e.Type, "err", err)
 		return
 	}
+	*bp = b
 	agent, session := e.Agent, e.Session
 	if !ValidToken(agent) {
 		agent = "_"
@@ -53,6 +55,21 @@ func (p *Publisher) Emit(e *agentfleet.Event) {
 	p.published.Add(1)
 	if p.OnPublish != nil {
 		p.OnPublish(e.Type)
+	}
+}
+
+// eventBufs holds the buffers that Emit encodes events into. Publish copies
+// the payload into the connection's write buffer before it returns, so a
+// buffer goes back to the pool as soon as Emit is done with it.
+var eventBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// maxEventBuf bounds the buffers kept in eventBufs, so that one huge event
+// does not pin its buffer.
+const maxEventBuf = 64 << 10
+
+func putEventBuf(bp *[]byte) {
+	if cap(*bp) <= maxEventBuf {
+		eventBufs.Put(bp)
 	}
 }
 
