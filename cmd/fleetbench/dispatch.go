@@ -5,7 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
+	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -20,12 +21,16 @@ import (
 
 // DispatchConfig configures the dispatch benchmark.
 type DispatchConfig struct {
-	// Calls is the number of sequential calls of each method, measured in
-	// Rounds interleaved rounds after Warmup calls.
-	Calls  int `json:"calls"`
-	Rounds int `json:"rounds"`
+	// Samples is the number of sequential calls of each method in each
+	// round, on which that round's latency percentiles rest.
+	Samples int `json:"samples"`
+	// Rounds is the number of rounds. Each round measures every method, in
+	// an order shuffled with Seed, and yields its own ratios.
+	Rounds int   `json:"rounds"`
+	Seed   int64 `json:"seed"`
+	// Warmup is the number of calls of each method before the first round.
 	Warmup int `json:"warmup"`
-	// Duration is the length of each throughput run.
+	// Duration is the length of each throughput run, split over the rounds.
 	Duration time.Duration `json:"duration_ns"`
 	// InFlight lists the calls kept in flight by the throughput runs.
 	InFlight []int `json:"in_flight"`
@@ -34,7 +39,7 @@ type DispatchConfig struct {
 	// WorkerConcurrency is the worker's limit; it exceeds the largest
 	// in-flight count so that no call is refused.
 	WorkerConcurrency int `json:"worker_concurrency"`
-	// Methods lists the methods to measure; all three by default. One
+	// Methods lists the methods to measure; all four by default. One
 	// method alone is for profiling it.
 	Methods []string `json:"methods"`
 
@@ -42,14 +47,15 @@ type DispatchConfig struct {
 }
 
 func (c *DispatchConfig) register(fs *flag.FlagSet) {
-	fs.IntVar(&c.Calls, "calls", 5000, "sequential calls of each method, for the latency percentiles")
-	fs.IntVar(&c.Rounds, "rounds", 5, "interleaved rounds the sequential calls and the throughput runs are split into")
+	fs.IntVar(&c.Samples, "samples", 2000, "sequential calls of each method in each round, on which the round's latency percentiles rest")
+	fs.IntVar(&c.Rounds, "rounds", 5, "rounds; each measures every method in a shuffled order, and the report gives medians and ranges over them")
+	fs.Int64Var(&c.Seed, "seed", 1, "seed of the order of the methods in each round")
 	fs.IntVar(&c.Warmup, "warmup", 300, "calls of each method before measuring")
-	fs.DurationVar(&c.Duration, "duration", 3*time.Second, "time each method runs at each in-flight count, split into --rounds turns")
+	fs.DurationVar(&c.Duration, "duration", 3*time.Second, "time each method runs at each in-flight count, split over the --rounds")
 	fs.StringVar(&c.inFlight, "in-flight", "1,16,64", "comma-separated calls in flight of the throughput runs")
 	fs.IntVar(&c.Payload, "payload", 200, "bytes of the text argument, and so of the result")
 	fs.IntVar(&c.WorkerConcurrency, "worker-concurrency", 256, "concurrency limit of the worker")
-	fs.StringVar(&c.methods, "methods", "raw,full,local", "comma-separated methods to measure (raw, full, local); one alone is for profiling it")
+	fs.StringVar(&c.methods, "methods", "raw,nats,full,local", "comma-separated methods to measure (raw, nats, full, local); one alone is for profiling it")
 }
 
 func (c *DispatchConfig) check() error {
@@ -60,17 +66,20 @@ func (c *DispatchConfig) check() error {
 	c.Methods = nil
 	for _, f := range strings.Split(c.methods, ",") {
 		switch f = strings.TrimSpace(f); f {
-		case methodRaw, methodFull, methodLocal:
+		case methodRaw, methodNATS, methodFull, methodLocal:
+			if slices.Contains(c.Methods, f) {
+				return fmt.Errorf("--methods: %q twice", f)
+			}
 			c.Methods = append(c.Methods, f)
 		default:
-			return fmt.Errorf("--methods: %q is not one of raw, full, local", f)
+			return fmt.Errorf("--methods: %q is not one of raw, nats, full, local", f)
 		}
 	}
 	switch {
-	case c.Calls < 1:
-		return fmt.Errorf("--calls %d: must be at least 1", c.Calls)
-	case c.Rounds < 1 || c.Rounds > c.Calls:
-		return fmt.Errorf("--rounds %d: must be between 1 and --calls", c.Rounds)
+	case c.Samples < 1:
+		return fmt.Errorf("--samples %d: must be at least 1", c.Samples)
+	case c.Rounds < 1:
+		return fmt.Errorf("--rounds %d: must be at least 1", c.Rounds)
 	case c.Warmup < 0:
 		return fmt.Errorf("--warmup %d: must not be negative", c.Warmup)
 	case c.Duration <= 0:
@@ -96,53 +105,16 @@ func parseInts(s string) ([]int, error) {
 	return out, nil
 }
 
-// The three ways of making a call that the dispatch benchmark compares.
+// The ways of making a call that the dispatch benchmark compares.
 const (
 	methodRaw   = "raw"   // (a) NATS request-reply, MessagePack, responder process
+	methodNATS  = "nats"  // (a) re-checked: plain nats.go loops, same responder
 	methodFull  = "full"  // (b) pipeline + ToolClient + events, worker process
 	methodLocal = "local" // (c) pipeline + in-process handler + events
 )
 
-// DispatchReport is the result of the dispatch benchmark.
-type DispatchReport struct {
-	Benchmark string         `json:"benchmark"`
-	Machine   Machine        `json:"machine"`
-	Config    DispatchConfig `json:"config"`
-	// Latency is the sequential latency of each method.
-	Latency map[string]Latency `json:"latency"`
-	// LatencyRatio is full/raw for each percentile.
-	LatencyRatio map[string]float64 `json:"latency_ratio_full_raw"`
-	Throughput   []DispatchRate     `json:"throughput"`
-	// EventsPerCall is the number of events the full and local paths
-	// published per call.
-	EventsPerCall float64  `json:"events_per_call"`
-	Targets       []Target `json:"targets"`
-}
-
-// DispatchRate is the throughput of each method at one in-flight count.
-type DispatchRate struct {
-	InFlight      int     `json:"in_flight"`
-	Raw           float64 `json:"raw_per_sec"`
-	Full          float64 `json:"full_per_sec"`
-	Local         float64 `json:"local_per_sec"`
-	RatioFullRaw  float64 `json:"ratio_full_raw"`
-	RatioFullLoc  float64 `json:"ratio_full_local"`
-	BusyRefusals  int64   `json:"busy_refusals"`
-	FullCallsDone int64   `json:"full_calls"`
-	// CPU is the CPU time each method used per call, by this process
-	// (client, NATS server, events) and by its child process (responder or
-	// worker).
-	CPU map[string]CPUPerCall `json:"cpu_per_call"`
-	// RatioCPU is the full method's CPU per call over the raw one's.
-	RatioCPU float64 `json:"ratio_cpu_full_raw"`
-}
-
-// CPUPerCall is CPU time per call, in microseconds.
-type CPUPerCall struct {
-	Self  float64 `json:"self_us"`
-	Child float64 `json:"child_us"`
-	Total float64 `json:"total_us"`
-}
+// allMethods is the order in which the report lists the methods.
+var allMethods = []string{methodRaw, methodNATS, methodFull, methodLocal}
 
 // dispatchBench holds the three methods of the dispatch benchmark.
 type dispatchBench struct {
@@ -214,6 +186,29 @@ func (e *envelope) Emit(ev *agentfleet.Event) {
 	e.next.Emit(ev)
 }
 
+// dispatchMethod is one method as a round runs it: its sequential latency,
+// its throughput, and the child processes whose CPU it uses.
+type dispatchMethod struct {
+	name    string
+	latency func(ctx context.Context, n int) ([]time.Duration, error)
+	rate    func(ctx context.Context, inFlight int, d time.Duration) (Rate, error)
+	cpu     cpuMeter
+}
+
+// harnessMethod runs o with the shared harness, sequential and throughput.
+func harnessMethod(name string, o op, cpu cpuMeter) dispatchMethod {
+	return dispatchMethod{
+		name: name,
+		latency: func(ctx context.Context, n int) ([]time.Duration, error) {
+			return sequential(ctx, o, n, make([]time.Duration, 0, n))
+		},
+		rate: func(ctx context.Context, inFlight int, d time.Duration) (Rate, error) {
+			return throughput(ctx, o, inFlight, d)
+		},
+		cpu: cpu,
+	}
+}
+
 func (m *Main) runDispatch(ctx context.Context) (_ report, err error) {
 	c := m.Dispatch
 	var children []*child
@@ -266,142 +261,84 @@ func (m *Main) runDispatch(ctx context.Context) (_ report, err error) {
 		localCtx:   &pipeline.Context{Tools: localStore},
 		assistant:  &agentfleet.AssistantMessage{Role: agentfleet.RoleAssistant},
 	}
-	type method struct {
-		name string
-		op   op
-		cpu  cpuMeter
-	}
-	var methods []method
+	var methods []dispatchMethod
 	for _, name := range c.Methods {
 		switch name {
 		case methodRaw:
-			methods = append(methods, method{name, d.raw, cpuMeter{[]*child{responder}}})
-		case methodFull:
-			methods = append(methods, method{name, d.full, cpuMeter{[]*child{worker}}})
-		case methodLocal:
-			methods = append(methods, method{name, d.local, cpuMeter{}})
-		}
-	}
-
-	for _, mt := range methods {
-		if _, err := sequential(ctx, mt.op, c.Warmup, nil); err != nil {
-			return nil, fmt.Errorf("warmup: %w", err)
-		}
-	}
-	rep := &DispatchReport{Benchmark: cmdDispatch, Machine: thisMachine(), Config: c, Latency: map[string]Latency{}}
-	// Sequential latency, in interleaved rounds so that a drift of the
-	// machine touches every method alike.
-	samples := map[string][]time.Duration{}
-	for r := range c.Rounds {
-		n := c.Calls / c.Rounds
-		if r < c.Calls%c.Rounds {
-			n++
-		}
-		for _, mt := range methods {
-			if samples[mt.name], err = sequential(ctx, mt.op, n, samples[mt.name]); err != nil {
+			methods = append(methods, harnessMethod(name, d.raw, cpuMeter{[]*child{responder}}))
+		case methodNATS:
+			nck, err := newNATSCheck(m.url, text)
+			if err != nil {
 				return nil, err
 			}
+			defer nck.close()
+			methods = append(methods, dispatchMethod{name: name, latency: nck.latency, rate: nck.rate, cpu: cpuMeter{[]*child{responder}}})
+		case methodFull:
+			methods = append(methods, harnessMethod(name, d.full, cpuMeter{[]*child{worker}}))
+		case methodLocal:
+			methods = append(methods, harnessMethod(name, d.local, cpuMeter{}))
 		}
 	}
-	for _, mt := range methods {
-		rep.Latency[mt.name] = summarize(samples[mt.name])
-	}
-	raw, full := rep.Latency[methodRaw], rep.Latency[methodFull]
-	rep.LatencyRatio = map[string]float64{
-		"p50": ratio(full.P50, raw.P50), "p90": ratio(full.P90, raw.P90), "p99": ratio(full.P99, raw.P99),
-	}
 
-	// Throughput at each in-flight count, the methods taking turns in
-	// rounds, like the latency.
-	var fullCalls, localCalls int64
+	for _, mt := range methods {
+		if _, err := mt.latency(ctx, c.Warmup); err != nil {
+			return nil, fmt.Errorf("%s warmup: %w", mt.name, err)
+		}
+	}
+	rep := &DispatchReport{Benchmark: cmdDispatch, Machine: thisMachine(), Config: c, Server: m.Server}
+	_, rep.ServerCPU = m.serverCPU()
+	rng := rand.New(rand.NewPCG(uint64(c.Seed), 0))
+	busyAt := make([]int64, len(c.InFlight))
 	ev0 := pub.Published()
-	for _, n := range c.InFlight {
-		row := DispatchRate{InFlight: n}
-		busy0 := busy.Load()
-		total := map[string]Rate{}
-		cpuSelf, cpuChild := map[string]time.Duration{}, map[string]time.Duration{}
-		for range c.Rounds {
-			for _, mt := range methods {
+	var pipelineCalls int64
+	for range c.Rounds {
+		order := slices.Clone(methods)
+		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		round := DispatchRound{Latency: map[string]Latency{}}
+		for _, mt := range order {
+			round.Order = append(round.Order, mt.name)
+		}
+		// Sequential latency, every method in turn.
+		for _, mt := range order {
+			ds, err := mt.latency(ctx, c.Samples)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", mt.name, err)
+			}
+			round.Latency[mt.name] = summarize(ds)
+			if mt.name == methodFull || mt.name == methodLocal {
+				pipelineCalls += int64(len(ds))
+			}
+		}
+		// Throughput and CPU at each in-flight count, every method in turn.
+		for i, n := range c.InFlight {
+			rr := RoundRate{InFlight: n, PerSec: map[string]float64{}, CPU: map[string]CPUPerCall{}}
+			busy0 := busy.Load()
+			for _, mt := range order {
 				self0, child0 := mt.cpu.read()
-				rate, err := throughput(ctx, mt.op, n, c.Duration/time.Duration(c.Rounds))
+				srv0, _ := m.serverCPU()
+				rate, err := mt.rate(ctx, n, c.Duration/time.Duration(c.Rounds))
 				if err != nil {
 					return nil, fmt.Errorf("%s: %w", mt.name, err)
 				}
 				self1, child1 := mt.cpu.read()
-				cpuSelf[mt.name] += self1 - self0
-				cpuChild[mt.name] += child1 - child0
-				t := total[mt.name]
-				t.Calls += rate.Calls
-				t.Seconds += rate.Seconds
-				total[mt.name] = t
+				srv1, _ := m.serverCPU()
+				calls := float64(rate.Calls)
+				cpu := CPUPerCall{Self: ratio(us(self1-self0), calls), Child: ratio(us(child1-child0), calls), Server: ratio(us(srv1-srv0), calls)}
+				cpu.Total = cpu.Self + cpu.Child + cpu.Server
+				rr.PerSec[mt.name], rr.CPU[mt.name] = rate.PerSec, cpu
+				if mt.name == methodFull || mt.name == methodLocal {
+					pipelineCalls += rate.Calls
+				}
+				if mt.name == methodFull {
+					rr.FullCalls = rate.Calls
+				}
 			}
+			busyAt[i] += busy.Load() - busy0
+			round.Throughput = append(round.Throughput, rr)
 		}
-		row.CPU = map[string]CPUPerCall{}
-		for _, mt := range methods {
-			calls := float64(total[mt.name].Calls)
-			cs, cc := ratio(us(cpuSelf[mt.name]), calls), ratio(us(cpuChild[mt.name]), calls)
-			row.CPU[mt.name] = CPUPerCall{Self: cs, Child: cc, Total: cs + cc}
-		}
-		row.RatioCPU = ratio(row.CPU[methodFull].Total, row.CPU[methodRaw].Total)
-		perSec := func(name string) float64 { return ratio(float64(total[name].Calls), total[name].Seconds) }
-		row.Raw, row.Full, row.Local = perSec(methodRaw), perSec(methodFull), perSec(methodLocal)
-		row.FullCallsDone = total[methodFull].Calls
-		fullCalls += total[methodFull].Calls
-		localCalls += total[methodLocal].Calls
-		row.RatioFullRaw, row.RatioFullLoc = ratio(row.Full, row.Raw), ratio(row.Full, row.Local)
-		row.BusyRefusals = busy.Load() - busy0
-		rep.Throughput = append(rep.Throughput, row)
+		rep.Rounds = append(rep.Rounds, round)
 	}
-	rep.EventsPerCall = ratio(float64(pub.Published()-ev0), float64(fullCalls+localCalls))
-
-	if raw.N > 0 && full.N > 0 {
-		rep.Targets = []Target{
-			atMost("dispatch p50 full/raw", rep.LatencyRatio["p50"], 1.5, "x"),
-			atMost("dispatch p99 full/raw", rep.LatencyRatio["p99"], 2, "x"),
-		}
-		last := rep.Throughput[len(rep.Throughput)-1]
-		rep.Targets = append(rep.Targets, atLeast(fmt.Sprintf("throughput full/raw at %d in flight", last.InFlight), last.RatioFullRaw, 0.7, "x"))
-	}
+	rep.EventsPerCall = ratio(float64(pub.Published()-ev0), float64(pipelineCalls))
+	rep.summarize(busyAt)
 	return rep, nil
-}
-
-func (r *DispatchReport) writeTables(w io.Writer) {
-	fmt.Fprintf(w, "fleetbench dispatch — %s\n", r.Machine)
-	fmt.Fprintf(w, "payload %d bytes; %d sequential calls per method in %d rounds; throughput runs of %v\n",
-		r.Config.Payload, r.Config.Calls, r.Config.Rounds, r.Config.Duration)
-	fmt.Fprintln(w, "  raw   = NATS request-reply, MessagePack, responder process")
-	fmt.Fprintln(w, "  full  = pipeline prepare/execute/finalize + ToolClient + events, worker process")
-	fmt.Fprintln(w, "  local = the same pipeline and events, tool run in-process")
-	fmt.Fprintln(w, "\nSequential latency (µs)")
-	tw := table(w)
-	fmt.Fprintln(tw, "method\tp50\tp90\tp99\tmean\tmax\t")
-	for _, name := range []string{methodRaw, methodFull, methodLocal} {
-		l, ok := r.Latency[name]
-		if !ok || l.N == 0 {
-			continue
-		}
-		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t\n", name, l.P50, l.P90, l.P99, l.Mean, l.Max)
-	}
-	fmt.Fprintf(tw, "full/raw\t%.2fx\t%.2fx\t%.2fx\t\t\t\n", r.LatencyRatio["p50"], r.LatencyRatio["p90"], r.LatencyRatio["p99"])
-	tw.Flush()
-	fmt.Fprintln(w, "\nThroughput (calls/s)")
-	tw = table(w)
-	fmt.Fprintln(tw, "in flight\traw\tfull\tlocal\tfull/raw\tfull/local\tbusy refusals\t")
-	for _, t := range r.Throughput {
-		fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%.0f\t%.2fx\t%.3fx\t%d\t\n", t.InFlight, t.Raw, t.Full, t.Local, t.RatioFullRaw, t.RatioFullLoc, t.BusyRefusals)
-	}
-	tw.Flush()
-	fmt.Fprintln(w, "\nCPU per call during the throughput runs (µs: this process + child process)")
-	tw = table(w)
-	fmt.Fprintln(tw, "in flight\traw\tfull\tlocal\tfull/raw\t")
-	for _, t := range r.Throughput {
-		cell := func(name string) string {
-			c := t.CPU[name]
-			return fmt.Sprintf("%.1f + %.1f", c.Self, c.Child)
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.2fx\t\n", t.InFlight, cell(methodRaw), cell(methodFull), cell(methodLocal), t.RatioCPU)
-	}
-	tw.Flush()
-	fmt.Fprintf(w, "events published per pipeline call: %.2f\n", r.EventsPerCall)
-	writeTargets(w, r.Targets)
 }

@@ -10,7 +10,8 @@
 //	fleetbench chaos      seeded fault injection over real processes; checks what is stored
 //
 // Unless --nats-url is given, fleetbench runs its own NATS server in the
-// process, on a free loopback port with JetStream off. Workers and the raw
+// process, on a free loopback port with JetStream off; --server process runs
+// it as a child process instead. Workers and the raw
 // responder run in child processes: fleetbench starts itself again with the
 // hidden subcommands "worker" and "responder", and stops them when it ends.
 // --json prints the results as JSON; otherwise they are printed as tables.
@@ -73,6 +74,8 @@ type Main struct {
 	Command string
 	// NATSURL is the server to use; empty starts an embedded one.
 	NATSURL string
+	// Server is where the NATS server runs: embedded, external or process.
+	Server string
 	// JSON prints the report as JSON instead of tables.
 	JSON bool
 	// ProfileDir, if set, receives CPU profiles of this process and of the
@@ -97,6 +100,7 @@ type Main struct {
 
 	logger   *slog.Logger
 	embedded *server.Server
+	server   *serverProc
 	url      string
 }
 
@@ -136,6 +140,10 @@ func (m *Main) ParseFlags(args []string) error {
 		fs.StringVar(&m.ProfileDir, "profile-dir", "", "write CPU profiles of this process and its workers, and a heap profile, to this directory")
 	}
 	switch m.Command {
+	case cmdDispatch, cmdScale, cmdSessions, cmdOrchs:
+		fs.StringVar(&m.Server, "server", "", "where the NATS server runs: embedded (in this process), external (--nats-url), process (a nats-server child built with go build); default embedded, or external with --nats-url")
+	}
+	switch m.Command {
 	case cmdDispatch:
 		m.Dispatch.register(fs)
 	case cmdScale:
@@ -162,6 +170,13 @@ func (m *Main) ParseFlags(args []string) error {
 		return fmt.Errorf("%s: unexpected argument %q", m.Command, fs.Arg(0))
 	}
 	var err error
+	switch m.Command {
+	case cmdDispatch, cmdScale, cmdSessions, cmdOrchs:
+		err = m.checkServer()
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", m.Command, err)
+	}
 	switch m.Command {
 	case cmdDispatch:
 		err = m.Dispatch.check()
@@ -235,7 +250,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 		return nil
 	}
-	if err := m.startNATS(); err != nil {
+	if err := m.startNATS(ctx); err != nil {
 		return err
 	}
 	if m.ProfileDir != "" {
@@ -270,32 +285,24 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	return printReport(m.Stdout, rep, m.JSON)
 }
 
-// startNATS starts the embedded server unless --nats-url names one.
-func (m *Main) startNATS() error {
-	if m.NATSURL != "" {
-		m.url = m.NATSURL
-		return nil
-	}
-	s, err := bus.RunEmbedded(bus.EmbeddedConfig{Listen: "127.0.0.1:0", NoJetStream: true})
-	if err != nil {
-		return err
-	}
-	m.embedded, m.url = s, s.ClientURL()
-	return nil
-}
-
 // connect opens a client connection to the benchmark's server.
 func (m *Main) connect(name string) (*bus.Conn, error) {
 	return bus.Connect(bus.ConnectConfig{URL: m.url, Name: name, Logger: m.logger})
 }
 
-// Close stops the embedded NATS server. Child processes are stopped by the
-// benchmark that started them.
+// Close stops the NATS server fleetbench started, embedded or child
+// process. Other child processes are stopped by the benchmark that started
+// them.
 func (m *Main) Close() error {
 	if m.embedded != nil {
 		m.embedded.Shutdown()
 		m.embedded.WaitForShutdown()
 		m.embedded = nil
+	}
+	if m.server != nil {
+		err := m.server.stop()
+		m.server = nil
+		return err
 	}
 	return nil
 }

@@ -5,9 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentfleet/agentfleet/internal/bus"
 )
 
 // The test binary doubles as fleetbench: a child process started with
@@ -49,19 +52,105 @@ func runBench(t *testing.T, rep any, args ...string) string {
 
 func TestDispatch(t *testing.T) {
 	var rep DispatchReport
-	tables := runBench(t, &rep, "dispatch", "--calls", "20", "--rounds", "2", "--warmup", "2",
+	tables := runBench(t, &rep, "dispatch", "--samples", "50", "--rounds", "2", "--warmup", "2",
 		"--duration", "100ms", "--in-flight", "1,4")
-	for _, name := range []string{methodRaw, methodFull, methodLocal} {
-		if got, want := rep.Latency[name].N, 20; got != want {
-			t.Errorf("%s latency samples = %d, want %d", name, got, want)
+	checkDispatch(t, &rep, tables, 50, 2)
+	if rep.Server != serverEmbedded || rep.ServerCPU {
+		t.Errorf("server = %q, CPU measured %v; want embedded, not measured apart", rep.Server, rep.ServerCPU)
+	}
+}
+
+// TestDispatchServerExternal points fleetbench at a server it did not
+// start.
+func TestDispatchServerExternal(t *testing.T) {
+	s, err := bus.RunEmbedded(bus.EmbeddedConfig{Listen: "127.0.0.1:0", NoJetStream: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown()
+	var rep DispatchReport
+	tables := runBench(t, &rep, "dispatch", "--nats-url", s.ClientURL(), "--samples", "20", "--rounds", "2", "--warmup", "2",
+		"--duration", "100ms", "--in-flight", "2")
+	checkDispatch(t, &rep, tables, 20, 2)
+	if rep.Server != serverExternal || rep.ServerCPU {
+		t.Errorf("server = %q, CPU measured %v; want external, not measured", rep.Server, rep.ServerCPU)
+	}
+}
+
+// TestDispatchServerProcess runs the NATS server as a child process, which
+// needs the go command to build it.
+func TestDispatchServerProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds nats-server")
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command to build nats-server")
+	}
+	var rep DispatchReport
+	tables := runBench(t, &rep, "dispatch", "--server", "process", "--samples", "20", "--rounds", "3", "--warmup", "2",
+		"--duration", "150ms", "--in-flight", "2", "--seed", "7")
+	checkDispatch(t, &rep, tables, 20, 3)
+	if rep.Server != serverProcess || !rep.ServerCPU {
+		t.Errorf("server = %q, CPU measured %v; want process, measured", rep.Server, rep.ServerCPU)
+	}
+	if !strings.Contains(tables, "nats-server process") {
+		t.Errorf("tables do not say the server's CPU is counted:\n%s", tables)
+	}
+}
+
+// checkDispatch checks a dispatch report of every method, samples calls
+// per method per round and the given number of rounds.
+func checkDispatch(t *testing.T, rep *DispatchReport, tables string, samples, rounds int) {
+	t.Helper()
+	if got := len(rep.Rounds); got != rounds {
+		t.Fatalf("rounds = %d, want %d", got, rounds)
+	}
+	for i, rd := range rep.Rounds {
+		if got := len(rd.Order); got != len(allMethods) {
+			t.Errorf("round %d order = %v, want every method", i, rd.Order)
+		}
+		for _, name := range allMethods {
+			if got := rd.Latency[name].N; got != samples {
+				t.Errorf("round %d: %s latency samples = %d, want %d", i, name, got, samples)
+			}
+		}
+		if len(rd.Throughput) != len(rep.Config.InFlight) {
+			t.Errorf("round %d: throughput rows = %d, want %d", i, len(rd.Throughput), len(rep.Config.InFlight))
 		}
 	}
-	if got, want := len(rep.Throughput), 2; got != want {
+	for _, name := range allMethods {
+		l := rep.Latency[name]
+		if got, want := l.N, samples*rounds; got != want {
+			t.Errorf("%s latency samples = %d, want %d", name, got, want)
+		}
+		if l.P50 <= 0 || l.P99 < l.P50 || l.Max < l.P99 {
+			t.Errorf("%s latency = %+v", name, l)
+		}
+	}
+	for _, ratios := range []map[string]Spread{rep.LatencyRatioRange, rep.RecheckRatio} {
+		for _, p := range []string{"p50", "p90", "p99"} {
+			if s := ratios[p]; s.Min <= 0 || s.Min > s.Median || s.Median > s.Max {
+				t.Errorf("%s ratio = %+v, want 0 < min <= median <= max", p, s)
+			}
+		}
+	}
+	if rep.LatencyRatio["p50"] != rep.LatencyRatioRange["p50"].Median {
+		t.Errorf("p50 full/raw %v is not the median of the rounds %+v", rep.LatencyRatio["p50"], rep.LatencyRatioRange["p50"])
+	}
+	if got, want := len(rep.Throughput), len(rep.Config.InFlight); got != want {
 		t.Fatalf("throughput rows = %d, want %d", got, want)
 	}
 	for _, row := range rep.Throughput {
-		if row.Raw <= 0 || row.Full <= 0 || row.Local <= 0 {
+		if row.Raw <= 0 || row.NATS <= 0 || row.Full <= 0 || row.Local <= 0 {
 			t.Errorf("throughput at %d in flight = %+v, want every method to complete calls", row.InFlight, row)
+		}
+		for _, s := range []Spread{row.RangeFullRaw, row.RangeFullLoc, row.RangeNATSRaw} {
+			if s.Min <= 0 || s.Min > s.Median || s.Median > s.Max {
+				t.Errorf("throughput ratio at %d in flight = %+v, want 0 < min <= median <= max", row.InFlight, s)
+			}
+		}
+		if row.RatioFullRaw != row.RangeFullRaw.Median {
+			t.Errorf("throughput full/raw %v is not the median of the rounds %+v", row.RatioFullRaw, row.RangeFullRaw)
 		}
 	}
 	if got, want := rep.EventsPerCall, 2.0; got != want {
@@ -70,7 +159,7 @@ func TestDispatch(t *testing.T) {
 	if got, want := len(rep.Targets), 3; got != want {
 		t.Errorf("targets = %d, want %d", got, want)
 	}
-	for _, want := range []string{"Sequential latency", "full/raw", "Targets"} {
+	for _, want := range []string{"Sequential latency", "median over", "full/raw", "nats/raw", "min–max", "order by round", "Targets"} {
 		if !strings.Contains(tables, want) {
 			t.Errorf("tables lack %q:\n%s", want, tables)
 		}
@@ -150,7 +239,12 @@ func TestFlags(t *testing.T) {
 		{"no command", "", "no command given"},
 		{"unknown command", "bench", `unknown command "bench"`},
 		{"bad in-flight", "dispatch --in-flight 1,x", `--in-flight: "x" is not a positive integer`},
-		{"zero calls", "dispatch --calls 0", "--calls 0: must be at least 1"},
+		{"zero samples", "dispatch --samples 0", "--samples 0: must be at least 1"},
+		{"zero rounds", "dispatch --rounds 0", "--rounds 0: must be at least 1"},
+		{"bad method", "dispatch --methods raw,grpc", `"grpc" is not one of`},
+		{"bad server", "dispatch --server cloud", `--server "cloud": not one of`},
+		{"external without url", "dispatch --server external", "--nats-url is required"},
+		{"process with url", "scale --server process --nats-url nats://127.0.0.1:4222", "--nats-url is only for --server external"},
 		{"bad workers", "scale --workers 0", `--workers: "0" is not a positive integer`},
 		{"one session", "sessions --sessions 1", "--sessions 1: must be at least 2"},
 		{"bad counts", "orchestrators --counts 1,0", `--counts: "0" is not a positive integer`},
