@@ -11,9 +11,9 @@
 //
 // Unless --nats-url is given, fleetbench runs its own NATS server in the
 // process, on a free loopback port with JetStream off; --server process runs
-// it as a child process instead. Workers and the raw
-// responder run in child processes: fleetbench starts itself again with the
-// hidden subcommands "worker" and "responder", and stops them when it ends.
+// it as a child process instead. Workers and the raw responder run in child
+// processes: fleetbench starts itself again with the hidden subcommands
+// "worker" and "responder", and stops them when it ends.
 // --json prints the results as JSON; otherwise they are printed as tables.
 package main
 
