@@ -167,8 +167,8 @@ func Join(ctx context.Context, js jetstream.JetStream, subjects bus.Subjects, id
 		return nil, fmt.Errorf("partition: watch partitions: %w", err)
 	}
 	t.wg.Add(4)
-	go t.watch(w)
-	go t.watchKeys(pw)
+	go t.follow(w, t.memberUpdate)
+	go t.follow(pw, t.keyUpdate)
 	go t.renew()
 	// The first round before Join returns: an orchestrator alone serves
 	// every partition by then.
@@ -275,7 +275,8 @@ func (t *Table) note(e jetstream.KeyValueEntry) {
 	t.view[e.Key()] = seen{at: time.Now(), leaving: m.Leaving}
 }
 
-func (t *Table) watch(w jetstream.KeyWatcher) {
+// follow hands every update of w to each, until the table stops.
+func (t *Table) follow(w jetstream.KeyWatcher, each func(jetstream.KeyValueEntry)) {
 	defer t.wg.Done()
 	defer w.Stop()
 	for {
@@ -286,56 +287,46 @@ func (t *Table) watch(w jetstream.KeyWatcher) {
 			if !ok {
 				return
 			}
-			if e == nil {
-				continue
-			}
-			t.mu.Lock()
-			_, known := t.view[e.Key()]
-			before := known && t.view[e.Key()].leaving
-			t.mu.Unlock()
-			t.note(e)
-			t.mu.Lock()
-			s, now := t.view[e.Key()]
-			t.mu.Unlock()
-			if known != now || now && s.leaving != before {
-				t.poke() // the set changed: a new table
+			if e != nil {
+				each(e)
 			}
 		}
 	}
 }
 
-// watchKeys mirrors the partitions bucket, and asks for a round whenever a
+// memberUpdate notes a member key's update, and asks for a round when the
+// set of members (or who is leaving) changed: a new table.
+func (t *Table) memberUpdate(e jetstream.KeyValueEntry) {
+	t.mu.Lock()
+	before, known := t.view[e.Key()]
+	t.mu.Unlock()
+	t.note(e)
+	t.mu.Lock()
+	after, now := t.view[e.Key()]
+	t.mu.Unlock()
+	if known != now || now && after.leaving != before.leaving {
+		t.poke()
+	}
+}
+
+// keyUpdate mirrors the partitions bucket, and asks for a round whenever a
 // partition is handed over (its key deleted), so that its next owner
 // claims it at once rather than at its next tick.
-func (t *Table) watchKeys(w jetstream.KeyWatcher) {
-	defer t.wg.Done()
-	defer w.Stop()
-	for {
-		select {
-		case <-t.stop:
-			return
-		case e, ok := <-w.Updates():
-			if !ok {
-				return
-			}
-			if e == nil {
-				continue
-			}
-			p, err := strconv.Atoi(e.Key())
-			if err != nil {
-				continue
-			}
-			t.mu.Lock()
-			if e.Operation() == jetstream.KeyValuePut {
-				t.keys[p] = keyEntry{owner: string(e.Value()), rev: e.Revision()}
-			} else {
-				delete(t.keys, p)
-			}
-			t.mu.Unlock()
-			if e.Operation() != jetstream.KeyValuePut {
-				t.poke()
-			}
-		}
+func (t *Table) keyUpdate(e jetstream.KeyValueEntry) {
+	p, err := strconv.Atoi(e.Key())
+	if err != nil {
+		return
+	}
+	put := e.Operation() == jetstream.KeyValuePut
+	t.mu.Lock()
+	if put {
+		t.keys[p] = keyEntry{owner: string(e.Value()), rev: e.Revision()}
+	} else {
+		delete(t.keys, p)
+	}
+	t.mu.Unlock()
+	if !put {
+		t.poke()
 	}
 }
 
