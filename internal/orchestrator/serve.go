@@ -16,8 +16,8 @@ import (
 )
 
 // Start connects the tool client, discovers the fleet and, when durable,
-// opens the streams; then it serves, or, with election, serves once it
-// holds the lead (a standby returns at once and takes over later).
+// opens the streams and joins the partition table; it returns serving (with
+// JetStream, the partitions the table gives it).
 func (o *Orchestrator) Start(ctx context.Context) error {
 	var err error
 	tc := o.cfg.Tools
@@ -87,11 +87,19 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 		o.in.Stop()
 		return fail(err)
 	}
-	o.table, err = partition.Join(ctx, o.durable.JetStream(), o.subjects, o.id, partition.Config{
+	table, err := partition.New(ctx, o.durable.JetStream(), o.subjects, o.id, partition.Config{
 		TTL: o.cfg.LeaseTTL, Replicas: dcfg.Replicas, Logger: o.log,
 		Acquire: o.acquirePartition, Release: o.releasePartition, Lost: o.leaseLost,
 	})
 	if err != nil {
+		o.in.Stop()
+		return fail(err)
+	}
+	// Set before the first claim: the input it lets in asks the table.
+	o.mu.Lock()
+	o.table = table
+	o.mu.Unlock()
+	if err := table.Join(ctx); err != nil {
 		o.in.Stop()
 		return fail(err)
 	}
@@ -110,8 +118,8 @@ func (o *Orchestrator) serve() error {
 func (o *Orchestrator) logServing() {
 	attrs := []any{"id", o.id, "prefix", o.subjects.Prefix, "durable", o.durable != nil,
 		"agents", slices.Sorted(maps.Keys(o.agents)), "tools", len(o.fleet.Tools()), "worker_services", o.fleet.Workers()}
-	if o.table != nil {
-		attrs = append(attrs, "partitions", len(o.table.Owned()), "orchestrators", len(o.table.Members()))
+	if t := o.partitions(); t != nil {
+		attrs = append(attrs, "partitions", len(t.Owned()), "orchestrators", len(t.Members()))
 	}
 	o.log.Info("orchestrator serving", attrs...)
 	if len(o.fleet.Tools()) == 0 {
@@ -278,13 +286,13 @@ func (o *Orchestrator) unserve() error {
 // is not past its shutdown grace.
 func (o *Orchestrator) leadErr() error {
 	o.mu.Lock()
-	stopping := o.stopping
+	stopping, t := o.stopping, o.table
 	o.mu.Unlock()
 	if stopping {
 		return errShutdown
 	}
-	if o.table != nil {
-		return o.table.Valid()
+	if t != nil {
+		return t.Valid()
 	}
 	return nil
 }
@@ -298,7 +306,16 @@ func (o *Orchestrator) LeaseErr() error { return o.leadErr() }
 // owns reports whether this orchestrator serves partition p now (always,
 // without JetStream).
 func (o *Orchestrator) owns(p int) bool {
-	return o.table == nil || o.table.Owns(p)
+	t := o.partitions()
+	return t == nil || t.Owns(p)
+}
+
+// partitions returns the partition table (nil without JetStream, or
+// before Start made it).
+func (o *Orchestrator) partitions() *partition.Table {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.table
 }
 
 var errShutdown = errors.New("the orchestrator is shutting down")
@@ -309,10 +326,11 @@ func (o *Orchestrator) ID() string { return o.id }
 // Partitions returns the partitions this orchestrator owns (none without
 // JetStream, where it serves every session).
 func (o *Orchestrator) Partitions() []int {
-	if o.table == nil {
+	t := o.partitions()
+	if t == nil {
 		return nil
 	}
-	return o.table.Owned()
+	return t.Owned()
 }
 
 func (o *Orchestrator) observePartitions() {
@@ -340,8 +358,8 @@ func (o *Orchestrator) close(ctx context.Context) error {
 	o.drain = ctx
 	o.mu.Unlock()
 	errs = append(errs, o.unserve())
-	if o.table != nil {
-		errs = append(errs, o.table.Leave())
+	if t := o.partitions(); t != nil {
+		errs = append(errs, t.Leave())
 	}
 	o.bg.Wait()
 	o.mu.Lock()

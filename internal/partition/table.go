@@ -81,6 +81,7 @@ type Table struct {
 	wg   sync.WaitGroup
 
 	mu        sync.Mutex
+	joined    bool
 	lease     lease
 	leaving   bool
 	view      map[string]seen  // live members as this one sees them
@@ -101,9 +102,11 @@ type seen struct {
 	leaving bool
 }
 
-// Join opens (or creates) the buckets of subjects' prefix, registers member
-// id, and begins claiming its share.
-func Join(ctx context.Context, js jetstream.JetStream, subjects bus.Subjects, id string, cfg Config) (*Table, error) {
+// New opens (or creates) the buckets of subjects' prefix for member id; Join
+// then registers it and begins claiming its share. The table exists before
+// it is joined, so that the callbacks, which Join's first round calls, may
+// use it.
+func New(ctx context.Context, js jetstream.JetStream, subjects bus.Subjects, id string, cfg Config) (*Table, error) {
 	if cfg.Count <= 0 {
 		cfg.Count = bus.Partitions
 	}
@@ -132,20 +135,31 @@ func Join(ctx context.Context, js jetstream.JetStream, subjects bus.Subjects, id
 		kick: make(chan struct{}, 1), stop: make(chan struct{}),
 		view: map[string]seen{}, keys: map[int]keyEntry{}, held: map[int]uint64{}, releasing: map[int]bool{},
 	}
+	return t, nil
+}
+
+// Join registers the member and begins claiming its share; it returns
+// after the first round, so that a member alone serves every partition by
+// then.
+func (t *Table) Join(ctx context.Context) error {
 	// Each step is tried again while a cluster that is starting, or has
 	// just lost a node, has no leader for the buckets.
-	err = bus.RetryJS(ctx, func(ctx context.Context) (err error) {
-		t.lease, err = t.register(ctx, false)
+	var l lease
+	err := bus.RetryJS(ctx, func(ctx context.Context) (err error) {
+		l, err = t.register(ctx, false)
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
+	t.mu.Lock()
+	t.lease = l
+	t.mu.Unlock()
 	var w, pw jetstream.KeyWatcher
 	err = bus.RetryJS(ctx, func(ctx context.Context) (err error) {
 		// The watchers live as long as the table (Leave stops them), not
 		// as long as ctx.
-		if w, err = members.WatchAll(context.Background()); err != nil {
+		if w, err = t.members.WatchAll(context.Background()); err != nil {
 			return err
 		}
 		// The members known now, so that the first round already counts
@@ -156,25 +170,26 @@ func Join(ctx context.Context, js jetstream.JetStream, subjects bus.Subjects, id
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("partition: watch members: %w", err)
+		return fmt.Errorf("partition: watch members: %w", err)
 	}
 	err = bus.RetryJS(ctx, func(ctx context.Context) (err error) {
-		pw, err = parts.WatchAll(context.Background())
+		pw, err = t.parts.WatchAll(context.Background())
 		return err
 	})
 	if err != nil {
 		w.Stop()
-		return nil, fmt.Errorf("partition: watch partitions: %w", err)
+		return fmt.Errorf("partition: watch partitions: %w", err)
 	}
+	t.mu.Lock()
+	t.joined = true
+	t.mu.Unlock()
 	t.wg.Add(4)
 	go t.follow(w, t.memberUpdate)
 	go t.follow(pw, t.keyUpdate)
 	go t.renew()
-	// The first round before Join returns: an orchestrator alone serves
-	// every partition by then.
 	t.round()
 	go t.reconcile()
-	return t, nil
+	return nil
 }
 
 // ID returns this member's id.
@@ -563,6 +578,11 @@ func (t *Table) Leave() error {
 	ctx, cancel := context.WithTimeout(context.Background(), t.cfg.TTL)
 	defer cancel()
 	t.mu.Lock()
+	if !t.joined {
+		t.leaving = true
+		t.mu.Unlock()
+		return nil
+	}
 	if t.leaving {
 		t.mu.Unlock()
 		return nil

@@ -74,13 +74,16 @@ func join(t *testing.T, srv *server.Server, s *serving, id string) (*partition.T
 	nc := bustest.MustConnect(t, srv)
 	js, _ := jetstream.New(nc)
 	subjects, _ := bus.NewSubjects("")
-	tb, err := partition.Join(context.Background(), js, subjects, id, s.member(id))
+	tb, err := partition.New(context.Background(), js, subjects, id, s.member(id))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.mu.Lock()
 	s.tables[id] = tb
 	s.mu.Unlock()
+	if err := tb.Join(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	return tb, nc
 }
 
