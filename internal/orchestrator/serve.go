@@ -284,7 +284,7 @@ func (o *Orchestrator) unserve() error {
 // leadErr returns nil while this orchestrator may write and acknowledge:
 // its lease holds (or it has no partitions to lease: no JetStream) and it
 // is not past its shutdown grace.
-func (o *Orchestrator) leadErr() error {
+func (o *Orchestrator) LeaseErr() error {
 	o.mu.Lock()
 	stopping, t := o.stopping, o.table
 	o.mu.Unlock()
@@ -296,12 +296,6 @@ func (o *Orchestrator) leadErr() error {
 	}
 	return nil
 }
-
-// LeaseErr returns nil while this orchestrator may write: its lease holds
-// (always, without JetStream) and it is not past its shutdown grace; an
-// error wrapping partition.ErrInDoubt while renewals go unanswered, or
-// partition.ErrLost.
-func (o *Orchestrator) LeaseErr() error { return o.leadErr() }
 
 // owns reports whether this orchestrator serves partition p now (always,
 // without JetStream).

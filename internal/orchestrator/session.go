@@ -216,7 +216,7 @@ func (s *session) fence() error {
 	if err := context.Cause(s.ctx); err != nil {
 		return err
 	}
-	return s.o.leadErr()
+	return s.o.LeaseErr()
 }
 
 // stored records an appended message: which run took each user message, and
@@ -268,7 +268,7 @@ func (s *session) answer(final *agentfleet.AssistantMessage) {
 	}
 	s.mu.Unlock()
 	s.o.pub.PublishOut(s.agent.profile.Name, s.name, final)
-	ack := s.o.leadErr() == nil
+	ack := s.o.LeaseErr() == nil
 	for _, in := range waiting {
 		in.Reply(final)
 		if ack {
@@ -282,7 +282,7 @@ func (s *session) answer(final *agentfleet.AssistantMessage) {
 // suspended and dropped from memory; if this orchestrator still serves, the
 // deliveries waiting on it come back later and find the session as stored.
 func (s *session) fenced(err error) error {
-	if errors.Is(err, history.ErrFenced) && s.o.leadErr() == nil && context.Cause(s.ctx) == nil {
+	if errors.Is(err, history.ErrFenced) && s.o.LeaseErr() == nil && context.Cause(s.ctx) == nil {
 		s.o.log.Warn("session written by another orchestrator: dropped to be loaded again", "agent", s.agent.profile.Name, "session", s.name, "err", err)
 		s.o.forget(s)
 		go s.suspend(err, retryLater)
@@ -433,7 +433,7 @@ func (s *session) handleLocked(in *bus.Inbound, scanned bool) {
 		if d.Replay {
 			o.pub.PublishOut(s.agent.profile.Name, s.name, final)
 		}
-		if o.leadErr() == nil {
+		if o.LeaseErr() == nil {
 			in.Done(true)
 		}
 	}

@@ -22,8 +22,8 @@ type ToolsReply struct {
 }
 
 // answerTools subscribes the agents' tool requests. Every orchestrator of
-// the prefix knows the same agents and fleet, so a standby answers as well
-// as the leader; the queue group has one of them answer.
+// the prefix knows the same agents and fleet, so any of them answers as
+// well as another; the queue group has one of them answer.
 func (o *Orchestrator) answerTools() (*nats.Subscription, error) {
 	sub, err := o.nc.QueueSubscribe(o.subjects.AgentToolsWildcard(), bus.QueueInput, func(m *nats.Msg) {
 		if m.Reply == "" {
