@@ -281,9 +281,10 @@ func (o *Orchestrator) unserve() error {
 	return nil
 }
 
-// leadErr returns nil while this orchestrator may write and acknowledge:
-// its lease holds (or it has no partitions to lease: no JetStream) and it
-// is not past its shutdown grace.
+// LeaseErr returns nil while this orchestrator may write and acknowledge:
+// its lease holds (always, without JetStream) and it is not past its
+// shutdown grace; an error wrapping partition.ErrInDoubt while renewals go
+// unanswered, or partition.ErrLost.
 func (o *Orchestrator) LeaseErr() error {
 	o.mu.Lock()
 	stopping, t := o.stopping, o.table
