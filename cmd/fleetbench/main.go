@@ -100,6 +100,7 @@ type Main struct {
 
 	logger   *slog.Logger
 	embedded *server.Server
+	jsDir    string // the embedded server's JetStream store, when it has one
 	server   *serverProc
 	url      string
 }
@@ -298,6 +299,10 @@ func (m *Main) Close() error {
 		m.embedded.Shutdown()
 		m.embedded.WaitForShutdown()
 		m.embedded = nil
+	}
+	if m.jsDir != "" {
+		os.RemoveAll(m.jsDir)
+		m.jsDir = ""
 	}
 	if m.server != nil {
 		err := m.server.stop()

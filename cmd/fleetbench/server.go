@@ -60,7 +60,17 @@ func (m *Main) startNATS(ctx context.Context) error {
 	case serverProcess:
 		return m.startServerProcess(ctx)
 	}
-	s, err := bus.RunEmbedded(bus.EmbeddedConfig{Listen: "127.0.0.1:0", NoJetStream: true})
+	cfg := bus.EmbeddedConfig{Listen: "127.0.0.1:0", NoJetStream: true}
+	if m.Command == cmdSessions && m.Sessions.Durable {
+		// The durable round stores input and history: JetStream on, in a
+		// directory of the run's own.
+		dir, err := os.MkdirTemp("", "fleetbench-js-")
+		if err != nil {
+			return err
+		}
+		m.jsDir, cfg.DataDir, cfg.NoJetStream = dir, dir, false
+	}
+	s, err := bus.RunEmbedded(cfg)
 	if err != nil {
 		return err
 	}

@@ -42,6 +42,10 @@ type SessionsConfig struct {
 	WorkerConcurrency int `json:"worker_concurrency"`
 	// Timeout bounds one run, as the driver waits for it.
 	Timeout time.Duration `json:"timeout_ns"`
+	// Durable runs the benchmark a second time, in the same run, with
+	// JetStream input and history on, so that the price of durability per
+	// run is a ratio of numbers measured side by side.
+	Durable bool `json:"durable"`
 }
 
 func (c *SessionsConfig) register(fs *flag.FlagSet) {
@@ -53,6 +57,7 @@ func (c *SessionsConfig) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.Workers, "workers", 1, "worker processes")
 	fs.IntVar(&c.WorkerConcurrency, "worker-concurrency", 256, "concurrency limit of every worker")
 	fs.DurationVar(&c.Timeout, "timeout", 2*time.Minute, "bound of one run, as the driver waits for its answer")
+	fs.BoolVar(&c.Durable, "durable", false, "run it again with JetStream input and history on (an embedded server with JetStream), and compare")
 }
 
 func (c *SessionsConfig) check() error {
@@ -110,6 +115,9 @@ type SessionsReport struct {
 	RSSPerSessionMarginal  float64  `json:"rss_per_session_marginal_bytes"`
 	SessionsHeld           int      `json:"sessions_held"`
 	Targets                []Target `json:"targets"`
+	// Durable is the same benchmark with JetStream input and history, run
+	// right after this one (--durable).
+	Durable *SessionsReport `json:"durable,omitempty"`
 }
 
 // Mem is a snapshot of the process's memory.
@@ -198,6 +206,20 @@ func (m *Main) runSessions(ctx context.Context) (_ report, err error) {
 		children = append(children, ch)
 		names = append(names, name)
 	}
+	rep, err := m.sessionsRound(ctx, children, names, false)
+	if err != nil || !c.Durable {
+		return rep, err
+	}
+	if rep.Durable, err = m.sessionsRound(ctx, children, names, true); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// sessionsRound runs the benchmark once on a new orchestrator, durable or
+// not, with the workers given.
+func (m *Main) sessionsRound(ctx context.Context, children []*child, names []string, durable bool) (_ *SessionsReport, err error) {
+	c := m.Sessions
 	onc, err := m.connect("fleetbench-orchestrator")
 	if err != nil {
 		return nil, err
@@ -210,7 +232,8 @@ func (m *Main) runSessions(ctx context.Context) (_ report, err error) {
 	defer dnc.Close()
 
 	orch, err := orchestrator.New(onc, orchestrator.Config{
-		Model: scriptedModel{calls: c.CallsPerTurn, turns: c.Turns},
+		Durable: durable,
+		Model:   scriptedModel{calls: c.CallsPerTurn, turns: c.Turns},
 		Profiles: []orchestrator.Profile{{
 			Name: sessionsAgent, Tools: []string{toolEcho}, Mode: "parallel", MaxTurns: c.Turns + 1,
 		}},
@@ -233,6 +256,7 @@ func (m *Main) runSessions(ctx context.Context) (_ report, err error) {
 	}
 
 	rep := &SessionsReport{Benchmark: cmdSessions, Machine: thisMachine(), Config: c}
+	rep.Config.Durable = durable
 	rep.Before = measureMem()
 	half := c.Sessions / 2
 	meter := cpuMeter{children}
@@ -251,7 +275,11 @@ func (m *Main) runSessions(ctx context.Context) (_ report, err error) {
 	self3, workers3 := meter.read()
 	rep.After = measureMem()
 	if m.ProfileDir != "" {
-		if err := writeHeapProfile(filepath.Join(m.ProfileDir, "fleetbench-sessions.heap.pprof")); err != nil {
+		name := "fleetbench-sessions.heap.pprof"
+		if durable {
+			name = "fleetbench-sessions-durable.heap.pprof"
+		}
+		if err := writeHeapProfile(filepath.Join(m.ProfileDir, name)); err != nil {
 			return nil, err
 		}
 	}
@@ -279,9 +307,11 @@ func (m *Main) runSessions(ctx context.Context) (_ report, err error) {
 		}
 		rep.BusyRefusals += st.Busy
 	}
-	rep.Targets = []Target{atMost("heap per idle session (KB)", rep.HeapPerSession/1000, 20, " KB")}
-	if c.Sessions >= 10_000 {
-		rep.Targets = append(rep.Targets, atLeast("sessions served on one orchestrator", float64(rep.SessionsHeld), 10_000, ""))
+	if !durable {
+		rep.Targets = []Target{atMost("heap per idle session (KB)", rep.HeapPerSession/1000, 20, " KB")}
+		if c.Sessions >= 10_000 {
+			rep.Targets = append(rep.Targets, atLeast("sessions served on one orchestrator", float64(rep.SessionsHeld), 10_000, ""))
+		}
 	}
 	return rep, nil
 }
@@ -390,7 +420,11 @@ func askOnce(nc *bus.Conn, session string, timeout time.Duration) error {
 
 func (r *SessionsReport) writeTables(w io.Writer) {
 	c := r.Config
-	fmt.Fprintf(w, "fleetbench sessions — %s\n", r.Machine)
+	mode := "in memory"
+	if c.Durable {
+		mode = "durable (JetStream input and history)"
+	}
+	fmt.Fprintf(w, "fleetbench sessions, %s — %s\n", mode, r.Machine)
 	conc := strconv.Itoa(c.Concurrency)
 	if c.Concurrency == 0 {
 		conc = "all"
@@ -415,6 +449,12 @@ func (r *SessionsReport) writeTables(w io.Writer) {
 	fmt.Fprintf(w, "per idle session (%d held): heap %.1f KB (marginal %.1f KB), RSS %.1f KB (marginal %.1f KB)\n",
 		r.SessionsHeld, r.HeapPerSession/1000, r.HeapPerSessionMarginal/1000, r.RSSPerSession/1000, r.RSSPerSessionMarginal/1000)
 	writeTargets(w, r.Targets)
+	if d := r.Durable; d != nil {
+		fmt.Fprintln(w, "\nThe same with JetStream input and history on (durable), right after:")
+		d.writeTables(w)
+		fmt.Fprintf(w, "\ndurable against in memory, same run: runs/s %.2f×, run p50 %.2f×, CPU per run of this process %.2f× (%.0f µs more a run)\n",
+			d.RunsPerSec/r.RunsPerSec, d.RunLatency.P50/r.RunLatency.P50, d.CPUPerRunSelf/r.CPUPerRunSelf, d.CPUPerRunSelf-r.CPUPerRunSelf)
+	}
 }
 
 func mb(b uint64) float64 { return float64(b) / 1e6 }

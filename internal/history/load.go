@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -45,19 +46,56 @@ type Loaded struct {
 	LastSeq uint64
 }
 
+// directRecords is how many records Load reads with direct gets (one
+// request each, no server state) before it reads the rest of a long
+// history with a consumer.
+const directRecords = 64
+
 // Load replays a session's records. A session never stored loads empty.
+// It leaves nothing on the server: the first records come from direct gets,
+// and the consumer that reads a long history's rest is deleted after it.
 func (s *Store) Load(ctx context.Context, agent, session string) (*Loaded, error) {
 	st := &Loaded{}
 	subject := s.subjects.History(agent, session)
+	seq := uint64(1)
+	for range directRecords {
+		m, err := s.str.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return st, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("history: load session %s: %w", session, err)
+		}
+		if m.Sequence < seq {
+			return nil, fmt.Errorf("history: load session %s: the stream answered sequence %d for the next record from %d", session, m.Sequence, seq)
+		}
+		seq = m.Sequence + 1
+		st.addRecord(m.Sequence, m.Header, m.Data)
+	}
+	if err := s.loadRest(ctx, st, subject, session, seq); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// loadRest reads a long history's records from sequence from on, with an
+// ordered consumer that it deletes when done.
+func (s *Store) loadRest(ctx context.Context, st *Loaded, subject, session string, from uint64) error {
 	cons, err := s.js.OrderedConsumer(ctx, s.stream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{subject}, DeliverPolicy: jetstream.DeliverAllPolicy,
+		FilterSubjects: []string{subject}, DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: from,
+		InactiveThreshold: 30 * time.Second, // if the delete below is lost
 	})
 	if err != nil {
-		return nil, fmt.Errorf("history: load session %s: %w", session, err)
+		return fmt.Errorf("history: load session %s: %w", session, err)
 	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s.js.DeleteConsumer(dctx, s.stream, cons.CachedInfo().Name)
+	}()
 	info, err := cons.Info(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("history: load session %s: %w", session, err)
+		return fmt.Errorf("history: load session %s: %w", session, err)
 	}
 	total := info.NumPending
 	wait := 5 * time.Second
@@ -67,7 +105,7 @@ func (s *Store) Load(ctx context.Context, agent, session string) (*Loaded, error
 	for got := uint64(0); got < total; {
 		batch, err := cons.Fetch(int(min(total-got, 512)), jetstream.FetchMaxWait(wait))
 		if err != nil {
-			return nil, fmt.Errorf("history: load session %s: %w", session, err)
+			return fmt.Errorf("history: load session %s: %w", session, err)
 		}
 		n := 0
 		for m := range batch.Messages() {
@@ -76,13 +114,13 @@ func (s *Store) Load(ctx context.Context, agent, session string) (*Loaded, error
 			st.add(m)
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
-			return nil, fmt.Errorf("history: load session %s: %w", session, err)
+			return fmt.Errorf("history: load session %s: %w", session, err)
 		}
 		if n == 0 {
-			return nil, fmt.Errorf("history: load session %s: %d of %d records arrived", session, got, total)
+			return fmt.Errorf("history: load session %s: %d of %d records arrived", session, got, total)
 		}
 	}
-	return st, nil
+	return nil
 }
 
 func (st *Loaded) add(m jetstream.Msg) {
@@ -91,14 +129,17 @@ func (st *Loaded) add(m jetstream.Msg) {
 		st.Skipped = append(st.Skipped, Skipped{Err: fmt.Errorf("record without metadata: %w", err)})
 		return
 	}
-	seq := meta.Sequence.Stream
+	st.addRecord(meta.Sequence.Stream, m.Headers(), m.Data())
+}
+
+func (st *Loaded) addRecord(seq uint64, h nats.Header, data []byte) {
 	st.LastSeq = seq
-	r, err := decode(seq, m.Headers().Get(HeaderRunID), m.Headers().Get(HeaderRecord), m.Data())
+	r, err := decode(seq, h.Get(HeaderRunID), h.Get(HeaderRecord), data)
 	if err != nil {
 		st.Skipped = append(st.Skipped, Skipped{Seq: seq, Err: err})
 		return
 	}
-	r.Writer = m.Headers().Get(HeaderWriter)
+	r.Writer = h.Get(HeaderWriter)
 	st.Records = append(st.Records, r)
 }
 

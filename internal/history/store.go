@@ -45,6 +45,7 @@ type Config struct {
 // Store is the history stream of one prefix.
 type Store struct {
 	js       jetstream.JetStream
+	str      jetstream.Stream // for direct gets
 	subjects bus.Subjects
 	stream   string
 	writer   string
@@ -61,7 +62,7 @@ func Open(ctx context.Context, js jetstream.JetStream, subjects bus.Subjects, wr
 		cfg.Duplicates = 2 * time.Minute
 	}
 	name := StreamName(subjects)
-	_, err := bus.EnsureStream(ctx, js, jetstream.StreamConfig{
+	str, err := bus.EnsureStream(ctx, js, jetstream.StreamConfig{
 		Name:        name,
 		Description: "agentfleet session histories",
 		Subjects:    []string{subjects.Prefix + ".history.>"},
@@ -74,7 +75,7 @@ func Open(ctx context.Context, js jetstream.JetStream, subjects bus.Subjects, wr
 	if err != nil {
 		return nil, fmt.Errorf("history stream %s: %w", name, err)
 	}
-	return &Store{js: js, subjects: subjects, stream: name, writer: writer}, nil
+	return &Store{js: js, str: str, subjects: subjects, stream: name, writer: writer}, nil
 }
 
 // ErrFenced is returned by a Writer whose session was appended to by someone

@@ -1,0 +1,58 @@
+package history_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/agentfleet/agentfleet"
+)
+
+// TestLoadLeavesNoConsumers loads sessions with short and long histories
+// (the long ones past the records read by direct gets): every record comes
+// back in order, from the sessions' own subjects, and no consumer is left
+// on the server, however many sessions were loaded.
+func TestLoadLeavesNoConsumers(t *testing.T) {
+	st, js, _ := open(t, "w")
+	ctx := context.Background()
+	sizes := map[string]int{"short": 3, "edge": 64, "long": 150}
+	for session, n := range sizes {
+		w := st.Writer("default", session, 0, nil)
+		for i := range n {
+			if _, err := w.Append(ctx, "run-"+session, &agentfleet.UserMessage{Role: agentfleet.RoleUser, Content: []agentfleet.Content{agentfleet.Text(fmt.Sprintf("%s %d", session, i))}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for range 3 {
+		for session, n := range sizes {
+			l, err := st.Load(ctx, "default", session)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(l.Records) != n {
+				t.Fatalf("session %s: %d records, want %d", session, len(l.Records), n)
+			}
+			for i, r := range l.Records {
+				u, ok := r.Message.(*agentfleet.UserMessage)
+				if !ok || agentfleet.JoinText(u.Content) != fmt.Sprintf("%s %d", session, i) {
+					t.Fatalf("session %s: record %d is %+v", session, i, r.Message)
+				}
+			}
+			if l.LastSeq != l.Records[n-1].Seq {
+				t.Errorf("session %s: LastSeq %d, last record %d", session, l.LastSeq, l.Records[n-1].Seq)
+			}
+		}
+	}
+	stream, err := js.Stream(ctx, "AGENT_HISTORY")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Consumers != 0 {
+		t.Errorf("%d consumers left on the history stream after the loads", info.State.Consumers)
+	}
+}
