@@ -47,6 +47,17 @@ func (g *gate) acquire(ctx context.Context) error {
 	}
 }
 
+// tryAcquire takes a slot if one is free and no call waits for one.
+func (g *gate) tryAcquire() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.waiting.Len() == 0 && g.free() {
+		g.running++
+		return true
+	}
+	return false
+}
+
 // release gives a slot back and admits the next call waiting.
 func (g *gate) release() {
 	g.mu.Lock()

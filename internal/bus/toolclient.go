@@ -17,13 +17,10 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// Headers set on call requests, for tracing and de-duplication by workers
-// and for operators reading traffic with `nats sub`.
-const (
-	HeaderCallID  = "Agentfleet-Call-Id"
-	HeaderAttempt = "Agentfleet-Attempt"
-	HeaderRunID   = "Agentfleet-Run-Id"
-)
+// HeaderRunID names the run of a history record (internal/history). Call
+// requests carry no headers: their body holds the call id, the attempt and
+// the run (see docs/PROTOCOL.md, "A call").
+const HeaderRunID = "Agentfleet-Run-Id"
 
 // ClientConfig configures a ToolClient; the zero value means the documented
 // defaults.
@@ -77,8 +74,14 @@ type ToolClient struct {
 	sub       *nats.Subscription
 	seq       atomic.Uint64
 
+	// mu guards calls, by the sequence number of their inbox; frames are
+	// put in a record only under it (see inflight).
 	mu    sync.Mutex
-	calls map[string]*inflight
+	calls map[uint64]*inflight
+
+	// toolSubjects caches the request subject of each tool.
+	toolSubjectsMu sync.RWMutex
+	toolSubjects   map[string]string
 
 	// gates bound the calls in flight per tool to the fleet's capacity;
 	// a tool has one only while it has a capacity, or calls in its gate.
@@ -88,11 +91,6 @@ type ToolClient struct {
 }
 
 var _ pipeline.Executor = (*ToolClient)(nil)
-
-type inflight struct {
-	frames chan delivery
-	done   chan struct{}
-}
 
 type delivery struct {
 	f           *Frame
@@ -129,7 +127,7 @@ func NewToolClient(nc *nats.Conn, cfg ClientConfig) (*ToolClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &ToolClient{nc: nc, cfg: cfg, subjects: subjects, inbox: nc.NewRespInbox() + ".", calls: make(map[string]*inflight), gates: map[string]*gate{}}
+	c := &ToolClient{nc: nc, cfg: cfg, subjects: subjects, inbox: nc.NewRespInbox() + ".", calls: make(map[uint64]*inflight), toolSubjects: map[string]string{}, gates: map[string]*gate{}}
 	c.sub, err = nc.Subscribe(c.inbox+"*", c.route)
 	if err != nil {
 		return nil, fmt.Errorf("tool client: subscribe: %w", err)
@@ -195,14 +193,13 @@ func (c *ToolClient) Close() error {
 	return c.closeErr
 }
 
-// route hands a frame to the call it belongs to.
+// route hands a frame to the call it belongs to. It never blocks (see
+// inflight.offer), so that one slow call cannot hold up the frames of the
+// others.
 func (c *ToolClient) route(m *nats.Msg) {
-	token := m.Subject[len(c.inbox):]
-	c.mu.Lock()
-	call := c.calls[token]
-	c.mu.Unlock()
-	if call == nil {
-		return // a late frame of a call that ended
+	seq, err := strconv.ParseUint(m.Subject[len(c.inbox):], 36, 64)
+	if err != nil {
+		return // not one of our inboxes
 	}
 	var d delivery
 	if len(m.Data) == 0 && m.Header.Get("Status") == "503" {
@@ -213,19 +210,47 @@ func (c *ToolClient) route(m *nats.Msg) {
 			d.worker = FrameWorker(m.Data)
 		}
 	}
-	if d.f != nil && (d.f.T == FrameHeartbeat || d.f.T == FrameProgress) {
-		// Progress and heartbeats must not stall the subscription; if the
-		// call is that far behind, dropping one is harmless.
-		select {
-		case call.frames <- d:
-		default:
-		}
-		return
+	c.mu.Lock()
+	if call := c.calls[seq]; call != nil { // else a late frame of a call that ended
+		call.offer(d)
 	}
-	select {
-	case call.frames <- d:
-	case <-call.done:
+	c.mu.Unlock()
+}
+
+// register gives call a new inbox and enters it in the routing table.
+func (c *ToolClient) register(call *inflight) {
+	call.seq = c.seq.Add(1)
+	var b [96]byte
+	call.reply = string(strconv.AppendUint(append(b[:0], c.inbox...), call.seq, 36))
+	c.mu.Lock()
+	c.calls[call.seq] = call
+	c.mu.Unlock()
+}
+
+// unregister takes call out of the routing table and drops the frames left
+// in it: no frame reaches it afterwards.
+func (c *ToolClient) unregister(call *inflight) {
+	c.mu.Lock()
+	delete(c.calls, call.seq)
+	c.mu.Unlock()
+	call.drain()
+}
+
+// toolSubject returns the request subject of tool name.
+func (c *ToolClient) toolSubject(name string) string {
+	c.toolSubjectsMu.RLock()
+	s, ok := c.toolSubjects[name]
+	c.toolSubjectsMu.RUnlock()
+	if ok {
+		return s
 	}
+	s = c.subjects.Tool(name)
+	c.toolSubjectsMu.Lock()
+	if len(c.toolSubjects) < 4096 { // tools of a fleet; bounded all the same
+		c.toolSubjects[name] = s
+	}
+	c.toolSubjectsMu.Unlock()
+	return s
 }
 
 // lostError is an attempt whose worker went silent, with that worker's
@@ -292,35 +317,42 @@ func (c *ToolClient) Execute(ctx context.Context, prep *pipeline.Prepared, progr
 }
 
 // execute makes one attempt, bounded by the call's timeout, sending it again
-// while workers refuse it as busy.
+// while workers refuse it as busy. The attempt has one record and one
+// timer, for the timeout, the watchdog and the busy backoff alike.
 func (c *ToolClient) execute(ctx context.Context, prep *pipeline.Prepared, attempt int, progress pipeline.ProgressFunc) (*agentfleet.ToolResult, error) {
+	var deadline time.Time // zero: no timeout
 	if prep.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, prep.Timeout, pipeline.ErrTimeout)
-		defer cancel()
+		deadline = time.Now().Add(prep.Timeout)
 	}
-	req := &CallRequest{
-		V: ProtocolVersion, ID: prep.Call.ID, Tool: prep.Call.Name, Args: prep.Args,
-		TimeoutMS: prep.Timeout.Milliseconds(), Attempt: attempt,
-		Agent: prep.Agent, Session: prep.Session, RunID: prep.RunID, Allowed: prep.Allowed,
-	}
-	data, err := EncodeRequest(req)
+	buf, err := encodeCall(prep, attempt)
 	if err != nil {
 		return nil, fmt.Errorf("Tool %s: arguments do not encode: %w", prep.Call.Name, err)
 	}
+	defer putBuffer(buf) // NATS copies what it sends
+	data := buf.Bytes()
 	// The slot is held through busy refusals and their backoff too: a
 	// refusal means the fleet is fuller than this client knows, and the
 	// calls behind this one would find it so as well.
 	if g := c.gate(prep.Call.Name); g != nil {
-		if err := g.acquire(ctx); err != nil {
-			_, _, limit := g.state()
-			return nil, &notSentError{c.ctxErr(ctx, prep, "", fmt.Sprintf("while waiting for one of the fleet's %d slots for the tool; the call never ran", limit))}
+		if err := c.acquire(ctx, g, deadline, prep); err != nil {
+			return nil, err
 		}
 		defer g.release()
 	}
+	call := newInflight()
+	handedOff := false
+	defer func() {
+		if !handedOff {
+			call.release()
+		}
+	}()
 	var nobody time.Time // when the first no-responders answer came
 	for busy := 0; ; busy++ {
-		res, again, err := c.attempt(ctx, prep, attempt, data, progress)
+		res, again, handed, err := c.attempt(ctx, call, deadline, prep, attempt, data, progress)
+		if handed {
+			handedOff = true
+			return res, err
+		}
 		if errors.Is(err, pipeline.ErrNoResponders) {
 			// Not delivered to anyone: safe to send again for any tool,
 			// while a worker may still come.
@@ -336,17 +368,43 @@ func (c *ToolClient) execute(ctx context.Context, prep *pipeline.Prepared, attem
 		if !again {
 			return res, err
 		}
-		t := time.NewTimer(c.busyWait(busy))
+		wakeup := time.Now().Add(c.busyWait(busy))
+		call.arm(deadline, wakeup)
+		var ended error // why the wait ended early: ErrTimeout, or ctx's
 		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			if err != nil { // no responders
-				return nil, &notSentError{fmt.Errorf("%w; waited %v for a worker, until %w", err, time.Since(nobody).Round(time.Millisecond), c.ctxErr(ctx, prep, "", "; the call never ran"))}
+		case <-call.timer.C:
+			if !deadline.IsZero() && !time.Now().Before(deadline) {
+				ended = pipeline.ErrTimeout
 			}
-			return nil, &notSentError{c.ctxErr(ctx, prep, "", fmt.Sprintf("while every worker was busy (%d refusals); the call never ran", busy+1))}
+		case <-ctx.Done():
+			call.timer.Stop()
+			ended = ctx.Err()
+		}
+		if ended != nil {
+			if err != nil { // no responders
+				return nil, &notSentError{fmt.Errorf("%w; waited %v for a worker, until %w", err, time.Since(nobody).Round(time.Millisecond), c.endErr(ctx, ended, prep, "", "; the call never ran"))}
+			}
+			return nil, &notSentError{c.endErr(ctx, ended, prep, "", fmt.Sprintf("while every worker was busy (%d refusals); the call never ran", busy+1))}
 		}
 	}
+}
+
+// acquire takes a slot of gate g for the call, waiting until its deadline
+// (if not zero) or the end of ctx.
+func (c *ToolClient) acquire(ctx context.Context, g *gate, deadline time.Time, prep *pipeline.Prepared) error {
+	if g.tryAcquire() {
+		return nil
+	}
+	if !deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadlineCause(ctx, deadline, pipeline.ErrTimeout)
+		defer cancel()
+	}
+	if err := g.acquire(ctx); err != nil {
+		_, _, limit := g.state()
+		return &notSentError{c.ctxErr(ctx, prep, "", fmt.Sprintf("while waiting for one of the fleet's %d slots for the tool; the call never ran", limit))}
+	}
+	return nil
 }
 
 // busyWait returns the wait before sending a call again after its
@@ -368,80 +426,82 @@ type notSentError struct{ err error }
 func (e *notSentError) Error() string { return e.err.Error() }
 func (e *notSentError) Unwrap() error { return e.err }
 
-// attempt sends one request and follows it to its end. again reports a busy
-// refusal.
-func (c *ToolClient) attempt(ctx context.Context, prep *pipeline.Prepared, attempt int, data []byte, progress pipeline.ProgressFunc) (res *agentfleet.ToolResult, again bool, err error) {
-	token := strconv.FormatUint(c.seq.Add(1), 36)
-	// Progress and heartbeats beyond the buffer are dropped rather than
-	// stall the subscription; final frames always get through.
-	call := &inflight{frames: make(chan delivery, 32), done: make(chan struct{})}
-	c.mu.Lock()
-	c.calls[token] = call
-	c.mu.Unlock()
-	handedOff := false
+// attempt sends one request and follows it to its end, with call's timer
+// armed for the earlier of deadline and the watchdog. again reports a busy
+// refusal; handedOff that call went to cancelLate, which releases it.
+func (c *ToolClient) attempt(ctx context.Context, call *inflight, deadline time.Time, prep *pipeline.Prepared, attempt int, data []byte, progress pipeline.ProgressFunc) (res *agentfleet.ToolResult, again, handedOff bool, err error) {
+	c.register(call)
 	defer func() {
 		if !handedOff {
-			c.forget(token, call)
+			c.unregister(call)
 		}
 	}()
-
-	msg := nats.NewMsg(c.subjects.Tool(prep.Call.Name))
-	msg.Reply = c.inbox + token
-	msg.Data = data
-	// The call id comes from the model: one line, bounded, in the header.
-	msg.Header.Set(HeaderCallID, HeaderValue(prep.Call.ID))
-	msg.Header.Set(HeaderAttempt, strconv.Itoa(attempt))
-	if prep.RunID != "" {
-		msg.Header.Set(HeaderRunID, HeaderValue(prep.RunID))
-	}
-	if err := c.nc.PublishMsg(msg); err != nil {
+	if err := c.nc.PublishRequest(c.toolSubject(prep.Call.Name), call.reply, data); err != nil {
 		if errors.Is(err, nats.ErrMaxPayload) {
-			return nil, false, fmt.Errorf("Tool %s: the call's arguments of %d bytes exceed the NATS max payload of %d bytes", prep.Call.Name, len(data), c.nc.MaxPayload())
+			return nil, false, false, fmt.Errorf("Tool %s: the call's arguments of %d bytes exceed the NATS max payload of %d bytes", prep.Call.Name, len(data), c.nc.MaxPayload())
 		}
-		return nil, false, fmt.Errorf("Tool %s: sending the call: %w", prep.Call.Name, err)
+		return nil, false, false, fmt.Errorf("Tool %s: sending the call: %w", prep.Call.Name, err)
 	}
 
 	var (
 		worker, cancelSubject string
 		window                = c.cfg.AckTimeout
+		last                  = time.Now() // the last frame, or the send
 	)
-	watchdog := time.NewTimer(window)
-	defer watchdog.Stop()
+	// The watchdog is not moved on every frame: when the timer fires, it
+	// is armed again for the window after the last frame, if one came.
+	call.arm(deadline, last.Add(window))
+	// ended ends the attempt for ctx or the deadline (cause), cancelling
+	// the call on its worker.
+	ended := func(cause error) error {
+		if cancelSubject == "" {
+			// The worker may have taken the call without its ack having
+			// reached us yet: wait for that ack elsewhere, so that the
+			// cancel still reaches the worker.
+			handedOff = true
+			go c.cancelLate(call, prep.Call.ID)
+		} else {
+			c.cancel(cancelSubject, prep.Call.ID, call.reply)
+		}
+		return c.endErr(ctx, cause, prep, worker, "")
+	}
 	for {
 		select {
 		case <-ctx.Done():
-			if cancelSubject == "" {
-				// The worker may have taken the call without its ack
-				// having reached us yet: wait for that ack elsewhere, so
-				// that the cancel still reaches the worker.
-				handedOff = true
-				go c.cancelLate(token, call, prep.Call.ID)
-			} else {
-				c.cancel(cancelSubject, prep.Call.ID, token)
+			call.timer.Stop()
+			err := ended(ctx.Err()) // before handedOff is read
+			return nil, false, handedOff, err
+		case <-call.timer.C:
+			now := time.Now()
+			if !deadline.IsZero() && !now.Before(deadline) {
+				err := ended(pipeline.ErrTimeout) // before handedOff is read
+				return nil, false, handedOff, err
 			}
-			return nil, false, c.ctxErr(ctx, prep, worker, "")
-		case <-watchdog.C:
-			c.cancel(cancelSubject, prep.Call.ID, token)
+			if now.Sub(last) < window {
+				call.arm(deadline, last.Add(window))
+				continue
+			}
+			c.cancel(cancelSubject, prep.Call.ID, call.reply)
 			c.observe(prep.Call.Name, "worker_lost", worker)
 			if worker == "" {
-				return nil, false, fmt.Errorf("Tool %s: %w: no worker took the call within %v", prep.Call.Name, pipeline.ErrWorkerLost, c.cfg.AckTimeout)
+				return nil, false, false, fmt.Errorf("Tool %s: %w: no worker took the call within %v", prep.Call.Name, pipeline.ErrWorkerLost, c.cfg.AckTimeout)
 			}
-			return nil, false, &lostError{worker: worker, err: fmt.Errorf("Tool %s: %w: worker %s sent nothing for %v (%d heartbeat intervals)", prep.Call.Name, pipeline.ErrWorkerLost, worker, window, c.cfg.HeartbeatMisses)}
+			return nil, false, false, &lostError{worker: worker, err: fmt.Errorf("Tool %s: %w: worker %s sent nothing for %v (%d heartbeat intervals)", prep.Call.Name, pipeline.ErrWorkerLost, worker, window, c.cfg.HeartbeatMisses)}
 		case d := <-call.frames:
 			switch {
 			case d.noResponder:
 				c.observe(prep.Call.Name, "no_responders", "")
-				return nil, false, fmt.Errorf("Tool %s: %w (no worker is subscribed to %s)", prep.Call.Name, pipeline.ErrNoResponders, c.subjects.Tool(prep.Call.Name))
+				return nil, false, false, fmt.Errorf("Tool %s: %w (no worker is subscribed to %s)", prep.Call.Name, pipeline.ErrNoResponders, c.toolSubject(prep.Call.Name))
 			case d.err != nil:
-				c.cancel(cancelSubject, prep.Call.ID, token)
+				c.cancel(cancelSubject, prep.Call.ID, call.reply)
 				c.observe(prep.Call.Name, "error", worker)
 				if worker == "" {
 					worker = d.worker
 				}
-				return nil, false, fmt.Errorf("Tool %s: worker %s sent a bad frame: %v", prep.Call.Name, orUnknown(worker), d.err)
+				return nil, false, false, fmt.Errorf("Tool %s: worker %s sent a bad frame: %v", prep.Call.Name, orUnknown(worker), d.err)
 			}
 			f := d.f
-			watchdog.Reset(window)
+			last = time.Now()
 			switch f.T {
 			case FrameAck:
 				worker, cancelSubject = f.Worker, f.Cancel
@@ -449,11 +509,11 @@ func (c *ToolClient) attempt(ctx context.Context, prep *pipeline.Prepared, attem
 				// nor switch loss detection off.
 				if w, ok := HeartbeatWindow(f.HeartbeatMS, c.cfg.HeartbeatMisses); ok {
 					window = w
-					watchdog.Reset(window)
 				}
+				call.arm(deadline, last.Add(window))
 			case FrameBusy:
 				c.observe(prep.Call.Name, "busy", f.Worker)
-				return nil, true, nil
+				return nil, true, false, nil
 			case FrameProgress:
 				progress(f.Partial)
 			case FrameHeartbeat:
@@ -463,51 +523,58 @@ func (c *ToolClient) attempt(ctx context.Context, prep *pipeline.Prepared, attem
 				r.Attempts = attempt
 				if f.IsError {
 					c.observe(prep.Call.Name, "error", r.Worker)
-					return nil, false, &pipeline.ResultError{Result: r}
+					return nil, false, false, &pipeline.ResultError{Result: r}
 				}
 				c.observe(prep.Call.Name, "ok", r.Worker)
-				return r, false, nil
+				return r, false, false, nil
 			case FrameError:
 				c.observe(prep.Call.Name, "error", orDefault(f.Worker, worker))
-				return nil, false, fmt.Errorf("%s (worker %s, code %s)", strings.TrimSpace(f.Error), orUnknown(orDefault(f.Worker, worker)), f.Code)
+				return nil, false, false, fmt.Errorf("%s (worker %s, code %s)", strings.TrimSpace(f.Error), orUnknown(orDefault(f.Worker, worker)), f.Code)
 			}
 		}
 	}
 }
 
+// endErr explains why an attempt ended before its worker was done: its
+// deadline (cause pipeline.ErrTimeout), or ctx.
+func (c *ToolClient) endErr(ctx context.Context, cause error, prep *pipeline.Prepared, worker, when string) error {
+	if cause == pipeline.ErrTimeout {
+		return c.timeoutErr(prep, worker, when)
+	}
+	return c.ctxErr(ctx, prep, worker, when)
+}
+
 // ctxErr explains why ctx ended: the call's timeout, or an abort.
 func (c *ToolClient) ctxErr(ctx context.Context, prep *pipeline.Prepared, worker, when string) error {
 	if errors.Is(context.Cause(ctx), pipeline.ErrTimeout) {
-		c.observe(prep.Call.Name, "timeout", worker)
-		where := ""
-		if worker != "" {
-			where = " on worker " + worker
-		}
-		if when != "" {
-			where += " " + when
-		}
-		return fmt.Errorf("Tool %s: %w after %v%s", prep.Call.Name, pipeline.ErrTimeout, prep.Timeout, where)
+		return c.timeoutErr(prep, worker, when)
 	}
 	c.observe(prep.Call.Name, "aborted", worker)
 	return ctx.Err()
 }
 
-func (c *ToolClient) forget(token string, call *inflight) {
-	close(call.done)
-	c.mu.Lock()
-	delete(c.calls, token)
-	c.mu.Unlock()
+// timeoutErr is the error of a call whose timeout ended.
+func (c *ToolClient) timeoutErr(prep *pipeline.Prepared, worker, when string) error {
+	c.observe(prep.Call.Name, "timeout", worker)
+	where := ""
+	if worker != "" {
+		where = " on worker " + worker
+	}
+	if when != "" {
+		where += " " + when
+	}
+	return fmt.Errorf("Tool %s: %w after %v%s", prep.Call.Name, pipeline.ErrTimeout, prep.Timeout, where)
 }
 
 // cancelLate waits up to AckTimeout for the ack of an abandoned call and
-// cancels the call on the worker that took it.
-func (c *ToolClient) cancelLate(token string, call *inflight, id string) {
-	defer c.forget(token, call)
-	t := time.NewTimer(c.cfg.AckTimeout)
-	defer t.Stop()
+// cancels the call on the worker that took it; then it releases call.
+func (c *ToolClient) cancelLate(call *inflight, id string) {
+	defer call.release()
+	defer c.unregister(call)
+	call.timer.Reset(c.cfg.AckTimeout)
 	for {
 		select {
-		case <-t.C:
+		case <-call.timer.C:
 			return
 		case d := <-call.frames:
 			if d.f == nil {
@@ -515,7 +582,7 @@ func (c *ToolClient) cancelLate(token string, call *inflight, id string) {
 			}
 			switch d.f.T {
 			case FrameAck:
-				c.cancel(d.f.Cancel, id, token)
+				c.cancel(d.f.Cancel, id, call.reply)
 				return
 			case FrameResult, FrameError, FrameBusy:
 				return
@@ -528,11 +595,11 @@ func (c *ToolClient) cancelLate(token string, call *inflight, id string) {
 // from the worker's ack: only a worker's cancel subject of this prefix
 // (<prefix>.worker.<id>.cancel) is used, so that a rogue responder cannot
 // make the orchestrator publish where it likes.
-func (c *ToolClient) cancel(subject, id, token string) {
+func (c *ToolClient) cancel(subject, id, inbox string) {
 	if !c.subjects.IsCancel(subject) {
 		return
 	}
-	b, _ := EncodeFrame(&Frame{T: FrameCancel, ID: id, Inbox: c.inbox + token})
+	b, _ := EncodeFrame(&Frame{T: FrameCancel, ID: id, Inbox: inbox})
 	_ = c.nc.Publish(subject, b)
 }
 

@@ -1,0 +1,70 @@
+package bus_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/pipeline"
+	"github.com/nats-io/nats.go"
+)
+
+// BenchmarkToolClientOnly measures the client's side of one call: the
+// worker is a bare subscription that answers every request with the same
+// encoded result frame, so that what it allocates (one delivered message)
+// is nearly constant, and the rest is the client's and the NATS server's.
+func BenchmarkToolClientOnly(b *testing.B) {
+	srv := bustest.MustRunNATS(b)
+	text := strings.Repeat("x", 200)
+	frame, err := bus.EncodeFrame(&bus.Frame{T: bus.FrameResult, ID: "c", Worker: "bench/1", Result: agentfleet.TextResult(text)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	wc := bustest.MustConnect(b, srv)
+	sub, err := wc.Subscribe("agent.tool.echo", func(m *nats.Msg) { _ = wc.Publish(m.Reply, frame) })
+	if err != nil {
+		b.Fatal(err)
+	}
+	_ = sub.SetPendingLimits(-1, -1)
+	c, err := bus.NewToolClient(bustest.MustConnect(b, srv), bus.ClientConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	args := map[string]any{"text": text}
+	tool := &agentfleet.Tool{ToolDef: agentfleet.ToolDef{Name: "echo"}}
+	var ids atomic.Uint64
+	call := func() {
+		prep := &pipeline.Prepared{
+			Tool: tool, Args: args, Timeout: pipeline.DefaultTimeout, Agent: "bench", Session: "s1", RunID: "r1",
+			Call: agentfleet.ToolCall{ID: "call_" + strconv.FormatUint(ids.Add(1), 36), Name: "echo", Arguments: args},
+		}
+		res, err := c.Execute(context.Background(), prep, func(any) {})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if got := agentfleet.JoinText(res.Content); got != text {
+			b.Fatalf("result = %q", got)
+		}
+	}
+	b.Run("sequential", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			call()
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetParallelism(32)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				call()
+			}
+		})
+	})
+}
