@@ -95,6 +95,10 @@ func events(t *testing.T, nc *nats.Conn, subject string) *nats.Subscription {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The server has the subscription before anything the test does next.
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	return sub
 }
 
@@ -208,9 +212,16 @@ func TestNodeWorker(t *testing.T) {
 		if err := w.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
-		m, err := left.NextMsg(10 * time.Second)
-		if err != nil || !strings.Contains(string(m.Data), `"left"`) {
-			t.Fatalf("no left notice (%v)", err)
+		// Presence beats may come first; the left notice follows them.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			m, err := left.NextMsg(time.Until(deadline))
+			if err != nil {
+				t.Fatalf("no left notice (%v)", err)
+			}
+			if strings.Contains(string(m.Data), `"left"`) {
+				break
+			}
 		}
 		if err := w.cmd.Wait(); err != nil {
 			t.Errorf("worker exit: %v, want status 0", err)
