@@ -1,16 +1,12 @@
 package bus_test
 
 import (
-	"context"
-	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
-	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/nats-io/nats.go"
 )
 
@@ -36,35 +32,5 @@ func BenchmarkToolClientOnly(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { c.Close() })
-	args := map[string]any{"text": text}
-	tool := &agentfleet.Tool{ToolDef: agentfleet.ToolDef{Name: "echo"}}
-	var ids atomic.Uint64
-	call := func() {
-		prep := &pipeline.Prepared{
-			Tool: tool, Args: args, Timeout: pipeline.DefaultTimeout, Agent: "bench", Session: "s1", RunID: "r1",
-			Call: agentfleet.ToolCall{ID: "call_" + strconv.FormatUint(ids.Add(1), 36), Name: "echo", Arguments: args},
-		}
-		res, err := c.Execute(context.Background(), prep, func(any) {})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if got := agentfleet.JoinText(res.Content); got != text {
-			b.Fatalf("result = %q", got)
-		}
-	}
-	b.Run("sequential", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			call()
-		}
-	})
-	b.Run("parallel", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetParallelism(32)
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				call()
-			}
-		})
-	})
+	benchEchoCalls(b, c, text)
 }

@@ -49,6 +49,12 @@ func startEchoFleet(b *testing.B) *bus.ToolClient {
 func BenchmarkToolClientExecute(b *testing.B) {
 	c := startEchoFleet(b)
 	text := strings.Repeat("x", 200)
+	benchEchoCalls(b, c, text)
+}
+
+// benchEchoCalls measures echo calls of text through c, one after another
+// and 32 at once per CPU.
+func benchEchoCalls(b *testing.B, c *bus.ToolClient, text string) {
 	args := map[string]any{"text": text}
 	tool := &agentfleet.Tool{ToolDef: agentfleet.ToolDef{Name: "echo"}}
 	var ids atomic.Uint64
