@@ -1,0 +1,202 @@
+package bus
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/agentfleet/agentfleet"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+)
+
+// AckDelay is how long a call may run before the worker acknowledges it. A
+// call that ends sooner sends its result alone, which saves a message on the
+// short calls that make up most of the traffic.
+const AckDelay = 20 * time.Millisecond
+
+// call is one call running on the worker. It runs in one goroutine, which
+// calls the tool and publishes the final frame; one timer sends the ack
+// after AckDelay, then the heartbeats, and cancels the call at the worker's
+// bound.
+type call struct {
+	s     *ToolServer
+	t     *agentfleet.Tool
+	req   *CallRequest
+	reply string
+	key   string // callKey(req.ID, reply)
+	start time.Time
+
+	ctx    callCtx
+	cancel context.CancelCauseFunc
+	timer  *time.Timer
+
+	// mu keeps the frames of the call in order, one at a time, and guards
+	// what follows.
+	mu    sync.Mutex
+	acked bool
+	done  bool      // the final frame is out or going: no frame after it
+	beat  time.Time // when the next ack or heartbeat is due
+	frame Frame     // scratch for the frames sent under mu
+	tc    agentfleet.Call
+}
+
+// newCall prepares a call; start it with go c.run().
+func (s *ToolServer) newCall(t *agentfleet.Tool, creq *CallRequest, reply string, start time.Time) *call {
+	c := &call{s: s, t: t, req: creq, reply: reply, key: callKey(creq.ID, reply), start: start}
+	// Always, so that a request without an allowed list reaches the tool
+	// as a caller allowed nothing: call_tool fails closed.
+	c.ctx.caller = Caller{Agent: creq.Agent, Session: creq.Session, RunID: creq.RunID, Allowed: creq.Allowed}
+	c.ctx.inner, c.cancel = context.WithCancelCause(context.Background())
+	if timeout := time.Duration(creq.TimeoutMS) * time.Millisecond; timeout > 0 {
+		// The orchestrator owns the deadline; the worker's bound is a
+		// backstop a little later, so it never outlives a call for long.
+		c.ctx.deadline = start.Add(timeout + timeout/10 + time.Second)
+	}
+	return c
+}
+
+// run runs the call, sends its final frame and releases its slot.
+func (c *call) run() {
+	s := c.s
+	defer s.wg.Done()
+	c.mu.Lock()
+	c.beat = time.Now().Add(AckDelay)
+	c.timer = time.AfterFunc(c.nextTick(c.beat), c.tick)
+	c.mu.Unlock()
+
+	res, err := c.invoke()
+
+	c.mu.Lock()
+	c.done = true // no ack or heartbeat after the final frame
+	c.mu.Unlock()
+	c.timer.Stop()
+	s.observe(c.t.Name, c.finish(res, err), time.Since(c.start))
+	c.cancel(nil)
+	s.mu.Lock()
+	if s.calls[c.key] == c {
+		delete(s.calls, c.key)
+	}
+	s.mu.Unlock()
+	s.inFlight.Add(-1)
+	<-s.slots
+}
+
+// nextTick returns how long from now the timer waits: until the next beat
+// or the bound, whichever comes first. Under mu.
+func (c *call) nextTick(beat time.Time) time.Duration {
+	next := beat
+	if d := c.ctx.deadline; !d.IsZero() && !c.ctx.expired.Load() && d.Before(next) {
+		next = d
+	}
+	return time.Until(next)
+}
+
+// tick is the call's timer: it cancels the call at the bound, and sends
+// the ack, then a heartbeat every interval, until the call is done.
+func (c *call) tick() {
+	c.mu.Lock()
+	if c.done {
+		c.mu.Unlock()
+		return
+	}
+	now := time.Now()
+	expire := false
+	if d := c.ctx.deadline; !d.IsZero() && !c.ctx.expired.Load() && !now.Before(d) {
+		c.ctx.expired.Store(true)
+		expire = true
+	}
+	if !now.Before(c.beat) {
+		f := &c.frame
+		if !c.acked {
+			c.acked = true
+			s := c.s
+			*f = Frame{T: FrameAck, ID: c.req.ID, Worker: s.name, Cancel: s.cancelSubject, HeartbeatMS: s.cfg.Heartbeat.Milliseconds()}
+		} else {
+			*f = Frame{T: FrameHeartbeat, ID: c.req.ID}
+		}
+		c.publish(f)
+		c.beat = now.Add(c.s.cfg.Heartbeat)
+	}
+	c.timer.Reset(c.nextTick(c.beat))
+	c.mu.Unlock()
+	if expire {
+		c.cancel(context.DeadlineExceeded)
+	}
+}
+
+// progress sends a progress frame; after the final frame, none.
+func (c *call) progress(partial any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.done {
+		c.frame = Frame{T: FrameProgress, ID: c.req.ID, Partial: partial}
+		c.publish(&c.frame)
+	}
+}
+
+// publish sends a frame that is not final. Under mu.
+func (c *call) publish(f *Frame) {
+	if err := publishFrame(c.s.nc, c.reply, f); err != nil {
+		c.logWarn("publish frame", "type", f.T, "err", err)
+	}
+}
+
+func (c *call) logWarn(msg string, args ...any) {
+	c.s.log.With("tool", c.t.Name, "tool_call_id", c.req.ID, "run_id", c.req.RunID, "session", c.req.Session).Warn(msg, args...)
+}
+
+// invoke runs the handler, turning a panic into an error.
+func (c *call) invoke() (res *agentfleet.ToolResult, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			res, err = nil, fmt.Errorf("Tool %s panicked: %v", c.t.Name, v)
+		}
+	}()
+	c.tc = agentfleet.Call{ID: c.req.ID, Name: c.req.Tool, Arguments: c.req.Args, Progress: c.progress}
+	return c.t.Handler.Call(&c.ctx, &c.tc)
+}
+
+// finish sends the final frame of the call, from the goroutine that ran
+// the handler, and returns the outcome.
+func (c *call) finish(res *agentfleet.ToolResult, err error) (outcome string) {
+	s, t := c.s, c.t
+	f := &Frame{T: FrameResult, ID: c.req.ID, Worker: s.name, Result: res}
+	outcome = "ok"
+	if err != nil {
+		outcome = "error"
+		msg := err.Error()
+		if cause := context.Cause(&c.ctx); cause != nil && c.ctx.Err() != nil {
+			outcome = "canceled"
+			msg = fmt.Sprintf("Tool %s stopped: %v", t.Name, cause)
+		}
+		f.Result, f.IsError = agentfleet.ErrorResult(msg), true
+	}
+	if f.Result == nil {
+		f.Result = &agentfleet.ToolResult{Content: []agentfleet.Content{}}
+	}
+	buf, err := encodeFrameBuf(f)
+	defer putFrameBuf(buf)
+	if err != nil {
+		s.sendError(c.reply, c.req.ID, CodeInternal, fmt.Sprintf("Tool %s: result does not encode: %v", t.Name, err))
+		return "error"
+	}
+	if max := s.nc.MaxPayload(); int64(buf.Len()) > max-1024 {
+		s.sendError(c.reply, c.req.ID, CodeTooLarge, fmt.Sprintf("Tool %s: result of %d bytes exceeds the NATS max payload of %d bytes", t.Name, buf.Len(), max))
+		return "too_large"
+	}
+	if f.IsError {
+		m := nats.NewMsg(c.reply)
+		m.Data = buf.Bytes()
+		m.Header.Set(micro.ErrorHeader, "tool error")
+		m.Header.Set(micro.ErrorCodeHeader, CodeInternal)
+		err = s.nc.PublishMsg(m)
+	} else {
+		err = s.nc.Publish(c.reply, buf.Bytes())
+	}
+	if err != nil {
+		c.logWarn("send result", "err", err)
+	}
+	return outcome
+}
