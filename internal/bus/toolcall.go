@@ -25,7 +25,7 @@ type call struct {
 	t     *agentfleet.Tool
 	req   *CallRequest
 	reply string
-	key   string // callKey(req.ID, reply)
+	key   callKey
 	start time.Time
 
 	ctx    callCtx
@@ -44,7 +44,7 @@ type call struct {
 
 // newCall prepares a call; start it with go c.run().
 func (s *ToolServer) newCall(t *agentfleet.Tool, creq *CallRequest, reply string, start time.Time) *call {
-	c := &call{s: s, t: t, req: creq, reply: reply, key: callKey(creq.ID, reply), start: start}
+	c := &call{s: s, t: t, req: creq, reply: reply, key: callKey{creq.ID, reply}, start: start}
 	// Always, so that a request without an allowed list reaches the tool
 	// as a caller allowed nothing: call_tool fails closed.
 	c.ctx.caller = Caller{Agent: creq.Agent, Session: creq.Session, RunID: creq.RunID, Allowed: creq.Allowed}
@@ -57,10 +57,9 @@ func (s *ToolServer) newCall(t *agentfleet.Tool, creq *CallRequest, reply string
 	return c
 }
 
-// run runs the call, sends its final frame and releases its slot.
+// run runs the call and sends its final frame.
 func (c *call) run() {
-	s := c.s
-	defer s.wg.Done()
+	defer c.end()
 	c.mu.Lock()
 	c.beat = time.Now().Add(AckDelay)
 	c.timer = time.AfterFunc(c.nextTick(c.beat), c.tick)
@@ -68,11 +67,24 @@ func (c *call) run() {
 
 	res, err := c.invoke()
 
+	c.stop()
+	c.s.observe(c.t.Name, c.finish(res, err), time.Since(c.start))
+}
+
+// stop ends the ack and the heartbeats: none after the final frame.
+func (c *call) stop() {
 	c.mu.Lock()
-	c.done = true // no ack or heartbeat after the final frame
+	c.done = true
 	c.mu.Unlock()
 	c.timer.Stop()
-	s.observe(c.t.Name, c.finish(res, err), time.Since(c.start))
+}
+
+// end releases what the call holds, also when the handler left its
+// goroutine by runtime.Goexit.
+func (c *call) end() {
+	s := c.s
+	defer s.wg.Done()
+	c.stop()
 	c.cancel(nil)
 	s.mu.Lock()
 	if s.calls[c.key] == c {
@@ -162,7 +174,10 @@ func (c *call) invoke() (res *agentfleet.ToolResult, err error) {
 // the handler, and returns the outcome.
 func (c *call) finish(res *agentfleet.ToolResult, err error) (outcome string) {
 	s, t := c.s, c.t
-	f := &Frame{T: FrameResult, ID: c.req.ID, Worker: s.name, Result: res}
+	// The timer and progress send nothing once the call is done: the
+	// scratch frame is this goroutine's.
+	f := &c.frame
+	*f = Frame{T: FrameResult, ID: c.req.ID, Worker: s.name, Result: res}
 	outcome = "ok"
 	if err != nil {
 		outcome = "error"

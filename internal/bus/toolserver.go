@@ -67,7 +67,7 @@ type ToolServer struct {
 	noReply, badCancel rateLog
 
 	mu    sync.Mutex
-	calls map[string]*call
+	calls map[callKey]*call
 	// draining is set by Drain and Stop: the calls that reach the handler
 	// from then on are refused. Under mu with wg.Add, so that no call joins
 	// wg once Drain waits on it.
@@ -124,7 +124,7 @@ func Serve(nc *nats.Conn, cfg ServerConfig) (*ToolServer, error) {
 	s := &ToolServer{
 		nc: nc, cfg: cfg, subjects: subjects, log: cfg.Logger,
 		slots: make(chan struct{}, cfg.Concurrency),
-		calls: make(map[string]*call),
+		calls: make(map[callKey]*call),
 	}
 	s.svc, err = micro.AddService(nc, micro.Config{
 		Name:        cfg.Name,
@@ -287,7 +287,7 @@ func (s *ToolServer) onCancel(m *nats.Msg) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if f.Inbox != "" {
-		if c := s.calls[callKey(f.ID, f.Inbox)]; c != nil {
+		if c := s.calls[callKey{f.ID, f.Inbox}]; c != nil {
 			c.cancel(ErrCanceledByOrchestrator)
 		}
 		return
@@ -356,7 +356,8 @@ func (s *ToolServer) handler(t *agentfleet.Tool) micro.Handler {
 	})
 }
 
-func callKey(id, inbox string) string { return id + "|" + inbox }
+// callKey names a call on the worker: its id and its reply inbox.
+type callKey struct{ id, inbox string }
 
 // HeaderBusy is set on busy refusals, to why the worker refused ("worker
 // busy", "worker draining"), for operators reading traffic.
