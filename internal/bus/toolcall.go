@@ -171,42 +171,33 @@ func (c *call) invoke() (res *agentfleet.ToolResult, err error) {
 }
 
 // finish sends the final frame of the call, from the goroutine that ran
-// the handler, and returns the outcome.
+// the handler, and returns the outcome. What is rare (a failed call, a
+// result that does not fit) is in functions of their own, which keeps this
+// frame small: a call's goroutine then runs an ordinary result within its
+// first stack, without growing it.
 func (c *call) finish(res *agentfleet.ToolResult, err error) (outcome string) {
-	s, t := c.s, c.t
+	s := c.s
 	// The timer and progress send nothing once the call is done: the
 	// scratch frame is this goroutine's.
 	f := &c.frame
-	*f = Frame{T: FrameResult, ID: c.req.ID, Worker: s.name, Result: res}
+	*f = Frame{}
+	f.T, f.ID, f.Worker, f.Result = FrameResult, c.req.ID, s.name, res
 	outcome = "ok"
 	if err != nil {
-		outcome = "error"
-		msg := err.Error()
-		if cause := context.Cause(&c.ctx); cause != nil && c.ctx.Err() != nil {
-			outcome = "canceled"
-			msg = fmt.Sprintf("Tool %s stopped: %v", t.Name, cause)
-		}
-		f.Result, f.IsError = agentfleet.ErrorResult(msg), true
-	}
-	if f.Result == nil {
-		f.Result = &agentfleet.ToolResult{Content: []agentfleet.Content{}}
+		outcome = c.failed(f, err)
+	} else if res == nil {
+		f.Result = emptyResult()
 	}
 	buf, err := encodeFrameBuf(f)
 	defer putFrameBuf(buf)
 	if err != nil {
-		s.sendError(c.reply, c.req.ID, CodeInternal, fmt.Sprintf("Tool %s: result does not encode: %v", t.Name, err))
-		return "error"
+		return c.unencodable(err)
 	}
 	if max := s.nc.MaxPayload(); int64(buf.Len()) > max-1024 {
-		s.sendError(c.reply, c.req.ID, CodeTooLarge, fmt.Sprintf("Tool %s: result of %d bytes exceeds the NATS max payload of %d bytes", t.Name, buf.Len(), max))
-		return "too_large"
+		return c.tooLarge(buf.Len(), max)
 	}
 	if f.IsError {
-		m := nats.NewMsg(c.reply)
-		m.Data = buf.Bytes()
-		m.Header.Set(micro.ErrorHeader, "tool error")
-		m.Header.Set(micro.ErrorCodeHeader, CodeInternal)
-		err = s.nc.PublishMsg(m)
+		err = c.publishFailed(buf.Bytes())
 	} else {
 		err = s.nc.Publish(c.reply, buf.Bytes())
 	}
@@ -214,4 +205,55 @@ func (c *call) finish(res *agentfleet.ToolResult, err error) (outcome string) {
 		c.logWarn("send result", "err", err)
 	}
 	return outcome
+}
+
+// failed makes f the result of a call that failed with err, and returns
+// the outcome: "canceled" when the call's context ended it, else "error".
+//
+//go:noinline
+func (c *call) failed(f *Frame, err error) (outcome string) {
+	outcome = "error"
+	msg := err.Error()
+	if cause := context.Cause(&c.ctx); cause != nil && c.ctx.Err() != nil {
+		outcome = "canceled"
+		msg = fmt.Sprintf("Tool %s stopped: %v", c.t.Name, cause)
+	}
+	f.Result, f.IsError = agentfleet.ErrorResult(msg), true
+	return outcome
+}
+
+// emptyResult is the result of a tool that returned none, and no error.
+//
+//go:noinline
+func emptyResult() *agentfleet.ToolResult {
+	return &agentfleet.ToolResult{Content: []agentfleet.Content{}}
+}
+
+// unencodable sends the error frame of a result that does not encode.
+//
+//go:noinline
+func (c *call) unencodable(err error) (outcome string) {
+	c.s.sendError(c.reply, c.req.ID, CodeInternal, fmt.Sprintf("Tool %s: result does not encode: %v", c.t.Name, err))
+	return "error"
+}
+
+// tooLarge sends the error frame of a result of n bytes, more than the
+// connection's max payload allows.
+//
+//go:noinline
+func (c *call) tooLarge(n int, max int64) (outcome string) {
+	c.s.sendError(c.reply, c.req.ID, CodeTooLarge, fmt.Sprintf("Tool %s: result of %d bytes exceeds the NATS max payload of %d bytes", c.t.Name, n, max))
+	return "too_large"
+}
+
+// publishFailed publishes the encoded result of a failed call, with the
+// micro error headers.
+//
+//go:noinline
+func (c *call) publishFailed(data []byte) error {
+	m := nats.NewMsg(c.reply)
+	m.Data = data
+	m.Header.Set(micro.ErrorHeader, "tool error")
+	m.Header.Set(micro.ErrorCodeHeader, CodeInternal)
+	return c.s.nc.PublishMsg(m)
 }

@@ -3,6 +3,7 @@ package bus_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -116,5 +117,43 @@ func TestCallBoundCancels(t *testing.T) {
 	}
 	if text := agentfleet.JoinText(final.Result.Content); !final.IsError || text != "Tool block stopped: context deadline exceeded" {
 		t.Errorf("result %q (is_error %v)", text, final.IsError)
+	}
+}
+
+// TestCallThatExitsFreesItsSlot runs a tool that leaves its goroutine by
+// runtime.Goexit on a worker of concurrency 1: it sends no final frame,
+// but gives its slot back, and the next call runs.
+func TestCallThatExitsFreesItsSlot(t *testing.T) {
+	srv := bustest.MustRunNATS(t)
+	exits := make(chan struct{}, 1)
+	tool := &agentfleet.Tool{
+		ToolDef: agentfleet.ToolDef{Name: "t"},
+		Handler: agentfleet.HandlerFunc(func(ctx context.Context, c *agentfleet.Call) (*agentfleet.ToolResult, error) {
+			if c.ID == "exit" {
+				exits <- struct{}{}
+				runtime.Goexit()
+			}
+			return agentfleet.TextResult("ran"), nil
+		}),
+	}
+	s, err := bus.Serve(bustest.MustConnect(t, srv), bus.ServerConfig{Tools: []*agentfleet.Tool{tool}, Concurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	nc := bustest.MustConnect(t, srv)
+	b, _ := bus.EncodeRequest(&bus.CallRequest{V: 1, ID: "exit", Tool: "t", Args: map[string]any{}})
+	if err := nc.PublishRequest("agent.tool.t", nc.NewRespInbox(), b); err != nil {
+		t.Fatal(err)
+	}
+	<-exits
+	for deadline := time.Now().Add(5 * time.Second); s.InFlight() != 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d calls in flight after the tool exited", s.InFlight())
+		}
+	}
+	_, final := callFrames(t, nc, &bus.CallRequest{V: 1, ID: "next", Tool: "t", Args: map[string]any{}})
+	if final.T != bus.FrameResult || agentfleet.JoinText(final.Result.Content) != "ran" {
+		t.Errorf("next call answered %q, want its result", final.T)
 	}
 }

@@ -59,8 +59,13 @@ type ToolServer struct {
 
 	cancelSub *nats.Subscription
 	slots     chan struct{}
-	inFlight  atomic.Int64
-	wg        sync.WaitGroup
+	// idle hands calls to runners waiting for one; stopped, closed once
+	// the server stopped, ends them (runner.go).
+	idle     chan *call
+	stopped  chan struct{}
+	stopOnce sync.Once
+	inFlight atomic.Int64
+	wg       sync.WaitGroup
 
 	// Messages the server drops without an answer, counted and warned
 	// about at most once a second: a flood of them must not flood the log.
@@ -124,6 +129,7 @@ func Serve(nc *nats.Conn, cfg ServerConfig) (*ToolServer, error) {
 	s := &ToolServer{
 		nc: nc, cfg: cfg, subjects: subjects, log: cfg.Logger,
 		slots: make(chan struct{}, cfg.Concurrency),
+		idle:  make(chan *call), stopped: make(chan struct{}),
 		calls: make(map[callKey]*call),
 	}
 	s.svc, err = micro.AddService(nc, micro.Config{
@@ -258,6 +264,7 @@ func (s *ToolServer) drain(ctx context.Context, force bool) error {
 			err = errors.Join(err, fmt.Errorf("tool server: drain: %w", ctx.Err()))
 		}
 	}
+	s.stopOnce.Do(func() { close(s.stopped) })
 	return errors.Join(err, s.cancelSub.Unsubscribe())
 }
 
@@ -352,7 +359,7 @@ func (s *ToolServer) handler(t *agentfleet.Tool) micro.Handler {
 		s.wg.Add(1)
 		s.mu.Unlock()
 		s.inFlight.Add(1)
-		go c.run()
+		s.start(c)
 	})
 }
 
