@@ -16,10 +16,10 @@ import (
 // short calls that make up most of the traffic.
 const AckDelay = 20 * time.Millisecond
 
-// call is one call running on the worker. It runs in one goroutine, which
-// calls the tool and publishes the final frame; one timer sends the ack
-// after AckDelay, then the heartbeats, and cancels the call at the worker's
-// bound.
+// call is one call running on the worker. It runs in one goroutine (a
+// runner, runner.go), which calls the tool and publishes the final frame,
+// under one context (callCtx); one timer sends the ack after AckDelay, then
+// the heartbeats, and cancels the call at the worker's bound.
 type call struct {
 	s     *ToolServer
 	t     *agentfleet.Tool
@@ -36,13 +36,13 @@ type call struct {
 	// what follows.
 	mu    sync.Mutex
 	acked bool
-	done  bool      // the final frame is out or going: no frame after it
-	beat  time.Time // when the next ack or heartbeat is due
-	frame Frame     // scratch for the frames sent under mu
-	tc    agentfleet.Call
+	done  bool            // the final frame is out or going: no frame after it
+	beat  time.Time       // when the next ack or heartbeat is due
+	frame Frame           // scratch for the frames sent under mu, then the final one
+	tc    agentfleet.Call // what the handler gets
 }
 
-// newCall prepares a call; start it with go c.run().
+// newCall prepares a call; s.start runs it.
 func (s *ToolServer) newCall(t *agentfleet.Tool, creq *CallRequest, reply string, start time.Time) *call {
 	c := &call{s: s, t: t, req: creq, reply: reply, key: callKey{creq.ID, reply}, start: start}
 	// Always, so that a request without an allowed list reaches the tool
