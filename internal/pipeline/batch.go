@@ -64,36 +64,48 @@ func (p *Pipeline) parallel(pctx *Context, calls []agentfleet.ToolCall) bool {
 func (p *Pipeline) runSequential(ctx context.Context, pctx *Context, assistant *agentfleet.AssistantMessage, calls []agentfleet.ToolCall) []*Outcome {
 	outs := make([]*Outcome, len(calls))
 	for i, call := range calls {
-		start := p.start(call)
+		st := p.start(call)
+		if p.cfg.Before != nil {
+			// The hook may take its time (or ask a person): the call has
+			// started for whoever watches.
+			st.announce()
+		}
 		if ctx.Err() != nil {
-			outs[i] = p.end(start, errorOutcome(call, Skipped, SkippedText))
+			outs[i] = p.end(st, errorOutcome(call, Skipped, SkippedText))
 			continue
 		}
 		prep, out := p.Prepare(ctx, pctx, assistant, call)
 		if out == nil {
+			prep.Sent = st.announce
 			out = p.Finalize(ctx, pctx, assistant, prep, p.Execute(ctx, prep))
 		}
-		outs[i] = p.end(start, out)
+		outs[i] = p.end(st, out)
 	}
 	return outs
 }
 
 // runParallel prepares the calls one by one, then executes the prepared ones
 // concurrently (at most MaxParallel at once) and finalizes each as it
-// completes; results keep the call order.
+// completes; results keep the call order. The batch's tool.start events
+// come first, in call order. A batch of one call runs as a sequential one
+// does, without a goroutine.
 func (p *Pipeline) runParallel(ctx context.Context, pctx *Context, assistant *agentfleet.AssistantMessage, calls []agentfleet.ToolCall) []*Outcome {
+	if len(calls) == 1 {
+		return p.runSequential(ctx, pctx, assistant, calls)
+	}
 	outs := make([]*Outcome, len(calls))
 	sem := make(chan struct{}, p.cfg.MaxParallel)
 	var wg sync.WaitGroup
 	for i, call := range calls {
-		start := p.start(call)
+		st := p.start(call)
+		st.announce()
 		if ctx.Err() != nil {
-			outs[i] = p.end(start, errorOutcome(call, Skipped, SkippedText))
+			outs[i] = p.end(st, errorOutcome(call, Skipped, SkippedText))
 			continue
 		}
 		prep, out := p.Prepare(ctx, pctx, assistant, call)
 		if out != nil {
-			outs[i] = p.end(start, out)
+			outs[i] = p.end(st, out)
 			continue
 		}
 		wg.Add(1)
@@ -103,25 +115,43 @@ func (p *Pipeline) runParallel(ctx context.Context, pctx *Context, assistant *ag
 			case sem <- struct{}{}:
 				defer func() { <-sem }()
 			case <-ctx.Done():
-				outs[i] = p.end(start, errorOutcome(call, Aborted, AbortedText))
+				outs[i] = p.end(st, errorOutcome(call, Aborted, AbortedText))
 				return
 			}
-			outs[i] = p.end(start, p.Finalize(ctx, pctx, assistant, prep, p.Execute(ctx, prep)))
+			outs[i] = p.end(st, p.Finalize(ctx, pctx, assistant, prep, p.Execute(ctx, prep)))
 		}()
 	}
 	wg.Wait()
 	return outs
 }
 
-func (p *Pipeline) start(call agentfleet.ToolCall) time.Time {
-	p.emit(&agentfleet.Event{
-		Type: agentfleet.EventToolStart, ToolCallID: call.ID, ToolName: call.Name, Arguments: call.Arguments,
-	})
-	return time.Now()
+// started is a call that has started: when, and its tool.start event,
+// published once, by announce, as soon as the call's request is on its
+// way, and at the latest before any other event of the call.
+type started struct {
+	p    *Pipeline
+	call agentfleet.ToolCall
+	at   time.Time
+	once sync.Once
 }
 
-func (p *Pipeline) end(start time.Time, out *Outcome) *Outcome {
-	out.Duration = time.Since(start)
+func (p *Pipeline) start(call agentfleet.ToolCall) *started {
+	return &started{p: p, call: call, at: time.Now()}
+}
+
+// announce publishes the call's tool.start, the first time only; a second
+// caller returns once the event is out.
+func (s *started) announce() { s.once.Do(s.emit) }
+
+func (s *started) emit() {
+	s.p.emit(&agentfleet.Event{
+		Type: agentfleet.EventToolStart, ToolCallID: s.call.ID, ToolName: s.call.Name, Arguments: s.call.Arguments,
+	})
+}
+
+func (p *Pipeline) end(st *started, out *Outcome) *Outcome {
+	st.announce()
+	out.Duration = time.Since(st.at)
 	if p.cfg.OnOutcome != nil {
 		p.cfg.OnOutcome(out)
 	}

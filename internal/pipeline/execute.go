@@ -28,12 +28,17 @@ func (p *Pipeline) Execute(ctx context.Context, prep *Prepared) (ex Executed) {
 	)
 	// Partial results that arrive after the call returned are dropped, so
 	// that no tool.update follows the call's tool.end.
+	sent := prep.Sent
+	if sent == nil {
+		sent = func() {}
+	}
 	progress := func(partial any) {
 		mu.Lock()
 		defer mu.Unlock()
 		if done {
 			return
 		}
+		sent() // tool.start comes first
 		p.emit(&agentfleet.Event{
 			Type: agentfleet.EventToolUpdate, ToolCallID: prep.Call.ID, ToolName: prep.Call.Name,
 			Arguments: prep.Args, Partial: partial,
@@ -53,11 +58,13 @@ func (p *Pipeline) Execute(ctx context.Context, prep *Prepared) (ex Executed) {
 	exec := p.cfg.Executor
 	if prep.Tool.Handler != nil {
 		exec = Local
+		sent() // nothing is sent: the call starts here
 	}
 	if exec == nil {
 		return Executed{Result: agentfleet.ErrorResult(fmt.Sprintf("Tool %s has no executor", prep.Call.Name)), IsError: true, Kind: Failed}
 	}
 	res, err := exec.Execute(ctx, prep, progress)
+	sent() // for executors that do not say when they sent the call
 	switch {
 	case err != nil && ctx.Err() != nil && !errors.Is(err, ErrTimeout):
 		return Executed{Result: agentfleet.ErrorResult(AbortedText), IsError: true, Kind: Aborted}
