@@ -2,7 +2,10 @@ package bus_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,6 +13,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
+	"github.com/agentfleet/agentfleet/internal/tools"
 )
 
 func prepared(name string, args map[string]any) *pipeline.Prepared {
@@ -56,16 +60,21 @@ func TestOversizedResultIsAnErrorResult(t *testing.T) {
 	}
 }
 
-// TestSentAfterPublish: the client says when the call is on its way, before
-// the worker's result comes back, and not for a call it could not send.
-func TestSentAfterPublish(t *testing.T) {
+// TestStartWhileTheWorkerRuns: through the real client, a call's tool.start
+// is published once its request is on its way, while the worker still runs
+// it; a call that could not be sent still has tool.start before tool.end.
+func TestStartWhileTheWorkerRuns(t *testing.T) {
 	srv := bustest.MustRunNATS(t)
-	release := make(chan struct{})
+	started := make(chan struct{}, 1)
 	hold := &agentfleet.Tool{
-		ToolDef: agentfleet.ToolDef{Name: "hold", Description: "waits to be released"},
+		ToolDef: agentfleet.ToolDef{Name: "hold", Description: "returns once its tool.start is out"},
 		Handler: agentfleet.HandlerFunc(func(ctx context.Context, c *agentfleet.Call) (*agentfleet.ToolResult, error) {
-			<-release
-			return agentfleet.TextResult("released"), nil
+			select {
+			case <-started:
+				return agentfleet.TextResult("started"), nil
+			case <-time.After(5 * time.Second): // the failure's bound, not a wait
+				return nil, errors.New("no tool.start while the call ran")
+			}
 		}),
 	}
 	w, err := bus.Serve(bustest.MustConnect(t, srv), bus.ServerConfig{Tools: []*agentfleet.Tool{hold}})
@@ -78,26 +87,37 @@ func TestSentAfterPublish(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	sent := make(chan struct{}, 4)
-	prep := prepared("hold", map[string]any{})
-	prep.Sent = func() { sent <- struct{}{} }
-	done := make(chan error, 1)
-	go func() {
-		_, err := c.Execute(context.Background(), prep, func(any) {})
-		done <- err
-	}()
-	<-sent // the call is out while the tool still holds it
-	close(release)
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	var mu sync.Mutex
+	var events []string
+	sink := agentfleet.EventSinkFunc(func(e *agentfleet.Event) {
+		mu.Lock()
+		events = append(events, string(e.Type))
+		mu.Unlock()
+		if e.Type == agentfleet.EventToolStart {
+			started <- struct{}{}
+		}
+	})
+	store := tools.NewStore("t")
+	store.MustRegister(&agentfleet.Tool{ToolDef: agentfleet.ToolDef{Name: "hold", Description: "d", InputSchema: json.RawMessage(`{"type":"object"}`)}})
+	p := pipeline.New(pipeline.Config{Executor: c, Sink: sink})
+	out := p.Run(context.Background(), &pipeline.Context{Tools: store}, nil, []agentfleet.ToolCall{{ID: "a", Name: "hold", Arguments: map[string]any{}}}).Outcomes[0]
+	if out.IsError || agentfleet.JoinText(out.Result.Content) != "started" {
+		t.Fatalf("outcome: %s", agentfleet.JoinText(out.Result.Content))
 	}
-	if n := len(sent); n != 0 {
-		t.Errorf("Sent called %d more times for one attempt", n)
+	mu.Lock()
+	if got, want := strings.Join(events, ","), "tool.start,tool.end"; got != want {
+		t.Errorf("events = %s, want %s", got, want)
 	}
+	events = nil
+	mu.Unlock()
 
-	big := prepared("hold", map[string]any{"blob": strings.Repeat("y", 2<<20)})
-	big.Sent = func() { t.Error("Sent called for a call that was never sent") }
-	if _, err := c.Execute(context.Background(), big, func(any) {}); err == nil {
-		t.Error("oversized arguments: no error")
+	out = p.Run(context.Background(), &pipeline.Context{Tools: store}, nil, []agentfleet.ToolCall{{ID: "b", Name: "hold", Arguments: map[string]any{"blob": strings.Repeat("y", 2<<20)}}}).Outcomes[0]
+	if !out.IsError || !strings.Contains(agentfleet.JoinText(out.Result.Content), "arguments of") {
+		t.Errorf("oversized arguments: %s", agentfleet.JoinText(out.Result.Content))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got, want := strings.Join(events, ","), "tool.start,tool.end"; got != want {
+		t.Errorf("events of a call never sent = %s, want %s", got, want)
 	}
 }

@@ -22,6 +22,10 @@ type Batch struct {
 	Terminate bool
 	// Parallel says the batch ran in parallel mode.
 	Parallel bool
+
+	// The slices of a batch of one call.
+	one        [1]*Outcome
+	oneMessage [1]*agentfleet.ToolResultMessage
 }
 
 // Run executes a batch of calls (spec executeToolCalls). It chooses parallel
@@ -30,12 +34,16 @@ type Batch struct {
 // after an abort, the calls not yet started get a "skipped" result.
 func (p *Pipeline) Run(ctx context.Context, pctx *Context, assistant *agentfleet.AssistantMessage, calls []agentfleet.ToolCall) *Batch {
 	b := &Batch{Parallel: p.parallel(pctx, calls)}
-	if b.Parallel {
-		b.Outcomes = p.runParallel(ctx, pctx, assistant, calls)
+	if len(calls) == 1 { // most batches: one allocation less for each slice
+		b.Outcomes, b.Messages = b.one[:], b.oneMessage[:]
 	} else {
-		b.Outcomes = p.runSequential(ctx, pctx, assistant, calls)
+		b.Outcomes, b.Messages = make([]*Outcome, len(calls)), make([]*agentfleet.ToolResultMessage, len(calls))
 	}
-	b.Messages = make([]*agentfleet.ToolResultMessage, len(b.Outcomes))
+	if b.Parallel {
+		p.runParallel(ctx, pctx, assistant, calls, b.Outcomes)
+	} else {
+		p.runSequential(ctx, pctx, assistant, calls, b.Outcomes)
+	}
 	b.Terminate = len(b.Outcomes) > 0
 	for i, o := range b.Outcomes {
 		b.Messages[i] = o.Message()
@@ -61,27 +69,28 @@ func (p *Pipeline) parallel(pctx *Context, calls []agentfleet.ToolCall) bool {
 	return true
 }
 
-func (p *Pipeline) runSequential(ctx context.Context, pctx *Context, assistant *agentfleet.AssistantMessage, calls []agentfleet.ToolCall) []*Outcome {
-	outs := make([]*Outcome, len(calls))
+func (p *Pipeline) runSequential(ctx context.Context, pctx *Context, assistant *agentfleet.AssistantMessage, calls []agentfleet.ToolCall, outs []*Outcome) {
 	for i, call := range calls {
-		st := p.start(call)
-		if p.cfg.Before != nil {
-			// The hook may take its time (or ask a person): the call has
-			// started for whoever watches.
-			st.announce()
+		at := time.Now()
+		// With a before-tool-call hook, which may take its time (or ask a
+		// person), the call has started for whoever watches.
+		early := p.cfg.Before != nil
+		if early {
+			p.emitStart(call)
 		}
 		if ctx.Err() != nil {
-			outs[i] = p.end(st, errorOutcome(call, Skipped, SkippedText))
+			outs[i] = p.end(at, !early, errorOutcome(call, Skipped, SkippedText))
 			continue
 		}
 		prep, out := p.Prepare(ctx, pctx, assistant, call)
-		if out == nil {
-			prep.Sent = st.announce
-			out = p.Finalize(ctx, pctx, assistant, prep, p.Execute(ctx, prep))
+		if out != nil {
+			outs[i] = p.end(at, !early, out)
+			continue
 		}
-		outs[i] = p.end(st, out)
+		prep.start.p, prep.start.out = p, early
+		out = p.Finalize(ctx, pctx, assistant, prep, p.Execute(ctx, prep))
+		outs[i] = p.end(at, false, out)
 	}
-	return outs
 }
 
 // runParallel prepares the calls one by one, then executes the prepared ones
@@ -89,23 +98,23 @@ func (p *Pipeline) runSequential(ctx context.Context, pctx *Context, assistant *
 // completes; results keep the call order. The batch's tool.start events
 // come first, in call order. A batch of one call runs as a sequential one
 // does, without a goroutine.
-func (p *Pipeline) runParallel(ctx context.Context, pctx *Context, assistant *agentfleet.AssistantMessage, calls []agentfleet.ToolCall) []*Outcome {
+func (p *Pipeline) runParallel(ctx context.Context, pctx *Context, assistant *agentfleet.AssistantMessage, calls []agentfleet.ToolCall, outs []*Outcome) {
 	if len(calls) == 1 {
-		return p.runSequential(ctx, pctx, assistant, calls)
+		p.runSequential(ctx, pctx, assistant, calls, outs)
+		return
 	}
-	outs := make([]*Outcome, len(calls))
 	sem := make(chan struct{}, p.cfg.MaxParallel)
 	var wg sync.WaitGroup
 	for i, call := range calls {
-		st := p.start(call)
-		st.announce()
+		at := time.Now()
+		p.emitStart(call)
 		if ctx.Err() != nil {
-			outs[i] = p.end(st, errorOutcome(call, Skipped, SkippedText))
+			outs[i] = p.end(at, false, errorOutcome(call, Skipped, SkippedText))
 			continue
 		}
 		prep, out := p.Prepare(ctx, pctx, assistant, call)
 		if out != nil {
-			outs[i] = p.end(st, out)
+			outs[i] = p.end(at, false, out)
 			continue
 		}
 		wg.Add(1)
@@ -115,43 +124,22 @@ func (p *Pipeline) runParallel(ctx context.Context, pctx *Context, assistant *ag
 			case sem <- struct{}{}:
 				defer func() { <-sem }()
 			case <-ctx.Done():
-				outs[i] = p.end(st, errorOutcome(call, Aborted, AbortedText))
+				outs[i] = p.end(at, false, errorOutcome(call, Aborted, AbortedText))
 				return
 			}
-			outs[i] = p.end(st, p.Finalize(ctx, pctx, assistant, prep, p.Execute(ctx, prep)))
+			outs[i] = p.end(at, false, p.Finalize(ctx, pctx, assistant, prep, p.Execute(ctx, prep)))
 		}()
 	}
 	wg.Wait()
-	return outs
 }
 
-// started is a call that has started: when, and its tool.start event,
-// published once, by announce, as soon as the call's request is on its
-// way, and at the latest before any other event of the call.
-type started struct {
-	p    *Pipeline
-	call agentfleet.ToolCall
-	at   time.Time
-	once sync.Once
-}
-
-func (p *Pipeline) start(call agentfleet.ToolCall) *started {
-	return &started{p: p, call: call, at: time.Now()}
-}
-
-// announce publishes the call's tool.start, the first time only; a second
-// caller returns once the event is out.
-func (s *started) announce() { s.once.Do(s.emit) }
-
-func (s *started) emit() {
-	s.p.emit(&agentfleet.Event{
-		Type: agentfleet.EventToolStart, ToolCallID: s.call.ID, ToolName: s.call.Name, Arguments: s.call.Arguments,
-	})
-}
-
-func (p *Pipeline) end(st *started, out *Outcome) *Outcome {
-	st.announce()
-	out.Duration = time.Since(st.at)
+// end publishes the call's tool.end, after its tool.start if start says
+// that is not out yet.
+func (p *Pipeline) end(at time.Time, start bool, out *Outcome) *Outcome {
+	if start {
+		p.emitStart(out.Call)
+	}
+	out.Duration = time.Since(at)
 	if p.cfg.OnOutcome != nil {
 		p.cfg.OnOutcome(out)
 	}

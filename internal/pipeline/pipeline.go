@@ -43,13 +43,8 @@ type Prepared struct {
 	// Allowed lists the tools the calling agent may use, for scripted
 	// tools, whose call_tool it bounds; nil for other tools.
 	Allowed []string
-	// Sent, when set, is called by an executor once the call's request is
-	// on its way to a worker (it may be called more than once): the
-	// pipeline publishes the call's tool.start then, while the worker
-	// runs the call, rather than before the request. An executor that
-	// never calls it loses nothing: tool.start still comes before the
-	// call's tool.update and tool.end events.
-	Sent func()
+	// start is the state of the call's tool.start event (start.go).
+	start started
 }
 
 // ProgressFunc receives the partial results of a running call.
