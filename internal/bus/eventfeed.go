@@ -159,10 +159,8 @@ func (f *EventFeed) Replay(ctx context.Context, filter string, from ReplayFrom, 
 			return nil
 		}
 	}
-	go func() {
-		<-ctx.Done()
-		stop()
-	}()
+	// Next does not take ctx: stopping the iterator ends its wait.
+	defer context.AfterFunc(ctx, stop)()
 	for {
 		m, err := it.Next()
 		if err != nil {
