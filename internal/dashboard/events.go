@@ -81,6 +81,7 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request) {
 		case <-c.gone:
 			// Too slow: the browser reconnects with Last-Event-ID and
 			// resumes from the stream.
+			h.cfg.Logger.Info("dashboard: a page fell behind by more than its buffer; its stream is closed for it to resume", "remote", r.RemoteAddr, "buffer", h.cfg.ClientBuffer)
 			return
 		case <-tick.C:
 			s.comment("keep-alive")

@@ -15,8 +15,7 @@ type hub struct {
 	// last is the stream sequence of the last event fanned out (or, before
 	// the first, the one before it): a page that joins gets every event
 	// after it from the hub, and replays up to it from the stream.
-	last    uint64
-	dropped uint64
+	last uint64
 }
 
 // client is one page's share of the hub.
@@ -61,15 +60,7 @@ func (h *hub) publish(e bus.FeedEvent) {
 		case c.ch <- e:
 		default:
 			delete(h.clients, c)
-			h.dropped++
 			c.once.Do(func() { close(c.gone) })
 		}
 	}
-}
-
-// pages returns the number of pages following, and how many were dropped.
-func (h *hub) pages() (n int, dropped uint64) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.clients), h.dropped
 }

@@ -8,7 +8,7 @@
 const params = new URLSearchParams(location.search);
 const MAX_TEXT = 100000;     // characters of streamed text kept per turn
 const MAX_UPDATES = 20;      // progress updates kept per tool call
-const MAX_ERRORS = 50;       // fleet-wide errors kept
+const MAX_ERRORS = 50;       // errors kept, fleet-wide and per run
 const FOLD = 160;            // characters of a value shown before it is folded
 
 const state = {
@@ -173,6 +173,7 @@ function ingest(ev) {
     }
     case 'error':
       run.errors.push(ev.message || 'error');
+      if (run.errors.length > MAX_ERRORS) run.errors.shift();
       break;
   }
   touchSession(run);
