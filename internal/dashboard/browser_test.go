@@ -40,7 +40,8 @@ func browser(t *testing.T) context.Context {
 		cancelTab()
 		cancelAlloc()
 	})
-	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+	// Do with no step starts the browser and opens the tab.
+	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("start %s: %v", path, err)
 	}
 	return ctx
@@ -76,7 +77,17 @@ func screenshot(t *testing.T, ctx context.Context, dir, name string) {
 // every frame, for up to timeout.
 func waitJS(t *testing.T, ctx context.Context, what, expr string, timeout time.Duration) {
 	t.Helper()
-	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(timeout))); err != nil {
+	deadline := time.Now().Add(timeout)
+	for {
+		_, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(time.Until(deadline))))
+		// A poll that began as the document changed (just after a
+		// navigation) loses its execution context: poll again in the new one.
+		if err != nil && strings.Contains(err.Error(), "Cannot find context with specified id") && time.Now().Before(deadline) {
+			continue
+		}
+		if err == nil {
+			return
+		}
 		dom, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('main').innerText.slice(0, 2000)`))
 		t.Fatalf("waiting for %s (%s): %v\nthe page shows:\n%s", what, expr, err, dom)
 	}
@@ -120,30 +131,30 @@ func TestDashboardInBrowser(t *testing.T) {
 	t.Run("replay", func(t *testing.T) {
 		waitJS(t, ctx, "the run from before the page", `document.querySelector('tr.session[data-session="before"][data-status="stop"]')`, 5*time.Second)
 		show(t, ctx, "before")
-		waitJS(t, ctx, "its tool call", `document.querySelector('#run .tool[data-tool="echo"][data-outcome="ok"] .bar')`, 5*time.Second)
+		waitJS(t, ctx, "its tool call", `document.querySelector('#run[data-session="before"] .tool[data-tool="echo"][data-outcome="ok"] .bar')`, 5*time.Second)
 	})
 
 	t.Run("live within 1s", func(t *testing.T) {
 		show(t, ctx, "live")
 		start := time.Now()
 		f.send(t, "live", "echo live from NATS")
-		waitJS(t, ctx, "the live run's tool call bar", `document.querySelector('#run .tool[data-tool="echo"][data-outcome="ok"] .bar')`, 5*time.Second)
+		waitJS(t, ctx, "the live run's tool call bar", `document.querySelector('#run[data-session="live"] .tool[data-tool="echo"][data-outcome="ok"] .bar')`, 5*time.Second)
 		elapsed := time.Since(start)
 		t.Logf("a run sent on NATS showed its finished tool call bar %v later", elapsed.Round(time.Millisecond))
 		if elapsed > time.Second {
 			t.Errorf("the run took %v to appear with its tool call, want within 1s", elapsed)
 		}
-		waitJS(t, ctx, "the run's end", `document.querySelector('#run[data-status="stop"]')`, 5*time.Second)
-		label := evalJS[string](t, ctx, `document.querySelector('#run .tool[data-tool="echo"] .tool-label').textContent`)
+		waitJS(t, ctx, "the run's end", `document.querySelector('#run[data-session="live"][data-status="stop"]')`, 5*time.Second)
+		label := evalJS[string](t, ctx, `document.querySelector('#run[data-session="live"] .tool[data-tool="echo"] .tool-label').textContent`)
 		for _, want := range []string{"echo", "ok", "ms", "worker toolworker/"} {
 			if !contains(label, want) {
 				t.Errorf("tool label %q lacks %q", label, want)
 			}
 		}
-		if text := evalJS[string](t, ctx, `document.querySelector('#run .turn .text').textContent`); text != "calling echo" {
+		if text := evalJS[string](t, ctx, `document.querySelector('#run[data-session="live"] .turn .text').textContent`); text != "calling echo" {
 			t.Errorf("the first turn's text = %q, want the streamed %q", text, "calling echo")
 		}
-		if tok := evalJS[string](t, ctx, `document.querySelector('#run .tokens').textContent`); !contains(tok, "50 tokens") {
+		if tok := evalJS[string](t, ctx, `document.querySelector('#run[data-session="live"] .tokens').textContent`); !contains(tok, "50 tokens") {
 			t.Errorf("tokens = %q, want the run's 50", tok)
 		}
 		screenshot(t, ctx, dir, "run.png")
@@ -152,21 +163,21 @@ func TestDashboardInBrowser(t *testing.T) {
 	t.Run("abort from the page", func(t *testing.T) {
 		show(t, ctx, "slow")
 		f.send(t, "slow", "sleep 30000")
-		waitJS(t, ctx, "the running sleep", `document.querySelector('#run[data-status="running"] .tool[data-tool="sleep"]') && document.querySelector('#abort-button')`, 10*time.Second)
-		waitJS(t, ctx, "its progress", `document.querySelector('#run .tool[data-tool="sleep"] .progress')`, 5*time.Second)
+		waitJS(t, ctx, "the running sleep", `document.querySelector('#run[data-session="slow"][data-status="running"] .tool[data-tool="sleep"]') && document.querySelector('#abort-button')`, 10*time.Second)
+		waitJS(t, ctx, "its progress", `document.querySelector('#run[data-session="slow"] .tool[data-tool="sleep"] .progress')`, 5*time.Second)
 		start := time.Now()
 		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#abort-button"))); err != nil {
 			t.Fatal(err)
 		}
-		waitJS(t, ctx, "the aborted run", `document.querySelector('#run[data-status="aborted"]')`, 10*time.Second)
+		waitJS(t, ctx, "the aborted run", `document.querySelector('#run[data-session="slow"][data-status="aborted"]')`, 10*time.Second)
 		t.Logf("aborted %v after the click", time.Since(start).Round(time.Millisecond))
-		if s := evalJS[string](t, ctx, `document.querySelector('#run .stop-reason').textContent`); s != "aborted" {
+		if s := evalJS[string](t, ctx, `document.querySelector('#run[data-session="slow"] .stop-reason').textContent`); s != "aborted" {
 			t.Errorf("stop reason shown = %q, want aborted", s)
 		}
-		if o := evalJS[string](t, ctx, `document.querySelector('#run .tool[data-tool="sleep"]').dataset.outcome`); o != "aborted" {
+		if o := evalJS[string](t, ctx, `document.querySelector('#run[data-session="slow"] .tool[data-tool="sleep"]').dataset.outcome`); o != "aborted" {
 			t.Errorf("the sleep call's outcome = %q, want aborted", o)
 		}
-		if n := evalJS[int](t, ctx, `document.querySelectorAll('#run .run-errors p').length`); n == 0 {
+		if n := evalJS[int](t, ctx, `document.querySelectorAll('#run[data-session="slow"] .run-errors p').length`); n == 0 {
 			t.Error("the aborted run shows no error first")
 		}
 	})
@@ -174,7 +185,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	t.Run("markup is text", func(t *testing.T) {
 		show(t, ctx, "xss")
 		f.send(t, "xss", "script")
-		waitJS(t, ctx, "the result", `document.querySelector('#run[data-status="stop"] .tool-result pre')`, 10*time.Second)
+		waitJS(t, ctx, "the result", `document.querySelector('#run[data-session="xss"][data-status="stop"] .tool-result pre')`, 10*time.Second)
 		var got struct {
 			Result string `json:"result"`
 			Text   string `json:"text"`
@@ -187,8 +198,8 @@ func TestDashboardInBrowser(t *testing.T) {
 			Nodes  int    `json:"nodes"`
 			Pwned  int    `json:"pwned"`
 		}](t, ctx, `({
-			result: document.querySelector('#run .tool-result pre').textContent,
-			text: [...document.querySelectorAll('#run .turn .text')].map((e) => e.textContent).join('|'),
+			result: document.querySelector('#run[data-session="xss"] .tool-result pre').textContent,
+			text: [...document.querySelectorAll('#run[data-session="xss"] .turn .text')].map((e) => e.textContent).join('|'),
 			nodes: document.querySelectorAll('main script, main img').length,
 			pwned: window.__pwned || 0,
 		})`)
@@ -203,13 +214,34 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("failures first", func(t *testing.T) {
+		show(t, ctx, "both")
+		f.send(t, "both", "both")
+		waitJS(t, ctx, "the run's end", `document.querySelector('#run[data-session="both"][data-status="stop"]')`, 10*time.Second)
+		if n := evalJS[int](t, ctx, `document.querySelectorAll('#run[data-session="both"] .tool').length`); n != 3 {
+			t.Errorf("the run shows %d tool calls, want 3", n)
+		}
+		first := evalJS[string](t, ctx, `document.querySelector('#run[data-session="both"] .run-errors p').textContent`)
+		if !contains(first, "fail (error)") || !contains(first, "the service behind this tool is down") {
+			t.Errorf("the first error shown = %q, want the failed call", first)
+		}
+		// The errors come before the timeline.
+		if !evalJS[bool](t, ctx, `!!(document.querySelector('#run[data-session="both"] .run-errors').compareDocumentPosition(document.querySelector('#run[data-session="both"] .turn')) & Node.DOCUMENT_POSITION_FOLLOWING)`) {
+			t.Error("the errors are not shown before the turns")
+		}
+		if !evalJS[bool](t, ctx, `document.querySelector('#run[data-session="both"] .tool[data-tool="fail"]').classList.contains('failed')`) {
+			t.Error("the failed call is not marked failed")
+		}
+		screenshot(t, ctx, dir, "dashboard.png")
+	})
+
 	t.Run("fleet", func(t *testing.T) {
 		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#tab-fleet"))); err != nil {
 			t.Fatal(err)
 		}
 		waitJS(t, ctx, "the worker", `document.querySelector('#fleet tr.worker')`, 10*time.Second)
 		row := evalJS[string](t, ctx, `document.querySelector('#fleet tr.worker').textContent`)
-		for _, want := range []string{"toolworker/", "echo, sleep", "/ 8"} {
+		for _, want := range []string{"toolworker/", "echo, fail, sleep", "/ 8"} {
 			if !contains(row, want) {
 				t.Errorf("worker row %q lacks %q", row, want)
 			}
@@ -218,9 +250,6 @@ func TestDashboardInBrowser(t *testing.T) {
 		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#tab-sessions"))); err != nil {
 			t.Fatal(err)
 		}
-		show(t, ctx, "live")
-		waitJS(t, ctx, "the live run", `document.querySelector('#run[data-status="stop"]')`, 5*time.Second)
-		screenshot(t, ctx, dir, "dashboard.png")
 	})
 }
 

@@ -110,7 +110,7 @@ func New(ctx context.Context, cfg Config) (*Handler, error) {
 		return nil, fmt.Errorf("dashboard: %w", err)
 	}
 	h.stop = stop
-	h.hub.last = last
+	h.hub.start(last)
 	h.mux = http.NewServeMux()
 	h.mux.HandleFunc("GET /api/events", h.serveEvents)
 	h.mux.HandleFunc("GET /api/fleet", h.serveFleet)

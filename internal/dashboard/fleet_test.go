@@ -39,6 +39,7 @@ const xssText = `<script>window.__pwned = 1</script><img src="x" onerror="window
 //	echo <text>   one echo call with the text, then "done: <text>"
 //	sleep <ms>    one sleep call, then "slept"
 //	script        one echo call whose result is xssText, then the same as text
+//	both          echo, sleep 400 ms and fail at once, then a summary
 //
 // and anything else with its own text. The text streams in deltas.
 func scriptedModel() loop.Model {
@@ -67,6 +68,13 @@ func scriptedModel() loop.Model {
 					{Type: agentfleet.ContentToolCall, ID: "call_" + verb, Name: tool, Arguments: b}}}, nil
 		}
 		switch verb {
+		case "both":
+			onDelta("three calls at once")
+			return &agentfleet.AssistantMessage{StopReason: agentfleet.StopReasonToolUse, Usage: usage,
+				Content: []agentfleet.Content{agentfleet.Text("three calls at once"),
+					{Type: agentfleet.ContentToolCall, ID: "call_both_1", Name: "echo", Arguments: json.RawMessage(`{"text":"hello"}`)},
+					{Type: agentfleet.ContentToolCall, ID: "call_both_2", Name: "sleep", Arguments: json.RawMessage(`{"ms":"400"}`)},
+					{Type: agentfleet.ContentToolCall, ID: "call_both_3", Name: "fail", Arguments: json.RawMessage(`{"why":"to show a failure"}`)}}}, nil
 		case "echo":
 			return call("echo", map[string]any{"text": rest})
 		case "sleep":
@@ -88,6 +96,9 @@ func testTools() []*agentfleet.Tool {
 		tool("echo", func(ctx context.Context, c *agentfleet.Call) (*agentfleet.ToolResult, error) {
 			text, _ := c.Arguments["text"].(string)
 			return agentfleet.TextResult(text), nil
+		}),
+		tool("fail", func(ctx context.Context, c *agentfleet.Call) (*agentfleet.ToolResult, error) {
+			return nil, errors.New("fail: the service behind this tool is down")
 		}),
 		tool("sleep", func(ctx context.Context, c *agentfleet.Call) (*agentfleet.ToolResult, error) {
 			var ms time.Duration

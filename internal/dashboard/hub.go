@@ -37,6 +37,14 @@ func (h *hub) join(size int) (*client, uint64) {
 	return c, h.last
 }
 
+// start records the sequence before the first event the feed delivers.
+// Events may already be fanned out by then: the hub keeps the greater.
+func (h *hub) start(last uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.last = max(h.last, last)
+}
+
 // leave removes a page.
 func (h *hub) leave(c *client) {
 	h.mu.Lock()

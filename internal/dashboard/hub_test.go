@@ -12,7 +12,7 @@ import (
 // replays up to is the last one handed out.
 func TestHubDropsASlowPage(t *testing.T) {
 	h := newHub()
-	h.last = 10
+	h.start(10)
 	slow, upTo := h.join(2)
 	if upTo != 10 {
 		t.Errorf("a page joining before any event replays up to %d, want 10", upTo)

@@ -344,6 +344,8 @@ function renderRun() {
     return;
   }
   box.dataset.runId = run.id;
+  box.dataset.agent = run.agent;
+  box.dataset.session = run.session;
   box.dataset.status = run.status;
   const head = el('div', { className: 'run-head' },
     el('h2', {}, run.agent + '/' + run.session),
