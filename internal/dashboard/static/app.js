@@ -406,7 +406,7 @@ function renderCall(c, t0, t1) {
     el('span', { className: 'outcome' }, c.outcome || 'running'),
     el('span', { className: 'duration' }, c.end ? msText(c.duration) : 'running'),
     c.worker && el('span', { className: 'worker' }, 'worker ' + c.worker),
-    c.attempt > 1 && el('span', { className: 'attempt' }, 'attempt ' + c.attempt)),
+    c.attempt > 0 && el('span', { className: 'attempt' }, 'attempt ' + c.attempt)),
   el('div', { className: 'track' }, bar));
   if (c.args !== undefined) div.append(fold('arguments', json(c.args), 'tool-args'));
   if (c.updates.length) div.append(el('div', { className: 'progress' }, 'progress: ' + shorten(json(c.updates[c.updates.length - 1]), FOLD)));
