@@ -24,6 +24,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/cli"
+	"github.com/agentfleet/agentfleet/internal/dashboard"
 	"github.com/agentfleet/agentfleet/internal/llm"
 	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/metrics"
@@ -63,11 +64,13 @@ type Main struct {
 	Streams       bus.DurableConfig
 	SessionIdle   time.Duration
 	HTTP          string
+	Dashboard     bool
 	Elect         bool
 	LeaseTTL      time.Duration
 	llmCfg        llm.Config
 	metrics       *metrics.Orchestrator
 	http          *metrics.Server
+	dash          *dashboard.Handler
 	Stderr        io.Writer
 
 	logger   *slog.Logger
@@ -88,7 +91,8 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.SetOutput(m.Stderr)
 	m.NATS.Register(fs, "")
 	m.Log.Register(fs)
-	fs.StringVar(&m.HTTP, "http", "127.0.0.1:8080", `address of /metrics, /healthz and /readyz ("" turns it off)`)
+	fs.StringVar(&m.HTTP, "http", "127.0.0.1:8080", `address of the dashboard (/), /metrics, /healthz and /readyz ("" turns it off)`)
+	fs.BoolVar(&m.Dashboard, "dashboard", true, "serve the browser dashboard at / of --http")
 	fs.StringVar(&m.Listen, "listen", "127.0.0.1:4222", "address of the embedded NATS server (when --nats-url is not given)")
 	fs.StringVar(&m.DataDir, "data-dir", "./data", "JetStream data directory of the embedded NATS server")
 	fs.StringVar(&m.NATSConfig, "nats-config", "", "nats-server configuration file for the embedded server (users, permissions, TLS)")
@@ -236,7 +240,10 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	m.metrics.SetSessions(m.orch.Sessions)
-	return m.orch.Start(ctx)
+	if err := m.orch.Start(ctx); err != nil {
+		return err
+	}
+	return m.startDashboard(ctx)
 }
 
 // ready says why the orchestrator does not serve yet, for /readyz: NATS
@@ -380,6 +387,10 @@ func sigName(sig os.Signal) string {
 // by the server before they close) and stops the embedded server.
 func (m *Main) Close() error {
 	var errs []error
+	// First: its event streams would hold the HTTP shutdown.
+	if m.dash != nil {
+		errs = append(errs, m.dash.Close())
+	}
 	if m.orch != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), m.ShutdownWait)
 		errs = append(errs, m.orch.Close(ctx))

@@ -143,6 +143,9 @@ func Serve(nc *nats.Conn, cfg ServerConfig) (*ToolServer, error) {
 			MetaConcurrency: fmt.Sprint(cfg.Concurrency),
 			MetaBeat:        fmt.Sprint(cfg.Beat.Milliseconds()),
 		},
+		// $SRV.STATS carries the worker's calls in flight (over all its
+		// tools) in each endpoint's data, for dashboards.
+		StatsHandler: func(*micro.Endpoint) any { return WorkerLoad{InFlight: s.InFlight()} },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("tool server: %w", err)

@@ -28,6 +28,7 @@ import (
 type Server struct {
 	ln    net.Listener
 	srv   *http.Server
+	mux   *http.ServeMux
 	ready func() error
 
 	serveErr chan error // the error of Serve, once it returns
@@ -54,8 +55,8 @@ func Listen(addr, flag string, g prometheus.Gatherer, ready func() error) (*Serv
 	if err != nil {
 		return nil, listenError(flag, addr, err)
 	}
-	s := &Server{ln: ln, ready: ready, serveErr: make(chan error, 1)}
 	mux := http.NewServeMux()
+	s := &Server{ln: ln, mux: mux, ready: ready, serveErr: make(chan error, 1)}
 	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{
 		// A collector that fails costs its own metrics, not the scrape.
 		ErrorHandling:     promhttp.ContinueOnError,
@@ -107,6 +108,18 @@ func writeText(w http.ResponseWriter, code int, text string) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
 	fmt.Fprintln(w, text)
+}
+
+// Handle serves h at pattern beside the operational endpoints, as
+// http.ServeMux.Handle does (it panics on a pattern that conflicts with
+// theirs). It may be called while the server serves, so that a handler
+// that needs what the process sets up after binding (the dashboard needs
+// NATS) joins the listener bound first. A nil Server ignores it.
+func (s *Server) Handle(pattern string, h http.Handler) {
+	if s == nil {
+		return
+	}
+	s.mux.Handle(pattern, h)
 }
 
 // Addr returns the address the server listens on, with the port chosen
