@@ -21,6 +21,11 @@ func (m *Main) startDashboard(ctx context.Context) error {
 	}
 	m.dash, err = dashboard.Open(ctx, m.nc, subjects, dashboard.Options{Config: dashboard.Config{Logger: m.logger}})
 	if err != nil {
+		if ctx.Err() != nil {
+			// A signal came while the dashboard started: the orchestrator
+			// stops as it would have a moment later, without one.
+			return nil
+		}
 		return fmt.Errorf("--dashboard: %w", err)
 	}
 	m.http.Handle("/", m.dash)
