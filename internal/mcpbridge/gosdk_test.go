@@ -1,0 +1,150 @@
+package mcpbridge_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/mcpbridge"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// childEnv makes the test binary an MCP server on stdio with one tool,
+// pid, that returns its process id.
+const childEnv = "MCPBRIDGE_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "1" {
+		s := mcp.NewServer(&mcp.Implementation{Name: "pid-server", Version: "1"}, nil)
+		s.AddTool(&mcp.Tool{Name: "pid", InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strconv.Itoa(os.Getpid())}}}, nil
+			})
+		if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+var rawObject = json.RawMessage(`{"type":"object"}`)
+
+// TestListChangedAndCancel serves an MCP server written with the Go SDK
+// over streamable HTTP: tools it adds and removes appear and vanish on
+// the fleet without a restart, a tool whose name is no fleet name is left
+// out with a log line that names it, and a fleet call canceled by its
+// caller cancels the MCP request on the server.
+func TestListChangedAndCancel(t *testing.T) {
+	canceled := make(chan error, 1)
+	started := make(chan struct{}, 1)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "test-server", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "block", InputSchema: rawObject}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		canceled <- ctx.Err()
+		return nil, ctx.Err()
+	})
+	srv.AddTool(&mcp.Tool{Name: "a.b", InputSchema: rawObject}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{}, nil
+	})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(hs.Close)
+
+	f := newFleet(t)
+	logs := &logBuffer{}
+	b := f.start(t, mcpbridge.Config{Spec: mcpbridge.Spec{Name: "gosdk", URL: hs.URL, Prefix: "g_"}, Logger: logs.logger()})
+	if got := b.Served(); len(got) != 1 || got[0] != "g_block" {
+		t.Fatalf("served %v, want [g_block]", got)
+	}
+	mustContain(t, "log", logs.String(), `MCP tool \"a.b\": tool name \"g_a.b\" may hold only letters, digits, '-' and '_'`)
+
+	srv.AddTool(&mcp.Tool{Name: "extra", Description: "added later", InputSchema: rawObject}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "extra ran"}}}, nil
+	})
+	bustest.Eventually(t, "g_extra served", func() bool { return contains(b.Served(), "g_extra") })
+	bustest.Eventually(t, "g_extra callable", func() bool {
+		res, err := f.call(context.Background(), "g_extra", nil, nil)
+		return err == nil && text(t, res, err) == "extra ran"
+	})
+	srv.RemoveTools("extra")
+	bustest.Eventually(t, "g_extra gone", func() bool { return !contains(b.Served(), "g_extra") })
+
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := f.call(ctx, "g_block", nil, nil)
+		errc <- err
+	}()
+	<-started
+	cancel()
+	select {
+	case err := <-canceled:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("server handler ended with %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the MCP server's handler was not canceled")
+	}
+	if err := <-errc; err == nil {
+		t.Error("canceled call succeeded")
+	}
+}
+
+// TestStdioRestart kills a stdio MCP server: the bridge says so in the
+// log and in the calls' errors, and starts the server again.
+func TestStdioRestart(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(childEnv, "1")
+	f := newFleet(t)
+	logs := &logBuffer{}
+	b := f.start(t, mcpbridge.Config{Spec: mcpbridge.Spec{Name: "child", Command: []string{exe}},
+		Logger: logs.logger(), MinBackoff: 300 * time.Millisecond, MaxBackoff: time.Second})
+	first := f.text(t, "pid", nil)
+	pid, err := strconv.Atoi(first)
+	if err != nil {
+		t.Fatalf("pid = %q", first)
+	}
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	bustest.Eventually(t, "the bridge to notice that the server died", func() bool { return !b.Connected() })
+	_, err = f.call(context.Background(), "pid", nil, nil)
+	if err == nil {
+		t.Fatal("pid succeeded while the server was down")
+	}
+	mustContain(t, "error while down", err.Error(), "MCP server child is not connected")
+	bustest.Eventually(t, "the server started again", b.Connected)
+	if second := f.text(t, "pid", nil); second == first {
+		t.Errorf("pid after restart = %s, the same process", second)
+	}
+	mustContain(t, "log", logs.String(), "MCP server went away; reconnecting")
+	mustContain(t, "log", logs.String(), "MCP server reconnected")
+}
+
+// TestStartFails: a command that does not exist fails the start with an
+// error that names the server and the command.
+func TestStartFails(t *testing.T) {
+	f := newFleet(t)
+	_, err := mcpbridge.Start(context.Background(), f.nc, mcpbridge.Config{Spec: mcpbridge.Spec{Name: "nope", Command: []string{"/nonexistent/mcp-server"}}, Logger: quiet()})
+	if err == nil {
+		t.Fatal("start succeeded")
+	}
+	mustContain(t, "error", err.Error(), `mcp server nope: start ["/nonexistent/mcp-server"]`)
+}
