@@ -46,7 +46,9 @@ type Server struct {
 //
 // (errors.Is(err, syscall.EADDRINUSE) holds for that one). An empty addr
 // turns the listener off: Listen returns a nil *Server and no error.
-func Listen(addr, flag string, g prometheus.Gatherer, ready func() error) (*Server, error) {
+//
+// Options mount more handlers on the same listener (see Handle).
+func Listen(addr, flag string, g prometheus.Gatherer, ready func() error, opts ...Option) (*Server, error) {
 	if addr == "" {
 		return nil, nil
 	}
@@ -65,6 +67,9 @@ func Listen(addr, flag string, g prometheus.Gatherer, ready func() error) (*Serv
 		writeText(w, http.StatusOK, "ok")
 	})
 	mux.HandleFunc("GET /readyz", s.serveReady)
+	for _, o := range opts {
+		o(mux)
+	}
 	s.srv = &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -72,6 +77,15 @@ func Listen(addr, flag string, g prometheus.Gatherer, ready func() error) (*Serv
 	}
 	go func() { s.serveErr <- s.srv.Serve(ln) }()
 	return s, nil
+}
+
+// Option changes what Listen serves.
+type Option func(mux *http.ServeMux)
+
+// Handle mounts h on pattern (an http.ServeMux pattern) next to the
+// operational endpoints, such as the orchestrator's /mcp.
+func Handle(pattern string, h http.Handler) Option {
+	return func(mux *http.ServeMux) { mux.Handle(pattern, h) }
 }
 
 // listenError names the flag and the address, and keeps the cause alone
