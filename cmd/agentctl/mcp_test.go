@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestMCPStdio drives agentctl mcp with the Go SDK's client on its
+// standard input and output: tools/list has the agent's tools with their
+// schemas and ask_default; tools/call of calculator runs on an
+// orchestrator's pipeline; ask_default runs a turn of the offline model,
+// with its events as progress.
+func TestMCPStdio(t *testing.T) {
+	url := startFleet(t)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	p := newProg(t, url, inR, "mcp")
+	p.Stdout = outW
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx); outW.Close() }()
+
+	var mu sync.Mutex
+	var progress []string
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			progress = append(progress, req.Params.Message)
+			mu.Unlock()
+		},
+	})
+	sess, err := client.Connect(ctx, &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := sess.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]*mcp.Tool{}
+	for _, tool := range list.Tools {
+		byName[tool.Name] = tool
+	}
+	if byName["calculator"] == nil || byName["ask_default"] == nil {
+		t.Fatalf("tools/list = %v, want calculator and ask_default", list.Tools)
+	}
+	if schema, _ := json.Marshal(byName["calculator"].InputSchema); !strings.Contains(string(schema), `"expression"`) {
+		t.Errorf("calculator schema = %s", schema)
+	}
+	res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: "calculator", Arguments: map[string]any{"expression": "2*(3+4)"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := text(res); res.IsError || got != "14" {
+		t.Errorf("calculator = %q (error %v), want 14", got, res.IsError)
+	}
+	res, err = sess.CallTool(ctx, &mcp.CallToolParams{Name: "calculator", Arguments: map[string]any{"expression": 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := text(res); !res.IsError || !strings.Contains(got, "expression") {
+		t.Errorf("calculator with a number = %q (error %v), want an error result that names expression", got, res.IsError)
+	}
+	params := &mcp.CallToolParams{Name: "ask_default", Arguments: map[string]any{"session": "stdio", "message": "what is 2*(3+4)?"}}
+	params.SetProgressToken(1)
+	res, err = sess.CallTool(ctx, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := text(res); res.IsError || !strings.Contains(got, "14") {
+		t.Errorf("ask_default = %q (error %v), want the answer 14", got, res.IsError)
+	}
+	mu.Lock()
+	if joined := strings.Join(progress, "|"); !strings.Contains(joined, "tool.start calculator") {
+		t.Errorf("progress = %q, want a tool.start calculator", joined)
+	}
+	mu.Unlock()
+
+	sess.Close()
+	inW.Close()
+	if err := <-done; err != nil {
+		t.Errorf("agentctl mcp: %v", err)
+	}
+}
+
+func text(r *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range r.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
