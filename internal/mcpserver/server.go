@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -37,8 +38,9 @@ type Config struct {
 
 // Server builds the MCP servers of agents over a Backend.
 type Server struct {
-	cfg Config
-	log *slog.Logger
+	cfg    Config
+	log    *slog.Logger
+	warned sync.Map // "tool\x00why" → true: each left-out tool is logged once
 }
 
 // New returns a Server for cfg.
@@ -71,17 +73,31 @@ func (s *Server) ForAgent(ctx context.Context, agent string) (*mcp.Server, error
 	}
 	for _, d := range defs {
 		if asks[d.Name] {
-			s.log.Warn("fleet tool not served over MCP: an agent's ask tool has its name", "tool", d.Name)
+			s.warnOnce(d.Name, "fleet tool not served over MCP: an agent's ask tool has its name", nil)
 			continue
 		}
 		t, err := Tool(d)
 		if err != nil {
-			s.log.Warn("fleet tool not served over MCP", "tool", d.Name, "err", err)
+			s.warnOnce(d.Name, "fleet tool not served over MCP", err)
 			continue
 		}
 		srv.AddTool(t, s.toolHandler(agent, d.Name))
 	}
 	return srv, nil
+}
+
+// warnOnce logs why a tool is left out, once per tool and reason: the
+// servers are built per request.
+func (s *Server) warnOnce(tool, msg string, err error) {
+	key := tool + "\x00" + msg + fmt.Sprint(err)
+	if _, seen := s.warned.LoadOrStore(key, true); seen {
+		return
+	}
+	if err != nil {
+		s.log.Warn(msg, "tool", tool, "err", err)
+	} else {
+		s.log.Warn(msg, "tool", tool)
+	}
 }
 
 // Tool turns a fleet tool definition into an MCP tool: the same name,
@@ -233,6 +249,8 @@ func (s *Server) askHandler(agent string) mcp.ToolHandler {
 		}
 		if args.Session == "" {
 			args.Session = "mcp-" + uuid.NewString()
+		} else if err := bus.CheckToken("session", args.Session); err != nil {
+			return errorResult(fmt.Sprintf("Tool %s: %v", name, err)), nil
 		}
 		progress := progressFunc(ctx, req, describeEvent)
 		final, err := s.cfg.Backend.Ask(ctx, agent, args.Session, args.Message, progress)
