@@ -96,7 +96,7 @@ func (m *Main) ParseFlags(args []string) error {
 	m.NATS.Register(fs, "")
 	m.Log.Register(fs)
 	fs.StringVar(&m.HTTP, "http", "127.0.0.1:8080", `address of /metrics, /healthz, /readyz and /mcp ("" turns it off)`)
-	fs.BoolVar(&m.MCP, "mcp", true, "serve the fleet as an MCP server (streamable HTTP, stateless) at /mcp on --http")
+	fs.BoolVar(&m.MCP, "serve-mcp", true, "serve the fleet as an MCP server (streamable HTTP, stateless) at /mcp on --http")
 	fs.StringVar(&m.MCPToken, "mcp-token", os.Getenv("AGENTFLEET_MCP_TOKEN"), "bearer token that requests to /mcp must carry (default $AGENTFLEET_MCP_TOKEN; empty: none, so keep --http on loopback)")
 	fs.StringVar(&m.Listen, "listen", "127.0.0.1:4222", "address of the embedded NATS server (when --nats-url is not given)")
 	fs.StringVar(&m.DataDir, "data-dir", "./data", "JetStream data directory of the embedded NATS server")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -11,8 +12,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/llm/llmtest"
+	"github.com/agentfleet/agentfleet/internal/worker"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -222,3 +226,86 @@ func TestMCPInspectorCLI(t *testing.T) {
 		t.Errorf("tools/call ask_default = %v", ask)
 	}
 }
+
+// TestMCPProgressAndCancel: a fleet tool's partial results reach the MCP
+// client as progress notifications, and an MCP client that cancels its
+// call cancels the call on the worker.
+func TestMCPProgressAndCancel(t *testing.T) {
+	m, _ := mcpFleet(t)
+	started := make(chan struct{}, 1)
+	canceled := make(chan struct{}, 1)
+	ticks := &agentfleet.Tool{
+		ToolDef: agentfleet.ToolDef{Name: "ticks", Description: "reports two ticks; with block, then waits to be canceled",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"block":{"type":"boolean"}}}`)},
+		Handler: agentfleet.HandlerFunc(func(ctx context.Context, call *agentfleet.Call) (*agentfleet.ToolResult, error) {
+			call.Progress(map[string]any{"tick": 1})
+			call.Progress(map[string]any{"tick": 2})
+			if block, _ := call.Arguments["block"].(bool); block {
+				started <- struct{}{}
+				<-ctx.Done()
+				canceled <- struct{}{}
+				return nil, ctx.Err()
+			}
+			return agentfleet.TextResult("ticked"), nil
+		}),
+	}
+	w, err := worker.Start(connect(t, m), worker.Config{Name: "ticker", Tools: []string{"echo"}, Extra: []*agentfleet.Tool{ticks}, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Stop() })
+	ctx := context.Background()
+	if err := m.Orchestrator().WaitTool(ctx, "ticks", true); err != nil {
+		t.Fatal(err)
+	}
+
+	var mu sync.Mutex
+	var progress []string
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			progress = append(progress, req.Params.Message)
+			mu.Unlock()
+		},
+	})
+	sess, err := client.Connect(ctx, &mcp.StreamableClientTransport{
+		Endpoint: "http://" + m.HTTPAddr() + "/mcp", HTTPClient: &http.Client{Transport: bearer{"s3cret", http.DefaultTransport}}, DisableStandaloneSSE: true,
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	params := &mcp.CallToolParams{Name: "ticks", Arguments: map[string]any{}}
+	params.SetProgressToken("t1")
+	res, err := sess.CallTool(ctx, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := mcpText(res); got != "ticked" {
+		t.Errorf("ticks = %q", got)
+	}
+	mu.Lock()
+	if got, want := strings.Join(progress, "|"), `{"tick":1}|{"tick":2}`; got != want {
+		t.Errorf("progress = %q, want %q", got, want)
+	}
+	mu.Unlock()
+
+	cctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := sess.CallTool(cctx, &mcp.CallToolParams{Name: "ticks", Arguments: map[string]any{"block": true}})
+		errc <- err
+	}()
+	<-started
+	cancel()
+	select {
+	case <-canceled:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the worker's call was not canceled when the MCP client canceled")
+	}
+	if err := <-errc; err == nil {
+		t.Error("the canceled call returned no error")
+	}
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -42,6 +42,9 @@ type Config struct {
 	// Reserved names are never served, typically the tools this process
 	// serves itself.
 	Reserved []string
+	// Claims, when set, is shared by the bridges of one worker, so that a
+	// tool name is served by one of its MCP servers only.
+	Claims *Claims
 	// MinBackoff and MaxBackoff bound the wait before each attempt to
 	// reconnect to a server that went away, doubled after every failure;
 	// default 250ms and 30s.
@@ -270,7 +273,20 @@ func (b *Bridge) refresh(ctx context.Context, sess *mcp.ClientSession) error {
 			b.log.Warn("MCP tool not served: the server lists it twice", "tool", d.Name)
 			continue
 		}
+		if b.cfg.Claims != nil {
+			if ok, owner := b.cfg.Claims.claim(b.cfg.Spec.Name, d.Name); !ok {
+				b.log.Warn(fmt.Sprintf("MCP tool not served: MCP server %s of this worker serves a tool of that name; give one of them --mcp-prefix", owner), "tool", d.Name)
+				continue
+			}
+		}
 		defs[d.Name], names[d.Name] = d, t.Name
+	}
+	if b.cfg.Claims != nil {
+		keep := map[string]bool{}
+		for n := range defs {
+			keep[n] = true
+		}
+		b.cfg.Claims.keep(b.cfg.Spec.Name, keep)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -412,5 +428,8 @@ func (b *Bridge) Close(ctx context.Context) error {
 	b.stop()
 	<-b.done
 	b.draining.Wait()
+	if b.cfg.Claims != nil {
+		b.cfg.Claims.keep(b.cfg.Spec.Name, nil)
+	}
 	return errors.Join(errs...)
 }

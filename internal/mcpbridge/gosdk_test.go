@@ -148,3 +148,34 @@ func TestStartFails(t *testing.T) {
 	}
 	mustContain(t, "error", err.Error(), `mcp server nope: start ["/nonexistent/mcp-server"]`)
 }
+
+// TestClaims: two MCP servers of one worker with a tool of the same name:
+// the second does not serve it and says so; with a prefix it does.
+func TestClaims(t *testing.T) {
+	newServer := func() *httptest.Server {
+		srv := mcp.NewServer(&mcp.Implementation{Name: "same", Version: "1"}, nil)
+		srv.AddTool(&mcp.Tool{Name: "lookup", InputSchema: rawObject}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
+		hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+		t.Cleanup(hs.Close)
+		return hs
+	}
+	a, b := newServer(), newServer()
+	f := newFleet(t)
+	claims := &mcpbridge.Claims{}
+	logs := &logBuffer{}
+	first := f.start(t, mcpbridge.Config{Spec: mcpbridge.Spec{Name: "a", URL: a.URL}, Claims: claims, Logger: logs.logger()})
+	second := f.start(t, mcpbridge.Config{Spec: mcpbridge.Spec{Name: "b", URL: b.URL}, Claims: claims, Logger: logs.logger()})
+	if got := first.Served(); len(got) != 1 || got[0] != "lookup" {
+		t.Errorf("a serves %v, want [lookup]", got)
+	}
+	if got := second.Served(); len(got) != 0 {
+		t.Errorf("b serves %v, want nothing", got)
+	}
+	mustContain(t, "log", logs.String(), "MCP tool not served: MCP server a of this worker serves a tool of that name; give one of them --mcp-prefix")
+	third := f.start(t, mcpbridge.Config{Spec: mcpbridge.Spec{Name: "c", URL: b.URL, Prefix: "c_"}, Claims: claims, Logger: quiet()})
+	if got := third.Served(); len(got) != 1 || got[0] != "c_lookup" {
+		t.Errorf("c serves %v, want [c_lookup]", got)
+	}
+}

@@ -106,11 +106,12 @@ func Start(nc *bus.Conn, cfg Config) (*Worker, error) {
 	for _, t := range ts {
 		reserved = append(reserved, t.Name)
 	}
+	claims := &mcpbridge.Claims{}
 	for _, sp := range cfg.MCP {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		b, err := mcpbridge.Start(ctx, nc, mcpbridge.Config{
 			Spec: sp, Prefix: cfg.Prefix, Concurrency: cfg.Concurrency, Heartbeat: cfg.Heartbeat,
-			Logger: cfg.Logger, Observe: cfg.Observe, Reserved: reserved, Stderr: cfg.MCPStderr,
+			Logger: cfg.Logger, Observe: cfg.Observe, Reserved: reserved, Claims: claims, Stderr: cfg.MCPStderr,
 		})
 		cancel()
 		if err != nil {
