@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
@@ -34,6 +35,9 @@ type Config struct {
 	// Version is the server's version in the MCP handshake; default
 	// "0.1.0".
 	Version string
+	// Refresh is how often ServeStdio lists the agent's tools again, and
+	// tells the client of a change (tools/list_changed); default 5s.
+	Refresh time.Duration
 }
 
 // Server builds the MCP servers of agents over a Backend.
@@ -51,12 +55,40 @@ func New(cfg Config) *Server {
 	if cfg.Version == "" {
 		cfg.Version = "0.1.0"
 	}
+	if cfg.Refresh <= 0 {
+		cfg.Refresh = 5 * time.Second
+	}
 	return &Server{cfg: cfg, log: cfg.Logger}
 }
 
 // ForAgent returns an MCP server with agent's tools and every agent's ask
 // tool, as they are now. It fails for an unknown agent.
 func (s *Server) ForAgent(ctx context.Context, agent string) (*mcp.Server, error) {
+	es, err := s.entries(ctx, agent)
+	if err != nil {
+		return nil, err
+	}
+	srv := s.newServer(agent)
+	for _, e := range es {
+		srv.AddTool(e.tool, e.handler)
+	}
+	return srv, nil
+}
+
+func (s *Server) newServer(agent string) *mcp.Server {
+	return mcp.NewServer(&mcp.Implementation{Name: "agentfleet", Title: "agentfleet: tools of agent " + agent, Version: s.cfg.Version}, nil)
+}
+
+// entry is one MCP tool of a server, with its handler; key tells whether
+// it changed.
+type entry struct {
+	tool    *mcp.Tool
+	handler mcp.ToolHandler
+	key     string
+}
+
+// entries returns the ask tools of every agent, then agent's tools.
+func (s *Server) entries(ctx context.Context, agent string) ([]entry, error) {
 	defs, err := s.cfg.Backend.Tools(ctx, agent)
 	if err != nil {
 		return nil, err
@@ -65,11 +97,11 @@ func (s *Server) ForAgent(ctx context.Context, agent string) (*mcp.Server, error
 	if err != nil {
 		return nil, err
 	}
-	srv := mcp.NewServer(&mcp.Implementation{Name: "agentfleet", Title: "agentfleet: tools of agent " + agent, Version: s.cfg.Version}, nil)
+	var es []entry
 	asks := map[string]bool{}
 	for _, a := range agents {
 		asks[AskPrefix+a] = true
-		srv.AddTool(askTool(a), s.askHandler(a))
+		es = append(es, newEntry(askTool(a), s.askHandler(a)))
 	}
 	for _, d := range defs {
 		if asks[d.Name] {
@@ -81,9 +113,14 @@ func (s *Server) ForAgent(ctx context.Context, agent string) (*mcp.Server, error
 			s.warnOnce(d.Name, "fleet tool not served over MCP", err)
 			continue
 		}
-		srv.AddTool(t, s.toolHandler(agent, d.Name))
+		es = append(es, newEntry(t, s.toolHandler(agent, d.Name)))
 	}
-	return srv, nil
+	return es, nil
+}
+
+func newEntry(t *mcp.Tool, h mcp.ToolHandler) entry {
+	b, _ := json.Marshal(t)
+	return entry{tool: t, handler: h, key: string(b)}
 }
 
 // warnOnce logs why a tool is left out, once per tool and reason: the

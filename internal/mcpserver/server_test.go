@@ -5,10 +5,14 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/mcpserver"
@@ -150,6 +154,75 @@ func TestAgentOf(t *testing.T) {
 	} {
 		if got := mcpserver.AgentOf(httptest.NewRequest("POST", tc.url, nil)); got != tc.want {
 			t.Errorf("AgentOf(%s) = %q, want %q", tc.url, got, tc.want)
+		}
+	}
+}
+
+// changing is a Backend whose default agent's tools a test changes.
+type changing struct {
+	fake
+	mu    sync.Mutex
+	tools []agentfleet.ToolDef
+}
+
+func (c *changing) Tools(context.Context, string) ([]agentfleet.ToolDef, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.tools), nil
+}
+
+func (c *changing) set(names ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.tools = nil
+	for _, n := range names {
+		c.tools = append(c.tools, agentfleet.ToolDef{Name: n, InputSchema: json.RawMessage(`{"type":"object"}`)})
+	}
+}
+
+// TestStdioFollowsTools: over stdio, a tool that appears or vanishes on
+// the fleet is announced with tools/list_changed.
+func TestStdioFollowsTools(t *testing.T) {
+	b := &changing{}
+	b.set("one")
+	s := mcpserver.New(mcpserver.Config{Backend: b, Logger: slog.New(slog.DiscardHandler), Refresh: 20 * time.Millisecond})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { s.ServeStdio(ctx, "default", inR, outW); outW.Close() }()
+	changed := make(chan struct{}, 8)
+	c := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	sess, err := c.Connect(ctx, &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	names := func() string {
+		list, err := sess.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ns []string
+		for _, tool := range list.Tools {
+			ns = append(ns, tool.Name)
+		}
+		return strings.Join(ns, ",")
+	}
+	if got, want := names(), "ask_default,ask_ops,one"; got != want {
+		t.Fatalf("tools = %s, want %s", got, want)
+	}
+	b.set("two")
+	for {
+		select {
+		case <-changed:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no tools/list_changed")
+		}
+		if names() == "ask_default,ask_ops,two" {
+			return
 		}
 	}
 }
