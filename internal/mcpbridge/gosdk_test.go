@@ -179,3 +179,30 @@ func TestClaims(t *testing.T) {
 		t.Errorf("c serves %v, want [c_lookup]", got)
 	}
 }
+
+// TestSeveralWorkers: two workers serve the same MCP server, each with
+// its own session, and the fleet spreads the calls over both.
+func TestSeveralWorkers(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "shared", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "whoami", InputSchema: rawObject}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: req.Session.ID()}}}, nil
+	})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(hs.Close)
+	s := bustest.MustRunNATS(t)
+	spec := mcpbridge.Spec{Name: "shared", URL: hs.URL}
+	for range 2 {
+		w := &fleet{nc: bustest.MustConnect(t, s)}
+		w.start(t, mcpbridge.Config{Spec: spec})
+	}
+	f := newFleetOn(t, s)
+	workers, sessions := map[string]bool{}, map[string]bool{}
+	for i := 0; i < 40 && (len(workers) < 2 || len(sessions) < 2); i++ {
+		res, err := f.call(context.Background(), "whoami", nil, nil)
+		sessions[text(t, res, err)] = true
+		workers[res.Worker] = true
+	}
+	if len(workers) != 2 || len(sessions) != 2 {
+		t.Errorf("40 calls reached workers %v and MCP sessions %v, want two of each", workers, sessions)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/mcpbridge"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 )
 
@@ -45,7 +46,12 @@ type fleet struct {
 
 func newFleet(t *testing.T) *fleet {
 	t.Helper()
-	s := bustest.MustRunNATS(t)
+	return newFleetOn(t, bustest.MustRunNATS(t))
+}
+
+// newFleetOn is newFleet on a running NATS server.
+func newFleetOn(t *testing.T, s *server.Server) *fleet {
+	t.Helper()
 	nc := bustest.MustConnect(t, s)
 	c, err := bus.NewToolClient(nc, bus.ClientConfig{})
 	if err != nil {
