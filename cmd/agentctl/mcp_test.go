@@ -30,11 +30,18 @@ func TestMCPStdio(t *testing.T) {
 
 	var mu sync.Mutex
 	var progress []string
+	runEnd := make(chan struct{}, 1)
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 			mu.Lock()
 			progress = append(progress, req.Params.Message)
 			mu.Unlock()
+			if strings.HasPrefix(req.Params.Message, "run.end") {
+				select {
+				case runEnd <- struct{}{}:
+				default:
+				}
+			}
 		},
 	})
 	sess, err := client.Connect(ctx, &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
@@ -78,9 +85,18 @@ func TestMCPStdio(t *testing.T) {
 	if got := text(res); res.IsError || !strings.Contains(got, "14") {
 		t.Errorf("ask_default = %q (error %v), want the answer 14", got, res.IsError)
 	}
+	// The client handles notifications apart from the response: the last
+	// ones may come after it.
+	select {
+	case <-runEnd:
+	case <-time.After(10 * time.Second):
+	}
 	mu.Lock()
-	if joined := strings.Join(progress, "|"); !strings.Contains(joined, "tool.start calculator") {
-		t.Errorf("progress = %q, want a tool.start calculator", joined)
+	joined := strings.Join(progress, "|")
+	for _, want := range []string{"tool.start calculator", "run.end stop"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("progress = %q, want %s", joined, want)
+		}
 	}
 	mu.Unlock()
 

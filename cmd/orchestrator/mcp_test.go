@@ -69,11 +69,18 @@ func TestMCPServer(t *testing.T) {
 
 	var mu sync.Mutex
 	var progress []string
+	runEnd := make(chan struct{}, 1)
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 			mu.Lock()
 			progress = append(progress, req.Params.Message)
 			mu.Unlock()
+			if strings.HasPrefix(req.Params.Message, "run.end") {
+				select {
+				case runEnd <- struct{}{}:
+				default:
+				}
+			}
 		},
 	})
 	ctx := context.Background()
@@ -130,11 +137,17 @@ func TestMCPServer(t *testing.T) {
 	if got, want := mcpText(res), "The answer is 42."; res.IsError || got != want {
 		t.Errorf("ask_default = %q (error %v), want %q", got, res.IsError, want)
 	}
+	// The client handles notifications apart from the response: the last
+	// ones may come after it.
+	select {
+	case <-runEnd:
+	case <-time.After(10 * time.Second):
+	}
 	mu.Lock()
 	joined := strings.Join(progress, "|")
 	mu.Unlock()
-	// The last events (turn.end, run.end) may follow the answer.
-	for _, want := range []string{"run.start", "tool.start calculator", "tool.end calculator ok"} {
+	// Every event of the run, up to its end, comes before the result.
+	for _, want := range []string{"run.start", "tool.start calculator", "tool.end calculator ok", "turn.end 2", "run.end stop"} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("progress %q lacks %q", joined, want)
 		}

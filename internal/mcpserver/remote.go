@@ -73,7 +73,7 @@ func (r *remote) CallTool(ctx context.Context, agent string, call agentfleet.Too
 	var onEvent func(*agentfleet.Event)
 	if progress != nil {
 		onEvent = func(e *agentfleet.Event) {
-			if e.ToolCallID == call.ID {
+			if e.Type == agentfleet.EventToolUpdate && e.ToolCallID == call.ID {
 				progress(e.Partial)
 			}
 		}
