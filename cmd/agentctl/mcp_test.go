@@ -19,19 +19,12 @@ import (
 // with its events as progress.
 func TestMCPStdio(t *testing.T) {
 	url := startFleet(t)
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	p := newProg(t, url, inR, "mcp")
-	p.Stdout = outW
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx); outW.Close() }()
-
 	var mu sync.Mutex
 	var progress []string
 	runEnd := make(chan struct{}, 1)
-	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
+	sess, done := startMCP(t, ctx, url, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 			mu.Lock()
 			progress = append(progress, req.Params.Message)
@@ -43,11 +36,7 @@ func TestMCPStdio(t *testing.T) {
 				}
 			}
 		},
-	})
-	sess, err := client.Connect(ctx, &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	}, "mcp")
 	list, err := sess.ListTools(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -101,10 +90,29 @@ func TestMCPStdio(t *testing.T) {
 	mu.Unlock()
 
 	sess.Close()
-	inW.Close()
 	if err := <-done; err != nil {
 		t.Errorf("agentctl mcp: %v", err)
 	}
+}
+
+// startMCP runs agentctl with args (ending in mcp [agent]) and connects
+// the Go SDK's client to its standard input and output. done yields Run's
+// error once the session is closed.
+func startMCP(t *testing.T, ctx context.Context, url string, opts *mcp.ClientOptions, args ...string) (sess *mcp.ClientSession, done <-chan error) {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	p := newProg(t, url, inR, args...)
+	p.Stdout = outW
+	errc := make(chan error, 1)
+	go func() { errc <- p.Run(ctx); outW.Close() }()
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts)
+	sess, err := client.Connect(ctx, &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sess.Close() })
+	return sess, errc
 }
 
 func text(r *mcp.CallToolResult) string {
