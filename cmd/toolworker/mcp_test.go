@@ -22,6 +22,7 @@ func TestMCPFlags(t *testing.T) {
 		{"--mcp fs=x --mcp fs=y", `--mcp "fs=y": a server named fs is already given`},
 		{"--mcp fs=x --mcp-prefix web=w_", "--mcp-prefix web=w_: no --mcp server is named web"},
 		{"--mcp fs=x --mcp-prefix fs", `--mcp-prefix "fs": want NAME=PREFIX`},
+		{"--mcp fs=x --mcp-timeout -1s", "--mcp-timeout -1s: must not be negative"},
 	} {
 		t.Run(tt.args, func(t *testing.T) {
 			m := NewMain()
@@ -47,7 +48,7 @@ func TestMCPWorker(t *testing.T) {
 	s := bustest.MustRunNATS(t)
 	m := NewMain()
 	m.Stderr = new(strings.Builder)
-	if err := m.ParseFlags([]string{"--nats-url", s.ClientURL(), "--log-level", "warn", "--mcp", "ev=" + bin + " stdio", "--mcp-prefix", "ev=ev_"}); err != nil {
+	if err := m.ParseFlags([]string{"--nats-url", s.ClientURL(), "--log-level", "warn", "--mcp", "ev=" + bin + " stdio", "--mcp-prefix", "ev=ev_", "--mcp-timeout", "2m"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Run(context.Background()); err != nil {
@@ -56,6 +57,11 @@ func TestMCPWorker(t *testing.T) {
 	t.Cleanup(func() { m.Close() })
 	if m.server.ToolServer != nil {
 		t.Error("built-in tools served with --mcp and no --tools")
+	}
+	for _, d := range mcpbridgeDefs(m) {
+		if d.TimeoutMS != 120000 {
+			t.Errorf("%s timeout_ms = %d, want 120000 (--mcp-timeout 2m)", d.Name, d.TimeoutMS)
+		}
 	}
 	c, err := bus.NewToolClient(bustest.MustConnect(t, s), bus.ClientConfig{})
 	if err != nil {
@@ -73,4 +79,13 @@ func TestMCPWorker(t *testing.T) {
 	if got, want := agentfleet.JoinText(res.Content), "Echo: from toolworker"; got != want {
 		t.Errorf("ev_echo = %q, want %q", got, want)
 	}
+}
+
+// mcpbridgeDefs returns the definitions the worker's MCP tools announce.
+func mcpbridgeDefs(m *Main) []agentfleet.ToolDef {
+	var out []agentfleet.ToolDef
+	for _, b := range m.server.MCP {
+		out = append(out, b.Defs()...)
+	}
+	return out
 }

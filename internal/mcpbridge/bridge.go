@@ -49,6 +49,9 @@ type Config struct {
 	// reconnect to a server that went away, doubled after every failure;
 	// default 250ms and 30s.
 	MinBackoff, MaxBackoff time.Duration
+	// Timeout, when set, is the call timeout of every tool of the server
+	// (ToolDef.TimeoutMS); default none, so the agent's or the system's.
+	Timeout time.Duration
 	// ConnectTimeout bounds one connection and its tools/list; default
 	// 30s.
 	ConnectTimeout time.Duration
@@ -265,6 +268,7 @@ func (b *Bridge) refresh(ctx context.Context, sess *mcp.ClientSession) error {
 			b.log.Warn("MCP tool not served", "err", err)
 			continue
 		}
+		d.TimeoutMS = b.cfg.Timeout.Milliseconds()
 		if b.reserved[d.Name] {
 			b.log.Warn("MCP tool not served: this worker serves a tool of that name itself", "tool", d.Name)
 			continue
@@ -333,7 +337,7 @@ func (b *Bridge) refresh(ctx context.Context, sess *mcp.ClientSession) error {
 func sameDef(a, b agentfleet.ToolDef) bool {
 	return a.Name == b.Name && a.Label == b.Label && a.Description == b.Description &&
 		string(a.InputSchema) == string(b.InputSchema) && string(a.OutputSchema) == string(b.OutputSchema) &&
-		a.Annotations == b.Annotations
+		a.Annotations == b.Annotations && a.TimeoutMS == b.TimeoutMS
 }
 
 // handler calls the MCP tool mcpName for the fleet tool name: progress
@@ -396,6 +400,17 @@ func (b *Bridge) Served() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return slices.Sorted(maps.Keys(b.defs))
+}
+
+// Defs returns the definitions of the tools served now, sorted by name.
+func (b *Bridge) Defs() []agentfleet.ToolDef {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []agentfleet.ToolDef
+	for _, n := range slices.Sorted(maps.Keys(b.defs)) {
+		out = append(out, b.defs[n])
+	}
+	return out
 }
 
 // Connected reports whether the bridge has a session with the server now.

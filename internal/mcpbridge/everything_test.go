@@ -109,7 +109,7 @@ func TestEverythingAnnotations(t *testing.T) {
 	bin := npmBin(t, "mcp-server-everything")
 	f := newFleet(t)
 	spec := mcpbridge.Spec{Name: "everything", Command: []string{bin, "stdio"}}
-	served := mcpbridge.DefsForTest(f.start(t, mcpbridge.Config{Spec: spec, Stderr: discard{}}))
+	served := f.start(t, mcpbridge.Config{Spec: spec, Stderr: discard{}}).Defs()
 	var echo *agentfleet.ToolDef
 	for i := range served {
 		if served[i].Name == "echo" {

@@ -49,6 +49,8 @@ type Config struct {
 	// MCPStderr receives the standard error of stdio MCP servers; default
 	// os.Stderr.
 	MCPStderr io.Writer
+	// MCPTimeout, when set, is the call timeout of every MCP tool.
+	MCPTimeout time.Duration
 }
 
 // Worker is a running worker.
@@ -111,7 +113,7 @@ func Start(nc *bus.Conn, cfg Config) (*Worker, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		b, err := mcpbridge.Start(ctx, nc, mcpbridge.Config{
 			Spec: sp, Prefix: cfg.Prefix, Concurrency: cfg.Concurrency, Heartbeat: cfg.Heartbeat,
-			Logger: cfg.Logger, Observe: cfg.Observe, Reserved: reserved, Claims: claims, Stderr: cfg.MCPStderr,
+			Logger: cfg.Logger, Observe: cfg.Observe, Reserved: reserved, Claims: claims, Stderr: cfg.MCPStderr, Timeout: cfg.MCPTimeout,
 		})
 		cancel()
 		if err != nil {
