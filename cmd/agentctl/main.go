@@ -30,6 +30,7 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -98,6 +99,11 @@ type Main struct {
 	// Since makes tail start this far back, from the events the fleet keeps
 	// in JetStream, and go on from there.
 	Since time.Duration
+	// HTTP is the address the dashboard command serves on.
+	HTTP string
+	// ReadOnly makes the dashboard show no actions whatever the NATS user
+	// may do.
+	ReadOnly bool
 
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
@@ -113,6 +119,7 @@ type Main struct {
 	logger   *slog.Logger
 	nc       *bus.Conn
 	denied   chan error // permission violations reported by the server
+	dashAddr atomic.Value
 }
 
 // NewMain returns a Main with the defaults of its flags (the NATS ones
@@ -136,6 +143,7 @@ type command struct {
 	json, id          bool // takes --json, --id
 	revision, replace bool // takes --revision, --replace
 	since             bool // takes --since
+	dashboard         bool // takes --http, --read-only
 	check             func(m *Main, pos []string) error
 	run               func(m *Main, ctx context.Context) error
 	subs              []*command
@@ -154,6 +162,8 @@ func (c *command) takes(name string) bool {
 		return c.replace
 	case "since":
 		return c.since
+	case "http", "read-only":
+		return c.dashboard
 	}
 	return false
 }
@@ -173,7 +183,7 @@ func (c *command) anyTakes(name string) bool {
 }
 
 // commandFlags are the flags that only some commands take.
-var commandFlags = []string{"json", "id", "revision", "replace", "since"}
+var commandFlags = []string{"json", "id", "revision", "replace", "since", "http", "read-only"}
 
 // toolsCommands are the subcommands of tools, which manage the scripted
 // tools in the KV bucket.
@@ -193,6 +203,7 @@ var commands = []*command{
 	{name: "chat", args: "<agent> [session]", help: "chat in the terminal, with the answer and tool calls as they stream", check: checkChat, run: (*Main).chat},
 	{name: "tools", args: "[agent]", help: "list the fleet's tools with their argument schemas; given an agent, the tools it sees (from its orchestrator)", json: true, check: checkTools, run: (*Main).tools, subs: toolsCommands},
 	{name: "call", args: "<tool> [json-args]", help: "run one tool on the fleet directly, printing its progress", json: true, check: checkCall, run: (*Main).call},
+	{name: "dashboard", args: "", help: "serve the browser dashboard on --http (actions hidden when the NATS user may not send, or with --read-only)", dashboard: true, check: checkDashboard, run: (*Main).dashboard},
 	{name: "mcp", args: "[agent]", help: "serve the fleet to an MCP client on stdin/stdout: the agent's tools (default \"default\") and an ask_<agent> tool per agent", check: checkTools, run: (*Main).mcp},
 }
 
@@ -242,6 +253,8 @@ Command flags:
   --id string     client message id, for de-duplication (ask, send, steer)
   --revision N    the revision to print (tools export)
   --replace       replace a scripted tool of the same name (tools import)
+  --http addr     the dashboard's address, default 127.0.0.1:8081 (dashboard)
+  --read-only     show no actions (dashboard)
 
 Flags:
 `)
@@ -323,6 +336,10 @@ func (m *Main) ParseFlags(args []string) error {
 	}
 	if m.cmd.anyTakes("replace") {
 		fs.BoolVar(&m.Replace, "replace", false, "replace a scripted tool of the same name")
+	}
+	if m.cmd.anyTakes("http") {
+		fs.StringVar(&m.HTTP, "http", "127.0.0.1:8081", "address the dashboard serves on")
+		fs.BoolVar(&m.ReadOnly, "read-only", false, "show no actions, even when the NATS user may send messages and aborts")
 	}
 	if m.cmd.anyTakes("since") {
 		fs.DurationVar(&m.Since, "since", 0, "start this far back (e.g. 10m), replaying the events the fleet keeps in JetStream")

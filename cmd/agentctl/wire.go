@@ -230,46 +230,31 @@ func (m *Main) openScripts(ctx context.Context) (*scripts.Store, error) {
 
 // replay prints the events on subject kept in the fleet's event stream from
 // --since ago, then goes on with new ones as the stream stores them, until
-// ctx ends. An ordered consumer keeps them in order and without gaps.
+// ctx ends. The feed's ordered consumer keeps them in order and without
+// gaps.
 func (m *Main) replay(ctx context.Context, subject string) error {
-	js, err := jetstream.New(m.nc)
-	if err != nil {
-		return fmt.Errorf("JetStream: %w", err)
-	}
 	ctx, cancel := m.untilDenied(ctx)
 	defer cancel()
-	stream := m.subjects.StreamName("EVENTS")
-	start := time.Now().Add(-m.Since)
-	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{subject}, DeliverPolicy: jetstream.DeliverByStartTimePolicy, OptStartTime: &start,
-	})
-	if err != nil {
+	feed := bus.OpenEventFeed(ctx, m.nc, m.subjects)
+	denied := func() error {
 		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 			return cause
 		}
-		return fmt.Errorf("the event stream %s: %w (the orchestrator keeps it when its NATS has JetStream)", stream, err)
+		return nil
 	}
-	msgs := make(chan jetstream.Msg, 256)
-	cc, err := cons.Consume(func(msg jetstream.Msg) {
-		select {
-		case msgs <- msg:
-		case <-ctx.Done():
+	if !feed.Retained() {
+		if err := denied(); err != nil {
+			return err
 		}
-	})
-	if err != nil {
-		return fmt.Errorf("the event stream %s: %w", stream, err)
+		return fmt.Errorf("the event stream %s is not there (the orchestrator keeps it when its NATS has JetStream)", feed.Stream())
 	}
-	defer cc.Stop()
+	start := time.Now().Add(-m.Since)
 	fmt.Fprintf(m.Stderr, "replaying %s from %s, then following (Ctrl-C to stop)\n", subject, start.Local().Format("15:04:05"))
-	for {
-		select {
-		case <-ctx.Done():
-			if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
-				return cause
-			}
-			return nil
-		case msg := <-msgs:
-			m.printEvent(msg.Subject(), msg.Data())
-		}
+	err := feed.Replay(ctx, subject, bus.ReplayFrom{Since: start}, 0, func(e bus.FeedEvent) {
+		m.printEvent(e.Subject, e.Data)
+	})
+	if derr := denied(); derr != nil {
+		return derr
 	}
+	return err
 }

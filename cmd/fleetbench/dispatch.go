@@ -5,6 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -14,6 +16,8 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/metrics"
+	"github.com/agentfleet/agentfleet/internal/orchestrator"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/tools"
 	"github.com/vmihailenco/msgpack/v5"
@@ -55,7 +59,7 @@ func (c *DispatchConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.inFlight, "in-flight", "1,16,64", "comma-separated calls in flight of the throughput runs")
 	fs.IntVar(&c.Payload, "payload", 200, "bytes of the text argument, and so of the result")
 	fs.IntVar(&c.WorkerConcurrency, "worker-concurrency", 256, "concurrency limit of the worker")
-	fs.StringVar(&c.methods, "methods", "raw,nats,full,local", "comma-separated methods to measure (raw, nats, full, local); one alone is for profiling it")
+	fs.StringVar(&c.methods, "methods", "raw,nats,full,prod,local", "comma-separated methods to measure (raw, nats, full, prod, local); one alone is for profiling it")
 }
 
 func (c *DispatchConfig) check() error {
@@ -66,13 +70,13 @@ func (c *DispatchConfig) check() error {
 	c.Methods = nil
 	for _, f := range strings.Split(c.methods, ",") {
 		switch f = strings.TrimSpace(f); f {
-		case methodRaw, methodNATS, methodFull, methodLocal:
+		case methodRaw, methodNATS, methodFull, methodProd, methodLocal:
 			if slices.Contains(c.Methods, f) {
 				return fmt.Errorf("--methods: %q twice", f)
 			}
 			c.Methods = append(c.Methods, f)
 		default:
-			return fmt.Errorf("--methods: %q is not one of raw, nats, full, local", f)
+			return fmt.Errorf("--methods: %q is not one of raw, nats, full, prod, local", f)
 		}
 	}
 	switch {
@@ -110,11 +114,12 @@ const (
 	methodRaw   = "raw"   // (a) NATS request-reply, MessagePack, responder process
 	methodNATS  = "nats"  // (a) re-checked: plain nats.go loops, same responder
 	methodFull  = "full"  // (b) pipeline + ToolClient + events, worker process
+	methodProd  = "prod"  // (b) as an orchestrator runs it: its sink, metrics, logging at info
 	methodLocal = "local" // (c) pipeline + in-process handler + events
 )
 
 // allMethods is the order in which the report lists the methods.
-var allMethods = []string{methodRaw, methodNATS, methodFull, methodLocal}
+var allMethods = []string{methodRaw, methodNATS, methodFull, methodProd, methodLocal}
 
 // dispatchBench holds the three methods of the dispatch benchmark.
 type dispatchBench struct {
@@ -123,6 +128,7 @@ type dispatchBench struct {
 	args       map[string]any
 	ids        atomic.Uint64
 	remotePipe *pipeline.Pipeline
+	prodPipe   *pipeline.Pipeline
 	localPipe  *pipeline.Pipeline
 	remoteCtx  *pipeline.Context
 	localCtx   *pipeline.Context
@@ -155,6 +161,16 @@ func (d *dispatchBench) full(ctx context.Context) error {
 	b := d.remotePipe.Run(ctx, d.remoteCtx, d.assistant, []agentfleet.ToolCall{{ID: d.nextID(), Name: toolEcho, Arguments: d.args}})
 	o := b.Outcomes[0]
 	return d.check(methodFull, o.Result, o.IsError)
+}
+
+// prod is method (b) as an orchestrator pays for it: a parallel-mode
+// pipeline (the default profile's), the orchestrator's own event sink with
+// its metrics and a JSON log at info, and a tool client that counts its
+// attempts in the metrics.
+func (d *dispatchBench) prod(ctx context.Context) error {
+	b := d.prodPipe.Run(ctx, d.remoteCtx, d.assistant, []agentfleet.ToolCall{{ID: d.nextID(), Name: toolEcho, Arguments: d.args}})
+	o := b.Outcomes[0]
+	return d.check(methodProd, o.Result, o.IsError)
 }
 
 // local is method (c): the same pipeline, the tool run in-process.
@@ -243,6 +259,22 @@ func (m *Main) runDispatch(ctx context.Context) (_ report, err error) {
 	pub := bus.NewPublisher(nc, subjects, m.logger)
 	sink := &envelope{agent: "bench", session: "dispatch", runID: "dispatch-run", next: pub}
 
+	// The prod method's parts, as cmd/orchestrator builds them.
+	prodMetrics := metrics.NewOrchestrator()
+	prodClient, err := bus.NewToolClient(nc, bus.ClientConfig{Observe: func(tool, outcome, _ string) {
+		if outcome == "busy" {
+			busy.Add(1)
+		}
+		prodMetrics.ToolAttempt(tool, outcome)
+	}})
+	if err != nil {
+		return nil, err
+	}
+	defer prodClient.Close()
+	prodLog := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	prodSink := &envelope{agent: "bench", session: "dispatch", runID: "dispatch-run",
+		next: orchestrator.NewSink("fleetbench", prodMetrics, pub, prodLog)}
+
 	var g gauge
 	remoteStore := tools.NewStore("bench")
 	if err := remoteStore.Register(&agentfleet.Tool{ToolDef: echoDef}); err != nil {
@@ -256,10 +288,12 @@ func (m *Main) runDispatch(ctx context.Context) (_ report, err error) {
 	d := &dispatchBench{
 		nc: nc, text: text, args: map[string]any{"text": text},
 		remotePipe: pipeline.New(pipeline.Config{Executor: client, Sink: sink, Agent: sink.agent, Session: sink.session, RunID: sink.runID}),
-		localPipe:  pipeline.New(pipeline.Config{Sink: sink, Agent: sink.agent, Session: sink.session, RunID: sink.runID}),
-		remoteCtx:  &pipeline.Context{Tools: remoteStore},
-		localCtx:   &pipeline.Context{Tools: localStore},
-		assistant:  &agentfleet.AssistantMessage{Role: agentfleet.RoleAssistant},
+		prodPipe: pipeline.New(pipeline.Config{Mode: pipeline.Parallel, Executor: prodClient, Sink: prodSink,
+			Agent: prodSink.agent, Session: prodSink.session, RunID: prodSink.runID}),
+		localPipe: pipeline.New(pipeline.Config{Sink: sink, Agent: sink.agent, Session: sink.session, RunID: sink.runID}),
+		remoteCtx: &pipeline.Context{Tools: remoteStore},
+		localCtx:  &pipeline.Context{Tools: localStore},
+		assistant: &agentfleet.AssistantMessage{Role: agentfleet.RoleAssistant},
 	}
 	var methods []dispatchMethod
 	for _, name := range c.Methods {
@@ -275,6 +309,8 @@ func (m *Main) runDispatch(ctx context.Context) (_ report, err error) {
 			methods = append(methods, dispatchMethod{name: name, latency: nck.latency, rate: nck.rate, cpu: cpuMeter{[]*child{responder}}})
 		case methodFull:
 			methods = append(methods, harnessMethod(name, d.full, cpuMeter{[]*child{worker}}))
+		case methodProd:
+			methods = append(methods, harnessMethod(name, d.prod, cpuMeter{[]*child{worker}}))
 		case methodLocal:
 			methods = append(methods, harnessMethod(name, d.local, cpuMeter{}))
 		}
@@ -305,7 +341,7 @@ func (m *Main) runDispatch(ctx context.Context) (_ report, err error) {
 				return nil, fmt.Errorf("%s: %w", mt.name, err)
 			}
 			round.Latency[mt.name] = summarize(ds)
-			if mt.name == methodFull || mt.name == methodLocal {
+			if mt.name == methodFull || mt.name == methodProd || mt.name == methodLocal {
 				pipelineCalls += int64(len(ds))
 			}
 		}
@@ -326,7 +362,7 @@ func (m *Main) runDispatch(ctx context.Context) (_ report, err error) {
 				cpu := CPUPerCall{Self: ratio(us(self1-self0), calls), Child: ratio(us(child1-child0), calls), Server: ratio(us(srv1-srv0), calls)}
 				cpu.Total = cpu.Self + cpu.Child + cpu.Server
 				rr.PerSec[mt.name], rr.CPU[mt.name] = rate.PerSec, cpu
-				if mt.name == methodFull || mt.name == methodLocal {
+				if mt.name == methodFull || mt.name == methodProd || mt.name == methodLocal {
 					pipelineCalls += rate.Calls
 				}
 				if mt.name == methodFull {

@@ -127,7 +127,7 @@ func checkDispatch(t *testing.T, rep *DispatchReport, tables string, samples, ro
 			t.Errorf("%s latency = %+v", name, l)
 		}
 	}
-	for _, ratios := range []map[string]Spread{rep.LatencyRatioRange, rep.RecheckRatio} {
+	for _, ratios := range []map[string]Spread{rep.LatencyRatioRange, rep.RecheckRatio, rep.ProdRatio} {
 		for _, p := range []string{"p50", "p90", "p99"} {
 			if s := ratios[p]; s.Min <= 0 || s.Min > s.Median || s.Median > s.Max {
 				t.Errorf("%s ratio = %+v, want 0 < min <= median <= max", p, s)
@@ -141,10 +141,10 @@ func checkDispatch(t *testing.T, rep *DispatchReport, tables string, samples, ro
 		t.Fatalf("throughput rows = %d, want %d", got, want)
 	}
 	for _, row := range rep.Throughput {
-		if row.Raw <= 0 || row.NATS <= 0 || row.Full <= 0 || row.Local <= 0 {
+		if row.Raw <= 0 || row.NATS <= 0 || row.Full <= 0 || row.Prod <= 0 || row.Local <= 0 {
 			t.Errorf("throughput at %d in flight = %+v, want every method to complete calls", row.InFlight, row)
 		}
-		for _, s := range []Spread{row.RangeFullRaw, row.RangeFullLoc, row.RangeNATSRaw} {
+		for _, s := range []Spread{row.RangeFullRaw, row.RangeFullLoc, row.RangeNATSRaw, row.RangeProdRaw} {
 			if s.Min <= 0 || s.Min > s.Median || s.Median > s.Max {
 				t.Errorf("throughput ratio at %d in flight = %+v, want 0 < min <= median <= max", row.InFlight, s)
 			}

@@ -14,11 +14,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -27,9 +24,9 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/cli"
+	"github.com/agentfleet/agentfleet/internal/dashboard"
 	"github.com/agentfleet/agentfleet/internal/llm"
 	"github.com/agentfleet/agentfleet/internal/loop"
-	"github.com/agentfleet/agentfleet/internal/mcpserver"
 	"github.com/agentfleet/agentfleet/internal/metrics"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
 	"github.com/agentfleet/agentfleet/internal/partition"
@@ -69,12 +66,13 @@ type Main struct {
 	HTTP          string
 	MCPToken      string
 	MCP           bool
+	Dashboard     bool
 	Elect         bool
 	LeaseTTL      time.Duration
 	llmCfg        llm.Config
 	metrics       *metrics.Orchestrator
 	http          *metrics.Server
-	mcp           atomic.Pointer[http.Handler] // /mcp, once the orchestrator serves
+	dash          *dashboard.Handler
 	Stderr        io.Writer
 
 	logger   *slog.Logger
@@ -95,8 +93,9 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.SetOutput(m.Stderr)
 	m.NATS.Register(fs, "")
 	m.Log.Register(fs)
-	fs.StringVar(&m.HTTP, "http", "127.0.0.1:8080", `address of /metrics, /healthz, /readyz and /mcp ("" turns it off)`)
-	fs.BoolVar(&m.MCP, "serve-mcp", true, "serve the fleet as an MCP server (streamable HTTP, stateless) at /mcp on --http")
+	fs.StringVar(&m.HTTP, "http", "127.0.0.1:8080", `address of the dashboard (/), /mcp, /metrics, /healthz and /readyz ("" turns it off)`)
+	fs.BoolVar(&m.Dashboard, "dashboard", true, "serve the browser dashboard at / of --http")
+	fs.BoolVar(&m.MCP, "serve-mcp", true, "serve the fleet as an MCP server (streamable HTTP, stateless) at /mcp of --http")
 	fs.StringVar(&m.MCPToken, "mcp-token", os.Getenv("AGENTFLEET_MCP_TOKEN"), "bearer token that requests to /mcp must carry (default $AGENTFLEET_MCP_TOKEN; empty: none, so keep --http on loopback)")
 	fs.StringVar(&m.Listen, "listen", "127.0.0.1:4222", "address of the embedded NATS server (when --nats-url is not given)")
 	fs.StringVar(&m.DataDir, "data-dir", "./data", "JetStream data directory of the embedded NATS server")
@@ -162,12 +161,7 @@ func (m *Main) Run(ctx context.Context) error {
 	m.metrics = metrics.NewOrchestrator()
 	var err error
 	// First, so that a taken port fails the start at once.
-	var mount []metrics.Option
-	if m.MCP {
-		h := http.HandlerFunc(m.serveMCP)
-		mount = append(mount, metrics.Handle("/mcp", h), metrics.Handle("/mcp/", h))
-	}
-	if m.http, err = metrics.Listen(m.HTTP, "http", m.metrics.Registry(), m.ready, mount...); err != nil {
+	if m.http, err = metrics.Listen(m.HTTP, "http", m.metrics.Registry(), m.ready); err != nil {
 		return fmt.Errorf("%w\n(another orchestrator may be running: turn the HTTP listener off with --http \"\", or give another address such as --http 127.0.0.1:0 for any free port)", err)
 	}
 	url := m.NATS.URL
@@ -253,35 +247,11 @@ func (m *Main) Run(ctx context.Context) error {
 	if err := m.orch.Start(ctx); err != nil {
 		return err
 	}
-	if m.MCP && m.http != nil {
-		h := mcpserver.New(mcpserver.Config{Backend: mcpserver.Local(m.orch), Token: m.MCPToken, Logger: m.logger}).Handler()
-		m.mcp.Store(&h)
-		if m.MCPToken == "" && !loopback(m.http.Addr()) {
-			m.logger.Warn("/mcp is served without a bearer token on a non-loopback address: anyone who reaches it may run the agents and their tools; give --mcp-token", "http", m.http.Addr())
-		}
-		m.logger.Info("MCP server", "url", "http://"+m.http.Addr()+"/mcp", "token", m.MCPToken != "")
+	if err := m.startDashboard(ctx); err != nil {
+		return err
 	}
+	m.startMCP()
 	return nil
-}
-
-// serveMCP serves /mcp once the orchestrator serves, 503 before.
-func (m *Main) serveMCP(w http.ResponseWriter, r *http.Request) {
-	h := m.mcp.Load()
-	if h == nil {
-		http.Error(w, "503 the orchestrator is starting", http.StatusServiceUnavailable)
-		return
-	}
-	(*h).ServeHTTP(w, r)
-}
-
-// loopback reports whether addr's host is a loopback address.
-func loopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // ready says why the orchestrator does not serve yet, for /readyz: NATS
@@ -425,6 +395,10 @@ func sigName(sig os.Signal) string {
 // by the server before they close) and stops the embedded server.
 func (m *Main) Close() error {
 	var errs []error
+	// First: its event streams would hold the HTTP shutdown.
+	if m.dash != nil {
+		errs = append(errs, m.dash.Close())
+	}
 	if m.orch != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), m.ShutdownWait)
 		errs = append(errs, m.orch.Close(ctx))

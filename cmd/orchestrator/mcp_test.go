@@ -274,10 +274,14 @@ func TestMCPProgressAndCancel(t *testing.T) {
 
 	var mu sync.Mutex
 	var progress []string
+	second := make(chan struct{}, 1)
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 			mu.Lock()
 			progress = append(progress, req.Params.Message)
+			if len(progress) == 2 {
+				second <- struct{}{}
+			}
 			mu.Unlock()
 		},
 	})
@@ -296,6 +300,11 @@ func TestMCPProgressAndCancel(t *testing.T) {
 	}
 	if got := mcpText(res); got != "ticked" {
 		t.Errorf("ticks = %q", got)
+	}
+	// The client handles notifications apart from the response.
+	select {
+	case <-second:
+	case <-time.After(10 * time.Second):
 	}
 	mu.Lock()
 	if got, want := strings.Join(progress, "|"), `{"tick":1}|{"tick":2}`; got != want {

@@ -122,6 +122,15 @@ func TestDeployConfDenies(t *testing.T) {
 		{"dashboard", "Publish", "agent.fleet"},
 		{"dashboard", "Publish", "_INBOX.somebody.else"},
 		{"dashboard", "Publish", "$JS.API.INFO"},
+		// It reads the event stream with consumers of its own, and
+		// touches no other stream, nor the event stream's data.
+		{"dashboard", "Publish", "$JS.API.STREAM.DELETE.AGENT_EVENTS"},
+		{"dashboard", "Publish", "$JS.API.STREAM.PURGE.AGENT_EVENTS"},
+		{"dashboard", "Publish", "$JS.API.STREAM.UPDATE.AGENT_EVENTS"},
+		{"dashboard", "Publish", "$JS.API.STREAM.MSG.DELETE.AGENT_EVENTS"},
+		{"dashboard", "Publish", "$JS.API.CONSUMER.CREATE.AGENT_INPUT.c1"},
+		{"dashboard", "Publish", "$JS.API.CONSUMER.CREATE.AGENT_HISTORY.c1"},
+		{"dashboard", "Publish", "$JS.API.STREAM.INFO.AGENT_HISTORY"},
 		{"dashboard", "Publish", "anything.else"},
 		{"dashboard", "Subscription", "agent.in.>"},
 		{"dashboard", "Subscription", "agent.tool.>"},

@@ -442,6 +442,7 @@ func (c *ToolClient) attempt(ctx context.Context, call *inflight, deadline time.
 		}
 		return nil, false, false, fmt.Errorf("Tool %s: sending the call: %w", prep.Call.Name, err)
 	}
+	prep.Sent() // tool.start, while the worker runs the call
 
 	var (
 		worker, cancelSubject string

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,18 +53,26 @@ type ToolServer struct {
 	svc      micro.Service
 	id       string
 	log      *slog.Logger
+	// name is Name(), and cancelSubject the subject of cancels to this
+	// worker: in every ack, built once.
+	name, cancelSubject string
 
 	cancelSub *nats.Subscription
 	slots     chan struct{}
-	inFlight  atomic.Int64
-	wg        sync.WaitGroup
+	// idle hands calls to runners waiting for one; stopped, closed once
+	// the server stopped, ends them (runner.go).
+	idle     chan *call
+	stopped  chan struct{}
+	stopOnce sync.Once
+	inFlight atomic.Int64
+	wg       sync.WaitGroup
 
 	// Messages the server drops without an answer, counted and warned
 	// about at most once a second: a flood of them must not flood the log.
 	noReply, badCancel rateLog
 
 	mu    sync.Mutex
-	calls map[string]context.CancelCauseFunc
+	calls map[callKey]*call
 	// draining is set by Drain and Stop: the calls that reach the handler
 	// from then on are refused. Under mu with wg.Add, so that no call joins
 	// wg once Drain waits on it.
@@ -122,7 +129,8 @@ func Serve(nc *nats.Conn, cfg ServerConfig) (*ToolServer, error) {
 	s := &ToolServer{
 		nc: nc, cfg: cfg, subjects: subjects, log: cfg.Logger,
 		slots: make(chan struct{}, cfg.Concurrency),
-		calls: make(map[string]context.CancelCauseFunc),
+		idle:  make(chan *call), stopped: make(chan struct{}),
+		calls: make(map[callKey]*call),
 	}
 	s.svc, err = micro.AddService(nc, micro.Config{
 		Name:        cfg.Name,
@@ -135,12 +143,16 @@ func Serve(nc *nats.Conn, cfg ServerConfig) (*ToolServer, error) {
 			MetaConcurrency: fmt.Sprint(cfg.Concurrency),
 			MetaBeat:        fmt.Sprint(cfg.Beat.Milliseconds()),
 		},
+		// $SRV.STATS carries the worker's calls in flight (over all its
+		// tools) in each endpoint's data, for dashboards.
+		StatsHandler: func(*micro.Endpoint) any { return WorkerLoad{InFlight: s.InFlight()} },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("tool server: %w", err)
 	}
 	s.id = s.svc.Info().ID
-	s.cancelSub, err = nc.Subscribe(subjects.Cancel(s.id), s.onCancel)
+	s.name, s.cancelSubject = cfg.Name+"/"+s.id, subjects.Cancel(s.id)
+	s.cancelSub, err = nc.Subscribe(s.cancelSubject, s.onCancel)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("tool server: %w", err), s.svc.Stop())
 	}
@@ -193,7 +205,7 @@ func (s *ToolServer) stopBeat() {
 func (s *ToolServer) ID() string { return s.id }
 
 // Name returns "name/id", the worker's name in events.
-func (s *ToolServer) Name() string { return s.cfg.Name + "/" + s.id }
+func (s *ToolServer) Name() string { return s.name }
 
 // InFlight returns the number of calls running.
 func (s *ToolServer) InFlight() int { return int(s.inFlight.Load()) }
@@ -255,6 +267,7 @@ func (s *ToolServer) drain(ctx context.Context, force bool) error {
 			err = errors.Join(err, fmt.Errorf("tool server: drain: %w", ctx.Err()))
 		}
 	}
+	s.stopOnce.Do(func() { close(s.stopped) })
 	return errors.Join(err, s.cancelSub.Unsubscribe())
 }
 
@@ -269,7 +282,7 @@ func (s *ToolServer) cancelAll(cause error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, c := range s.calls {
-		c(cause)
+		c.cancel(cause)
 	}
 }
 
@@ -284,14 +297,14 @@ func (s *ToolServer) onCancel(m *nats.Msg) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if f.Inbox != "" {
-		if cancel := s.calls[callKey(f.ID, f.Inbox)]; cancel != nil {
-			cancel(ErrCanceledByOrchestrator)
+		if c := s.calls[callKey{f.ID, f.Inbox}]; c != nil {
+			c.cancel(ErrCanceledByOrchestrator)
 		}
 		return
 	}
-	for key, cancel := range s.calls { // a client that names no inbox
-		if strings.HasPrefix(key, f.ID+"|") {
-			cancel(ErrCanceledByOrchestrator)
+	for _, c := range s.calls { // a client that names no inbox
+		if c.req.ID == f.ID {
+			c.cancel(ErrCanceledByOrchestrator)
 		}
 	}
 }
@@ -304,7 +317,7 @@ func (s *ToolServer) observe(tool, outcome string, d time.Duration) {
 
 // handler returns the micro handler of one tool. micro calls it from the
 // endpoint's subscription, one request at a time, so it only checks the
-// request and a free slot, acknowledges, and runs the call in a goroutine.
+// request and a free slot, and runs the call in a goroutine (see call).
 func (s *ToolServer) handler(t *agentfleet.Tool) micro.Handler {
 	return micro.HandlerFunc(func(req micro.Request) {
 		start := time.Now()
@@ -331,51 +344,30 @@ func (s *ToolServer) handler(t *agentfleet.Tool) micro.Handler {
 			s.refuse(req, t, creq, "worker busy", start)
 			return
 		}
-		timeout := time.Duration(creq.TimeoutMS) * time.Millisecond
-		ctx, cancel := context.WithCancelCause(context.Background())
-		var stopTimer context.CancelFunc = func() {}
-		if timeout > 0 {
-			// The orchestrator owns the deadline; the worker's bound is a
-			// backstop a little later, so it never outlives a call for long.
-			ctx, stopTimer = context.WithTimeout(ctx, timeout+timeout/10+time.Second)
-		}
-		// Calls are keyed by id and reply inbox: ids come from models and
-		// may repeat across sessions; the inbox is unique per attempt.
-		key := callKey(creq.ID, req.Reply())
+		c := s.newCall(t, creq, req.Reply(), start)
 		s.mu.Lock()
 		if s.draining {
 			// The call was sent before the server took our unsubscription.
 			// Refused as busy, it goes to another worker; run here, it could
 			// outlive the drain and lose its result.
 			s.mu.Unlock()
-			stopTimer()
-			cancel(nil)
+			c.cancel(nil)
 			<-s.slots
 			s.refuse(req, t, creq, "worker draining", start)
 			return
 		}
-		s.calls[key] = cancel
+		// Calls are keyed by id and reply inbox: ids come from models and
+		// may repeat across sessions; the inbox is unique per attempt.
+		s.calls[c.key] = c
 		s.wg.Add(1)
 		s.mu.Unlock()
 		s.inFlight.Add(1)
-		go func() {
-			defer s.wg.Done()
-			defer func() {
-				stopTimer()
-				cancel(nil)
-				s.mu.Lock()
-				delete(s.calls, key)
-				s.mu.Unlock()
-				s.inFlight.Add(-1)
-				<-s.slots
-			}()
-			outcome := s.run(ctx, t, creq, req.Reply())
-			s.observe(t.Name, outcome, time.Since(start))
-		}()
+		s.start(c)
 	})
 }
 
-func callKey(id, inbox string) string { return id + "|" + inbox }
+// callKey names a call on the worker: its id and its reply inbox.
+type callKey struct{ id, inbox string }
 
 // HeaderBusy is set on busy refusals, to why the worker refused ("worker
 // busy", "worker draining"), for operators reading traffic.
@@ -415,133 +407,35 @@ func (s *ToolServer) refuseNoReply(t *agentfleet.Tool) {
 // without micro's error headers, which would count it in the endpoint's
 // num_errors (`nats micro stats`).
 func (s *ToolServer) refuse(req micro.Request, t *agentfleet.Tool, creq *CallRequest, why string, start time.Time) {
-	b, _ := EncodeFrame(&Frame{T: FrameBusy, ID: creq.ID, Worker: s.Name(), InFlight: s.InFlight(), Limit: s.cfg.Concurrency})
-	if err := req.Respond(b, micro.WithHeaders(micro.Headers{HeaderBusy: {HeaderValue(why)}})); err != nil {
+	buf, _ := encodeFrameBuf(&Frame{T: FrameBusy, ID: creq.ID, Worker: s.name, InFlight: s.InFlight(), Limit: s.cfg.Concurrency})
+	if err := req.Respond(buf.Bytes(), micro.WithHeaders(micro.Headers{HeaderBusy: {HeaderValue(why)}})); err != nil {
 		s.log.Warn("send busy frame", "err", err)
 	}
+	putFrameBuf(buf)
 	s.observe(t.Name, "busy", time.Since(start))
-}
-
-// AckDelay is how long a call may run before the worker acknowledges it. A
-// call that ends sooner sends its result alone, which saves a message on the
-// short calls that make up most of the traffic.
-const AckDelay = 20 * time.Millisecond
-
-// run executes one call, with its ack and heartbeats, and sends its final
-// frame.
-func (s *ToolServer) run(ctx context.Context, t *agentfleet.Tool, creq *CallRequest, reply string) (outcome string) {
-	logger := func() *slog.Logger {
-		return s.log.With("tool", t.Name, "tool_call_id", creq.ID, "run_id", creq.RunID, "session", creq.Session)
-	}
-	var pubMu sync.Mutex // frames of one call go out in order
-	publish := func(f *Frame) {
-		b, err := EncodeFrame(f)
-		if err != nil {
-			logger().Warn("encode frame", "type", f.T, "err", err)
-			return
-		}
-		pubMu.Lock()
-		defer pubMu.Unlock()
-		if err := s.nc.Publish(reply, b); err != nil {
-			logger().Warn("publish frame", "type", f.T, "err", err)
-		}
-	}
-	hbDone := make(chan struct{})
-	hbExited := make(chan struct{})
-	go func() {
-		defer close(hbExited)
-		ack := time.NewTimer(AckDelay)
-		defer ack.Stop()
-		select {
-		case <-ack.C:
-			publish(&Frame{T: FrameAck, ID: creq.ID, Worker: s.Name(), Cancel: s.subjects.Cancel(s.id), HeartbeatMS: s.cfg.Heartbeat.Milliseconds()})
-		case <-hbDone:
-			return
-		}
-		tick := time.NewTicker(s.cfg.Heartbeat)
-		defer tick.Stop()
-		for {
-			select {
-			case <-tick.C:
-				publish(&Frame{T: FrameHeartbeat, ID: creq.ID})
-			case <-hbDone:
-				return
-			}
-		}
-	}()
-	// Always, so that a request without an allowed list reaches the tool
-	// as a caller allowed nothing: call_tool fails closed.
-	ctx = WithCaller(ctx, Caller{Agent: creq.Agent, Session: creq.Session, RunID: creq.RunID, Allowed: creq.Allowed})
-	res, err := s.call(ctx, t, creq, func(partial any) {
-		publish(&Frame{T: FrameProgress, ID: creq.ID, Partial: partial})
-	})
-	close(hbDone)
-	<-hbExited // no ack or heartbeat after the final frame
-
-	f := &Frame{T: FrameResult, ID: creq.ID, Worker: s.Name(), Result: res}
-	outcome = "ok"
-	if err != nil {
-		outcome = "error"
-		msg := err.Error()
-		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
-			outcome = "canceled"
-			msg = fmt.Sprintf("Tool %s stopped: %v", t.Name, cause)
-		}
-		f.Result, f.IsError = agentfleet.ErrorResult(msg), true
-	}
-	if f.Result == nil {
-		f.Result = &agentfleet.ToolResult{Content: []agentfleet.Content{}}
-	}
-	b, err := EncodeFrame(f)
-	if err != nil {
-		s.sendError(reply, creq.ID, CodeInternal, fmt.Sprintf("Tool %s: result does not encode: %v", t.Name, err))
-		return "error"
-	}
-	if max := s.nc.MaxPayload(); int64(len(b)) > max-1024 {
-		s.sendError(reply, creq.ID, CodeTooLarge, fmt.Sprintf("Tool %s: result of %d bytes exceeds the NATS max payload of %d bytes", t.Name, len(b), max))
-		return "too_large"
-	}
-	m := nats.NewMsg(reply)
-	m.Data = b
-	if f.IsError {
-		m.Header.Set(micro.ErrorHeader, "tool error")
-		m.Header.Set(micro.ErrorCodeHeader, CodeInternal)
-	}
-	if err := s.nc.PublishMsg(m); err != nil {
-		logger().Warn("send result", "err", err)
-	}
-	return outcome
 }
 
 // sendError sends a final error frame from the call's goroutine, with the
 // micro error headers. (micro.Request.Error may only be called from the
 // handler itself.)
 func (s *ToolServer) sendError(reply, id, code, msg string) {
-	b, _ := EncodeFrame(&Frame{T: FrameError, ID: id, Worker: s.Name(), Error: msg, Code: code})
+	buf, _ := encodeFrameBuf(&Frame{T: FrameError, ID: id, Worker: s.name, Error: msg, Code: code})
 	m := nats.NewMsg(reply)
-	m.Data = b
+	m.Data = buf.Bytes()
 	m.Header.Set(micro.ErrorHeader, HeaderValue(msg))
 	m.Header.Set(micro.ErrorCodeHeader, code)
 	if err := s.nc.PublishMsg(m); err != nil {
 		s.log.Warn("send error frame", "err", err)
 	}
-}
-
-// call runs the handler, turning a panic into an error.
-func (s *ToolServer) call(ctx context.Context, t *agentfleet.Tool, creq *CallRequest, progress func(any)) (res *agentfleet.ToolResult, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			res, err = nil, fmt.Errorf("Tool %s panicked: %v", t.Name, v)
-		}
-	}()
-	return t.Handler.Call(ctx, &agentfleet.Call{ID: creq.ID, Name: creq.Tool, Arguments: creq.Args, Progress: progress})
+	putFrameBuf(buf)
 }
 
 func (s *ToolServer) respondError(req micro.Request, id, code, msg string) {
-	b, _ := EncodeFrame(&Frame{T: FrameError, ID: id, Worker: s.Name(), Error: msg, Code: code})
-	if err := req.Error(code, HeaderValue(msg), b); err != nil {
+	buf, _ := encodeFrameBuf(&Frame{T: FrameError, ID: id, Worker: s.name, Error: msg, Code: code})
+	if err := req.Error(code, HeaderValue(msg), buf.Bytes()); err != nil {
 		s.log.Warn("send error frame", "err", err)
 	}
+	putFrameBuf(buf)
 }
 
 // Caller is the agent on whose behalf a scripted tool runs, with the tools

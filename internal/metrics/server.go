@@ -28,6 +28,7 @@ import (
 type Server struct {
 	ln    net.Listener
 	srv   *http.Server
+	mux   *http.ServeMux
 	ready func() error
 
 	serveErr chan error // the error of Serve, once it returns
@@ -46,9 +47,7 @@ type Server struct {
 //
 // (errors.Is(err, syscall.EADDRINUSE) holds for that one). An empty addr
 // turns the listener off: Listen returns a nil *Server and no error.
-//
-// Options mount more handlers on the same listener (see Handle).
-func Listen(addr, flag string, g prometheus.Gatherer, ready func() error, opts ...Option) (*Server, error) {
+func Listen(addr, flag string, g prometheus.Gatherer, ready func() error) (*Server, error) {
 	if addr == "" {
 		return nil, nil
 	}
@@ -56,8 +55,8 @@ func Listen(addr, flag string, g prometheus.Gatherer, ready func() error, opts .
 	if err != nil {
 		return nil, listenError(flag, addr, err)
 	}
-	s := &Server{ln: ln, ready: ready, serveErr: make(chan error, 1)}
 	mux := http.NewServeMux()
+	s := &Server{ln: ln, mux: mux, ready: ready, serveErr: make(chan error, 1)}
 	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{
 		// A collector that fails costs its own metrics, not the scrape.
 		ErrorHandling:     promhttp.ContinueOnError,
@@ -67,9 +66,6 @@ func Listen(addr, flag string, g prometheus.Gatherer, ready func() error, opts .
 		writeText(w, http.StatusOK, "ok")
 	})
 	mux.HandleFunc("GET /readyz", s.serveReady)
-	for _, o := range opts {
-		o(mux)
-	}
 	s.srv = &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -77,15 +73,6 @@ func Listen(addr, flag string, g prometheus.Gatherer, ready func() error, opts .
 	}
 	go func() { s.serveErr <- s.srv.Serve(ln) }()
 	return s, nil
-}
-
-// Option changes what Listen serves.
-type Option func(mux *http.ServeMux)
-
-// Handle mounts h on pattern (an http.ServeMux pattern) next to the
-// operational endpoints, such as the orchestrator's /mcp.
-func Handle(pattern string, h http.Handler) Option {
-	return func(mux *http.ServeMux) { mux.Handle(pattern, h) }
 }
 
 // listenError names the flag and the address, and keeps the cause alone
@@ -121,6 +108,18 @@ func writeText(w http.ResponseWriter, code int, text string) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
 	fmt.Fprintln(w, text)
+}
+
+// Handle serves h at pattern beside the operational endpoints, as
+// http.ServeMux.Handle does (it panics on a pattern that conflicts with
+// theirs). It may be called while the server serves, so that a handler
+// that needs what the process sets up after binding (the dashboard needs
+// NATS) joins the listener bound first. A nil Server ignores it.
+func (s *Server) Handle(pattern string, h http.Handler) {
+	if s == nil {
+		return
+	}
+	s.mux.Handle(pattern, h)
 }
 
 // Addr returns the address the server listens on, with the port chosen

@@ -13,7 +13,7 @@ import (
 // worker and the attempt; other updates stay at debug.
 func TestRetryLogged(t *testing.T) {
 	var b strings.Builder
-	o := &Orchestrator{log: slog.New(slog.NewTextHandler(&b, nil))}
+	o := &Sink{log: slog.New(slog.NewTextHandler(&b, nil))}
 	o.logEvent(&agentfleet.Event{Type: agentfleet.EventToolUpdate, Agent: "default", Session: "s", ToolCallID: "c1", ToolName: "sleep",
 		Partial: map[string]any{"retry": map[string]any{"attempt": 2, "reason": "worker victim/1 sent nothing", "worker": "victim/1"}}})
 	o.logEvent(&agentfleet.Event{Type: agentfleet.EventToolUpdate, Agent: "default", Session: "s", ToolCallID: "c1", ToolName: "sleep",

@@ -316,74 +316,7 @@ func sameDef(a, b agentfleet.ToolDef) bool {
 		a.Annotations == b.Annotations && a.Parallel == b.Parallel && a.TimeoutMS == b.TimeoutMS && a.Scripted == b.Scripted
 }
 
-// sink publishes events, counts them and logs them: every event at debug
-// level, failures at warn, with the run, session and tool call as
-// attributes.
+// sink is the sink of the orchestrator's events (sink.go).
 func (o *Orchestrator) sink() agentfleet.EventSink {
-	return agentfleet.EventSinkFunc(func(e *agentfleet.Event) {
-		if e.Type == agentfleet.EventRunStart || e.Type == agentfleet.EventRunResumed {
-			e.Orchestrator = o.id
-		}
-		if o.cfg.Observer != nil {
-			o.cfg.Observer.Event(e)
-		}
-		o.pub.Emit(e)
-		o.logEvent(e)
-	})
-}
-
-func (o *Orchestrator) logEvent(e *agentfleet.Event) {
-	level := slog.LevelDebug
-	switch {
-	case e.Type == agentfleet.EventError, e.Type == agentfleet.EventToolEnd && e.IsError:
-		level = slog.LevelWarn
-	case e.Type == agentfleet.EventRunEnd:
-		level = slog.LevelInfo
-	}
-	if e.Type == agentfleet.EventToolUpdate {
-		if r, ok := retryOf(e); ok {
-			// A lost worker or a timed-out attempt is the operator's
-			// business even when the retry saves the call.
-			attrs := []any{"agent", e.Agent, "session", e.Session, "run_id", e.RunID, "tool_call_id", e.ToolCallID, "tool", e.ToolName}
-			if w, ok := r["worker"]; ok { // absent when no worker had taken the call
-				attrs = append(attrs, "worker", w)
-			}
-			o.log.Info("retrying tool call", append(attrs, "attempt", r["attempt"], "reason", r["reason"])...)
-			return
-		}
-	}
-	ctx := context.Background()
-	if !o.log.Enabled(ctx, level) {
-		return
-	}
-	attrs := []slog.Attr{slog.String("agent", e.Agent), slog.String("session", e.Session), slog.String("run_id", e.RunID), slog.Int("turn", e.Turn)}
-	if e.ToolCallID != "" {
-		attrs = append(attrs, slog.String("tool_call_id", e.ToolCallID), slog.String("tool", e.ToolName))
-	}
-	switch e.Type {
-	case agentfleet.EventToolEnd:
-		attrs = append(attrs, slog.Float64("duration_ms", e.DurationMS), slog.String("worker", e.Worker))
-		if e.IsError && e.Result != nil {
-			attrs = append(attrs, slog.String("error", agentfleet.JoinText(e.Result.Content)))
-		}
-	case agentfleet.EventRunEnd:
-		attrs = append(attrs, slog.String("stop_reason", string(e.StopReason)))
-		if e.Message != nil && e.Message.ErrorMessage != "" {
-			attrs = append(attrs, slog.String("error", e.Message.ErrorMessage))
-		}
-	case agentfleet.EventError:
-		attrs = append(attrs, slog.String("error", e.ErrorMessage))
-	}
-	o.log.LogAttrs(ctx, level, string(e.Type), attrs...)
-}
-
-// retryOf returns the retry a tool.update announces ({"retry": {"attempt",
-// "reason", "worker"}}, as the tool client sends it), if it is one.
-func retryOf(e *agentfleet.Event) (map[string]any, bool) {
-	p, ok := e.Partial.(map[string]any)
-	if !ok {
-		return nil, false
-	}
-	r, ok := p["retry"].(map[string]any)
-	return r, ok
+	return NewSink(o.id, o.cfg.Observer, o.pub, o.log)
 }

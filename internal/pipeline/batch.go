@@ -22,6 +22,10 @@ type Batch struct {
 	Terminate bool
 	// Parallel says the batch ran in parallel mode.
 	Parallel bool
+
+	// The slices of a batch of one call.
+	one        [1]*Outcome
+	oneMessage [1]*agentfleet.ToolResultMessage
 }
 
 // Run executes a batch of calls (spec executeToolCalls). It chooses parallel
@@ -30,12 +34,16 @@ type Batch struct {
 // after an abort, the calls not yet started get a "skipped" result.
 func (p *Pipeline) Run(ctx context.Context, pctx *Context, assistant *agentfleet.AssistantMessage, calls []agentfleet.ToolCall) *Batch {
 	b := &Batch{Parallel: p.parallel(pctx, calls)}
-	if b.Parallel {
-		b.Outcomes = p.runParallel(ctx, pctx, assistant, calls)
+	if len(calls) == 1 { // most batches: one allocation less for each slice
+		b.Outcomes, b.Messages = b.one[:], b.oneMessage[:]
 	} else {
-		b.Outcomes = p.runSequential(ctx, pctx, assistant, calls)
+		b.Outcomes, b.Messages = make([]*Outcome, len(calls)), make([]*agentfleet.ToolResultMessage, len(calls))
 	}
-	b.Messages = make([]*agentfleet.ToolResultMessage, len(b.Outcomes))
+	if b.Parallel {
+		p.runParallel(ctx, pctx, assistant, calls, b.Outcomes)
+	} else {
+		p.runSequential(ctx, pctx, assistant, calls, b.Outcomes)
+	}
 	b.Terminate = len(b.Outcomes) > 0
 	for i, o := range b.Outcomes {
 		b.Messages[i] = o.Message()
@@ -61,39 +69,52 @@ func (p *Pipeline) parallel(pctx *Context, calls []agentfleet.ToolCall) bool {
 	return true
 }
 
-func (p *Pipeline) runSequential(ctx context.Context, pctx *Context, assistant *agentfleet.AssistantMessage, calls []agentfleet.ToolCall) []*Outcome {
-	outs := make([]*Outcome, len(calls))
+func (p *Pipeline) runSequential(ctx context.Context, pctx *Context, assistant *agentfleet.AssistantMessage, calls []agentfleet.ToolCall, outs []*Outcome) {
 	for i, call := range calls {
-		start := p.start(call)
-		if ctx.Err() != nil {
-			outs[i] = p.end(start, errorOutcome(call, Skipped, SkippedText))
-			continue
+		at := time.Now()
+		// With a before-tool-call hook, which may take its time (or ask a
+		// person), the call has started for whoever watches.
+		early := p.cfg.Before != nil
+		if early {
+			p.emitStart(call)
 		}
-		prep, out := p.Prepare(ctx, pctx, assistant, call)
-		if out == nil {
-			out = p.Finalize(ctx, pctx, assistant, prep, p.Execute(ctx, prep))
-		}
-		outs[i] = p.end(start, out)
-	}
-	return outs
-}
-
-// runParallel prepares the calls one by one, then executes the prepared ones
-// concurrently (at most MaxParallel at once) and finalizes each as it
-// completes; results keep the call order.
-func (p *Pipeline) runParallel(ctx context.Context, pctx *Context, assistant *agentfleet.AssistantMessage, calls []agentfleet.ToolCall) []*Outcome {
-	outs := make([]*Outcome, len(calls))
-	sem := make(chan struct{}, p.cfg.MaxParallel)
-	var wg sync.WaitGroup
-	for i, call := range calls {
-		start := p.start(call)
 		if ctx.Err() != nil {
-			outs[i] = p.end(start, errorOutcome(call, Skipped, SkippedText))
+			outs[i] = p.end(at, !early, errorOutcome(call, Skipped, SkippedText))
 			continue
 		}
 		prep, out := p.Prepare(ctx, pctx, assistant, call)
 		if out != nil {
-			outs[i] = p.end(start, out)
+			outs[i] = p.end(at, !early, out)
+			continue
+		}
+		prep.start.p, prep.start.out = p, early
+		out = p.Finalize(ctx, pctx, assistant, prep, p.Execute(ctx, prep))
+		outs[i] = p.end(at, false, out)
+	}
+}
+
+// runParallel prepares the calls one by one, then executes the prepared ones
+// concurrently (at most MaxParallel at once) and finalizes each as it
+// completes; results keep the call order. The batch's tool.start events
+// come first, in call order. A batch of one call runs as a sequential one
+// does, without a goroutine.
+func (p *Pipeline) runParallel(ctx context.Context, pctx *Context, assistant *agentfleet.AssistantMessage, calls []agentfleet.ToolCall, outs []*Outcome) {
+	if len(calls) == 1 {
+		p.runSequential(ctx, pctx, assistant, calls, outs)
+		return
+	}
+	sem := make(chan struct{}, p.cfg.MaxParallel)
+	var wg sync.WaitGroup
+	for i, call := range calls {
+		at := time.Now()
+		p.emitStart(call)
+		if ctx.Err() != nil {
+			outs[i] = p.end(at, false, errorOutcome(call, Skipped, SkippedText))
+			continue
+		}
+		prep, out := p.Prepare(ctx, pctx, assistant, call)
+		if out != nil {
+			outs[i] = p.end(at, false, out)
 			continue
 		}
 		wg.Add(1)
@@ -103,25 +124,22 @@ func (p *Pipeline) runParallel(ctx context.Context, pctx *Context, assistant *ag
 			case sem <- struct{}{}:
 				defer func() { <-sem }()
 			case <-ctx.Done():
-				outs[i] = p.end(start, errorOutcome(call, Aborted, AbortedText))
+				outs[i] = p.end(at, false, errorOutcome(call, Aborted, AbortedText))
 				return
 			}
-			outs[i] = p.end(start, p.Finalize(ctx, pctx, assistant, prep, p.Execute(ctx, prep)))
+			outs[i] = p.end(at, false, p.Finalize(ctx, pctx, assistant, prep, p.Execute(ctx, prep)))
 		}()
 	}
 	wg.Wait()
-	return outs
 }
 
-func (p *Pipeline) start(call agentfleet.ToolCall) time.Time {
-	p.emit(&agentfleet.Event{
-		Type: agentfleet.EventToolStart, ToolCallID: call.ID, ToolName: call.Name, Arguments: call.Arguments,
-	})
-	return time.Now()
-}
-
-func (p *Pipeline) end(start time.Time, out *Outcome) *Outcome {
-	out.Duration = time.Since(start)
+// end publishes the call's tool.end, after its tool.start if start says
+// that is not out yet.
+func (p *Pipeline) end(at time.Time, start bool, out *Outcome) *Outcome {
+	if start {
+		p.emitStart(out.Call)
+	}
+	out.Duration = time.Since(at)
 	if p.cfg.OnOutcome != nil {
 		p.cfg.OnOutcome(out)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/agentfleet/agentfleet"
 )
@@ -22,28 +21,8 @@ type Executed struct {
 // results become tool.update events. An error or a panic becomes an error
 // result; cancellation of ctx yields an "Operation aborted" result.
 func (p *Pipeline) Execute(ctx context.Context, prep *Prepared) (ex Executed) {
-	var (
-		mu   sync.Mutex
-		done bool
-	)
-	// Partial results that arrive after the call returned are dropped, so
-	// that no tool.update follows the call's tool.end.
-	progress := func(partial any) {
-		mu.Lock()
-		defer mu.Unlock()
-		if done {
-			return
-		}
-		p.emit(&agentfleet.Event{
-			Type: agentfleet.EventToolUpdate, ToolCallID: prep.Call.ID, ToolName: prep.Call.Name,
-			Arguments: prep.Args, Partial: partial,
-		})
-	}
-	defer func() {
-		mu.Lock()
-		done = true
-		mu.Unlock()
-	}()
+	progress := func(partial any) { prep.progress(p, partial) }
+	defer prep.executed()
 	defer func() {
 		if v := recover(); v != nil {
 			ex = Executed{Result: agentfleet.ErrorResult(fmt.Sprintf("Tool %s panicked: %v", prep.Call.Name, v)), IsError: true, Kind: Failed}
@@ -53,6 +32,7 @@ func (p *Pipeline) Execute(ctx context.Context, prep *Prepared) (ex Executed) {
 	exec := p.cfg.Executor
 	if prep.Tool.Handler != nil {
 		exec = Local
+		prep.Sent() // nothing is sent: the call starts here
 	}
 	if exec == nil {
 		return Executed{Result: agentfleet.ErrorResult(fmt.Sprintf("Tool %s has no executor", prep.Call.Name)), IsError: true, Kind: Failed}

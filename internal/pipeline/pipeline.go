@@ -43,6 +43,8 @@ type Prepared struct {
 	// Allowed lists the tools the calling agent may use, for scripted
 	// tools, whose call_tool it bounds; nil for other tools.
 	Allowed []string
+	// start is the state of the call's tool.start event (start.go).
+	start started
 }
 
 // ProgressFunc receives the partial results of a running call.

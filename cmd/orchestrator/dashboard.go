@@ -1,0 +1,29 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/dashboard"
+)
+
+// startDashboard serves the dashboard at / of the --http listener, on the
+// orchestrator's NATS connection, once the orchestrator has created the
+// event stream it replays from.
+func (m *Main) startDashboard(ctx context.Context) error {
+	if m.http == nil || !m.Dashboard {
+		return nil
+	}
+	subjects, err := bus.NewSubjects(m.Prefix)
+	if err != nil {
+		return err
+	}
+	m.dash, err = dashboard.Open(ctx, m.nc, subjects, dashboard.Options{Config: dashboard.Config{Logger: m.logger}})
+	if err != nil {
+		return fmt.Errorf("--dashboard: %w", err)
+	}
+	m.http.Handle("/", m.dash)
+	m.logger.Info("dashboard", "url", "http://"+m.http.Addr()+"/", "actions", !m.dash.ReadOnly())
+	return nil
+}

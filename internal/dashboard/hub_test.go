@@ -1,0 +1,45 @@
+package dashboard
+
+import (
+	"testing"
+
+	"github.com/agentfleet/agentfleet/internal/bus"
+)
+
+// TestHubDropsASlowPage fills one page's buffer: the next event drops that
+// page (its gone channel closes) without blocking the publisher, while a
+// page with room gets every event; the sequence a page that joins later
+// replays up to is the last one handed out.
+func TestHubDropsASlowPage(t *testing.T) {
+	h := newHub()
+	h.start(10)
+	slow, upTo := h.join(2)
+	if upTo != 10 {
+		t.Errorf("a page joining before any event replays up to %d, want 10", upTo)
+	}
+	fast, _ := h.join(8)
+	for seq := uint64(11); seq <= 13; seq++ {
+		h.publish(bus.FeedEvent{Subject: "agent.events.a.s.turn.start", Data: []byte(`{}`), Seq: seq})
+	}
+	select {
+	case <-slow.gone:
+	default:
+		t.Fatal("the page with a full buffer was not dropped")
+	}
+	select {
+	case <-fast.gone:
+		t.Fatal("the page with room was dropped")
+	default:
+	}
+	if got := len(fast.ch); got != 3 {
+		t.Errorf("the page with room has %d events, want 3", got)
+	}
+	if _, upTo := h.join(1); upTo != 13 {
+		t.Errorf("a page joining now replays up to %d, want 13", upTo)
+	}
+	h.leave(fast)
+	h.publish(bus.FeedEvent{Seq: 14})
+	if got := len(fast.ch); got != 3 {
+		t.Errorf("a page that left got %d events, want the 3 from before", got)
+	}
+}

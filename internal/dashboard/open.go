@@ -1,0 +1,50 @@
+package dashboard
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/agentfleet/agentfleet/internal/bus"
+)
+
+// Options are what a command chooses for the dashboard it opens on a NATS
+// connection.
+type Options struct {
+	// ReadOnly hides the actions whatever the NATS user may do. Without
+	// it, Open probes whether the user may publish messages and aborts
+	// (bus.SessionClient.CanAct) and hides them when it may not.
+	ReadOnly bool
+	// The rest is as in Config.
+	MaxRuns int
+	Since   time.Duration
+	Config  Config
+}
+
+// Open returns the dashboard of the fleet of subjects on nc: events from
+// bus.EventFeed (replayed from the event stream when the user may read
+// it), actions through bus.SessionClient, the fleet from bus.FleetStatus.
+func Open(ctx context.Context, nc *bus.Conn, subjects bus.Subjects, opts Options) (*Handler, error) {
+	cfg := opts.Config
+	cfg.Feed = bus.OpenEventFeed(ctx, nc, subjects)
+	if opts.MaxRuns > 0 {
+		cfg.MaxRuns = opts.MaxRuns
+	}
+	if opts.Since > 0 {
+		cfg.Since = opts.Since
+	}
+	if !opts.ReadOnly {
+		sc := bus.NewSessionClient(nc, subjects)
+		ok, err := sc.CanAct()
+		if err != nil {
+			return nil, fmt.Errorf("dashboard: %w", err)
+		}
+		if ok {
+			cfg.Sessions = sc
+		}
+	}
+	cfg.Fleet = func(ctx context.Context) ([]bus.WorkerStatus, error) {
+		return bus.FleetStatus(ctx, nc, subjects, 500*time.Millisecond)
+	}
+	return New(ctx, cfg)
+}

@@ -1,0 +1,594 @@
+// The agentfleet dashboard: it follows the fleet's events through
+// Server-Sent Events (api/events), keeps at most maxRuns runs in memory,
+// and renders the sessions, the chosen run and the fleet. Everything it
+// shows from the fleet goes into the page as text (textContent, text
+// nodes), never as markup.
+'use strict';
+
+const params = new URLSearchParams(location.search);
+const MAX_TEXT = 100000;     // characters of streamed text kept per turn
+const MAX_UPDATES = 20;      // progress updates kept per tool call
+const MAX_ERRORS = 50;       // errors kept, fleet-wide and per run
+const FOLD = 160;            // characters of a value shown before it is folded
+
+const state = {
+  maxRuns: Number(params.get('max_runs')) || 200,
+  runs: new Map(),       // run id -> run, oldest first
+  sessions: new Map(),   // "agent/session" -> session summary, least recently updated first
+  errors: [],            // errors outside any run, newest last
+  selected: null,        // "agent/session"
+  selectedRun: null,     // run id, or null for the session's latest
+  events: 0,
+  lastId: 0,
+  readOnly: true,
+  fleet: false,
+  replayed: false,
+  dirty: { sessions: true, run: true, errors: true },
+  workers: new Map(),    // worker id -> {w, seen, lost, prev}
+};
+
+const $ = (id) => document.getElementById(id);
+
+// el builds an element: attrs are set as attributes (or properties for
+// className), children are nodes or strings, strings become text nodes.
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'className') e.className = v;
+    else e.setAttribute(k, String(v));
+  }
+  for (const c of children) {
+    if (c === undefined || c === null || c === false) continue;
+    e.append(typeof c === 'string' || typeof c === 'number' ? document.createTextNode(String(c)) : c);
+  }
+  return e;
+}
+
+// --- the event stream ---------------------------------------------------
+
+let source = null;
+
+function connect() {
+  if (source) source.close();
+  const q = new URLSearchParams();
+  q.set('since', $('since').value);
+  q.set('max_runs', String(state.maxRuns));
+  source = new EventSource('api/events?' + q.toString());
+  setConn('connecting');
+  source.addEventListener('hello', (e) => {
+    const h = JSON.parse(e.data);
+    state.maxRuns = h.max_runs;
+    state.readOnly = h.read_only;
+    state.fleet = h.fleet;
+    $('send').hidden = h.read_only;
+    $('tab-fleet').hidden = !h.fleet;
+    document.body.dataset.readOnly = String(h.read_only);
+    setConn('replaying');
+    state.dirty.run = true;
+    schedule();
+  });
+  source.addEventListener('replayed', () => {
+    state.replayed = true;
+    document.body.dataset.replayed = 'true';
+    setConn('live');
+  });
+  source.addEventListener('notice', (e) => {
+    addError({ message: JSON.parse(e.data).message, time: new Date().toISOString() });
+    schedule();
+  });
+  source.onmessage = (e) => {
+    const id = Number(e.lastEventId) || 0;
+    if (id && id <= state.lastId) return; // seen already
+    if (id) state.lastId = id;
+    let ev;
+    try { ev = JSON.parse(e.data); } catch { return; }
+    ingest(ev);
+    schedule();
+  };
+  source.onerror = () => setConn('reconnecting');
+}
+
+function setConn(s) {
+  const c = $('conn');
+  c.dataset.state = s;
+  c.textContent = s;
+}
+
+// --- the model ------------------------------------------------------------
+
+function sessionKey(agent, session) { return agent + '/' + session; }
+
+function ingest(ev) {
+  state.events++;
+  if (!ev || typeof ev.type !== 'string') return;
+  if (!ev.run_id) {
+    if (ev.type === 'error') addError(ev);
+    return;
+  }
+  let run = state.runs.get(ev.run_id);
+  if (!run) run = newRun(ev);
+  run.last = ev.time || run.last;
+  switch (ev.type) {
+    case 'run.start':
+    case 'run.resumed':
+      run.start = ev.time || run.start;
+      run.orchestrator = ev.orchestrator || run.orchestrator;
+      run.status = 'running';
+      break;
+    case 'run.suspended':
+      run.status = 'suspended';
+      break;
+    case 'run.end': {
+      run.status = ev.stop_reason || 'stop';
+      run.end = ev.time;
+      const m = ev.assistant || {};
+      if (m.usage) run.usage = m.usage;
+      if (m.error_message) run.errorMessage = m.error_message;
+      break;
+    }
+    case 'turn.start':
+      turnOf(run, ev.turn).start = ev.time;
+      break;
+    case 'turn.end':
+      turnOf(run, ev.turn).end = ev.time;
+      break;
+    case 'message.update': {
+      const t = turnOf(run, ev.turn);
+      if (t.text.length < MAX_TEXT) t.text += ev.delta || '';
+      break;
+    }
+    case 'message.end': {
+      const t = turnOf(run, ev.turn);
+      const m = ev.assistant || {};
+      const text = (m.content || []).filter((c) => c && c.type === 'text').map((c) => c.text || '').join('');
+      if (text) t.text = text.slice(0, MAX_TEXT);
+      if (m.usage) t.usage = m.usage;
+      if (m.error_message) t.error = m.error_message;
+      break;
+    }
+    case 'tool.start': {
+      const c = callOf(run, ev);
+      c.start = ev.time;
+      c.args = ev.arguments;
+      break;
+    }
+    case 'tool.update': {
+      const c = callOf(run, ev);
+      c.updates.push(ev.partial);
+      if (c.updates.length > MAX_UPDATES) c.updates.shift();
+      break;
+    }
+    case 'tool.end': {
+      const c = callOf(run, ev);
+      c.end = ev.time;
+      c.result = ev.result;
+      c.isError = !!ev.is_error;
+      c.outcome = ev.outcome || (c.isError ? 'error' : 'ok');
+      c.duration = ev.duration_ms;
+      c.worker = ev.worker;
+      c.attempt = ev.attempt;
+      if (!c.start && ev.time && ev.duration_ms) c.start = new Date(Date.parse(ev.time) - ev.duration_ms).toISOString();
+      break;
+    }
+    case 'error':
+      run.errors.push(ev.message || 'error');
+      if (run.errors.length > MAX_ERRORS) run.errors.shift();
+      break;
+  }
+  touchSession(run);
+  if (state.selected === sessionKey(run.agent, run.session)) state.dirty.run = true;
+}
+
+function newRun(ev) {
+  const run = {
+    id: ev.run_id, agent: ev.agent, session: ev.session, status: 'running',
+    start: ev.time, last: ev.time, end: null, turns: new Map(), calls: new Map(),
+    usage: null, errors: [], errorMessage: '', orchestrator: '',
+  };
+  state.runs.set(run.id, run);
+  // The cap: drop the oldest runs, never the one on screen.
+  for (const [id] of state.runs) {
+    if (state.runs.size <= state.maxRuns) break;
+    if (id === shownRunId()) continue;
+    state.runs.delete(id);
+  }
+  return run;
+}
+
+function turnOf(run, n) {
+  let t = run.turns.get(n);
+  if (!t) {
+    t = { n, start: null, end: null, text: '', usage: null, error: '', calls: [] };
+    run.turns.set(n, t);
+  }
+  return t;
+}
+
+function callOf(run, ev) {
+  let c = run.calls.get(ev.tool_call_id);
+  if (!c) {
+    c = { id: ev.tool_call_id, name: ev.tool_name, turn: ev.turn, start: null, end: null, args: undefined,
+      updates: [], result: null, isError: false, outcome: '', duration: 0, worker: '', attempt: 0 };
+    run.calls.set(c.id, c);
+    turnOf(run, ev.turn).calls.push(c);
+  }
+  return c;
+}
+
+function touchSession(run) {
+  const key = sessionKey(run.agent, run.session);
+  let s = state.sessions.get(key);
+  if (s && s.runId !== run.id && s.time && run.start && Date.parse(run.start) < Date.parse(s.time) && s.status !== 'running') {
+    // An older run of the session (replay of a resumed run): keep the latest.
+    return;
+  }
+  if (s) state.sessions.delete(key);
+  s = { agent: run.agent, session: run.session, runId: run.id, status: run.status, time: run.last,
+    tools: run.calls.size, tokens: tokensOf(run), errorMessage: run.errorMessage };
+  state.sessions.set(key, s);
+  for (const [k] of state.sessions) {
+    if (state.sessions.size <= state.maxRuns) break;
+    if (k !== state.selected) state.sessions.delete(k);
+  }
+  state.dirty.sessions = true;
+}
+
+function tokensOf(run) {
+  if (run.usage) return run.usage.total_tokens || 0;
+  let n = 0;
+  for (const t of run.turns.values()) if (t.usage) n += t.usage.total_tokens || 0;
+  return n;
+}
+
+function addError(ev) {
+  state.errors.push(ev);
+  if (state.errors.length > MAX_ERRORS) state.errors.shift();
+  state.dirty.errors = true;
+}
+
+function failed(status) {
+  return status === 'error' || status === 'aborted' || status === 'length' || status === 'max_turns';
+}
+
+// --- rendering ------------------------------------------------------------
+
+let scheduled = false;
+
+function schedule() {
+  if (scheduled) return;
+  scheduled = true;
+  requestAnimationFrame(() => {
+    scheduled = false;
+    render();
+  });
+}
+
+function render() {
+  $('stats').textContent = state.events + ' events · ' + state.runs.size + '/' + state.maxRuns + ' runs';
+  document.body.dataset.events = String(state.events);
+  document.body.dataset.runs = String(state.runs.size);
+  if (state.dirty.errors) renderErrors();
+  if (state.dirty.sessions) renderSessions();
+  if (state.dirty.run) renderRun();
+}
+
+function renderErrors() {
+  state.dirty.errors = false;
+  const box = $('errors');
+  box.replaceChildren(...state.errors.slice(-5).reverse().map((e) =>
+    el('p', {}, (e.time ? e.time.slice(11, 19) + ' ' : '') + (e.agent ? e.agent + '/' + e.session + ': ' : '') + (e.message || 'error'))));
+  box.hidden = state.errors.length === 0;
+}
+
+function renderSessions() {
+  state.dirty.sessions = false;
+  const fa = $('filter-agent').value.trim().toLowerCase();
+  const fs = $('filter-session').value.trim().toLowerCase();
+  const st = $('filter-status').value;
+  const rows = [];
+  for (const s of state.sessions.values()) {
+    if (fa && !s.agent.toLowerCase().includes(fa)) continue;
+    if (fs && !s.session.toLowerCase().includes(fs)) continue;
+    if (st && !(st === 'failed' ? failed(s.status) : s.status === st)) continue;
+    rows.push(s);
+  }
+  // Failures first, then the most recent.
+  rows.sort((a, b) => (failed(b.status) - failed(a.status)) || (Date.parse(b.time) || 0) - (Date.parse(a.time) || 0));
+  const frag = document.createDocumentFragment();
+  for (const s of rows.slice(0, 500)) {
+    const key = sessionKey(s.agent, s.session);
+    const tr = el('tr', {
+      className: 'session' + (failed(s.status) ? ' failed' : '') + (key === state.selected ? ' selected' : ''),
+      'data-agent': s.agent, 'data-session': s.session, 'data-status': s.status, 'data-run-id': s.runId,
+    },
+    el('td', {}, s.agent), el('td', {}, s.session),
+    el('td', { className: 'status status-' + s.status }, s.status),
+    el('td', { title: s.runId }, s.runId.slice(0, 8)),
+    el('td', {}, s.tools), el('td', {}, s.tokens || ''),
+    el('td', { title: s.time || '' }, s.time ? new Date(s.time).toLocaleTimeString() : ''));
+    tr.addEventListener('click', () => { location.hash = encodeURIComponent(key); });
+    frag.append(tr);
+  }
+  $('sessions').tBodies[0].replaceChildren(frag);
+  $('sessions').dataset.rows = String(rows.length);
+  $('sessions-empty').hidden = state.sessions.size > 0;
+}
+
+function select(key) {
+  state.selected = key;
+  state.selectedRun = null;
+  const s = state.sessions.get(key);
+  if (s) {
+    $('send-agent').value = s.agent;
+    $('send-session').value = s.session;
+  }
+  state.dirty.sessions = state.dirty.run = true;
+  render();
+}
+
+function shownRunId() {
+  if (state.selectedRun && state.runs.has(state.selectedRun)) return state.selectedRun;
+  const s = state.selected && state.sessions.get(state.selected);
+  return s ? s.runId : null;
+}
+
+function renderRun() {
+  state.dirty.run = false;
+  const box = $('run');
+  const run = state.runs.get(shownRunId());
+  $('run-empty').hidden = !!run;
+  box.hidden = !run;
+  if (!run) {
+    box.replaceChildren();
+    return;
+  }
+  box.dataset.runId = run.id;
+  box.dataset.agent = run.agent;
+  box.dataset.session = run.session;
+  box.dataset.status = run.status;
+  const head = el('div', { className: 'run-head' },
+    el('h2', {}, run.agent + '/' + run.session),
+    el('span', { className: 'fact' }, 'run ', el('code', {}, run.id)),
+    el('span', { className: 'fact' }, 'stop reason ', el('span', { className: 'stop-reason status status-' + run.status }, run.status)),
+    el('span', { className: 'fact tokens' }, tokenText(run)),
+    el('span', { className: 'fact' }, durationText(run.start, run.end || run.last)),
+    run.orchestrator && el('span', { className: 'fact muted' }, 'orchestrator ' + run.orchestrator));
+  if (run.status === 'running' && !state.readOnly) {
+    const b = el('button', { id: 'abort-button', type: 'button' }, 'Abort');
+    b.addEventListener('click', () => abortRun(run));
+    head.append(b);
+  }
+  const others = runsOf(run.agent, run.session);
+  if (others.length > 1) {
+    const sel = el('select', { id: 'run-select' }, ...others.map((r) =>
+      el('option', { value: r.id, selected: r.id === run.id ? 'selected' : null }, (r.start || '').slice(11, 19) + ' ' + r.id.slice(0, 8) + ' ' + r.status)));
+    sel.addEventListener('change', () => { state.selectedRun = sel.value; state.dirty.run = true; render(); });
+    head.append(sel);
+  }
+  // Failures first: the run's error, then each failed tool call.
+  const errs = [];
+  if (run.errorMessage) errs.push(el('p', {}, run.status + ': ' + run.errorMessage));
+  for (const e of run.errors) errs.push(el('p', {}, e));
+  for (const c of run.calls.values()) {
+    if (c.isError) errs.push(el('p', {}, c.name + ' (' + c.outcome + '): ' + shorten(resultText(c.result), FOLD)));
+  }
+  const parts = [head];
+  if (errs.length) parts.push(el('div', { className: 'errors run-errors' }, ...errs));
+  const t0 = Date.parse(run.start) || 0;
+  const t1 = Math.max(Date.parse(run.end || run.last) || 0, t0 + 1);
+  for (const t of [...run.turns.values()].sort((a, b) => a.n - b.n)) {
+    if (t.n === 0 && !t.text && t.calls.length === 0) continue;
+    const turn = el('div', { className: 'turn', 'data-turn': t.n },
+      el('h3', {}, 'turn ' + t.n + (t.usage ? ' · ' + (t.usage.total_tokens || 0) + ' tokens' : '')));
+    if (t.text) turn.append(el('div', { className: 'text' }, t.text));
+    if (t.error) turn.append(el('div', { className: 'errors' }, t.error));
+    for (const c of t.calls) turn.append(renderCall(c, t0, t1));
+    parts.push(turn);
+  }
+  box.replaceChildren(...parts);
+}
+
+function renderCall(c, t0, t1) {
+  const s = Date.parse(c.start) || t0;
+  const e = c.end ? Date.parse(c.end) : Math.max(Date.now(), s);
+  const left = Math.max(0, Math.min(100, (s - t0) / (t1 - t0) * 100));
+  const width = Math.max(0.5, Math.min(100 - left, (e - s) / (t1 - t0) * 100));
+  const bar = el('div', { className: 'bar', title: c.name });
+  bar.style.left = left + '%';
+  bar.style.width = width + '%';
+  const div = el('div', {
+    className: 'tool' + (c.isError ? ' failed' : ''), 'data-tool-call-id': c.id, 'data-tool': c.name,
+    'data-outcome': c.outcome || 'running',
+  },
+  el('div', { className: 'tool-label' },
+    el('span', { className: 'name' }, c.name),
+    el('span', { className: 'outcome' }, c.outcome || 'running'),
+    el('span', { className: 'duration' }, c.end ? msText(c.duration) : 'running'),
+    c.worker && el('span', { className: 'worker' }, 'worker ' + c.worker),
+    c.attempt > 0 && el('span', { className: 'attempt' }, 'attempt ' + c.attempt)),
+  el('div', { className: 'track' }, bar));
+  if (c.args !== undefined) div.append(fold('arguments', json(c.args), 'tool-args'));
+  if (c.updates.length) div.append(el('div', { className: 'progress' }, 'progress: ' + shorten(json(c.updates[c.updates.length - 1]), FOLD)));
+  if (c.result) div.append(fold('result', resultText(c.result) || json(c.result), 'tool-result'));
+  return div;
+}
+
+// fold shows a value in a <details>: the start of it as the summary, the
+// whole when opened. Short values are shown open.
+function fold(label, text, className) {
+  const d = el('details', { className }, el('summary', {}, label + ': ' + shorten(text, FOLD)), el('pre', {}, text));
+  if (text.length <= FOLD) d.open = true;
+  return d;
+}
+
+function resultText(r) {
+  if (!r) return '';
+  return (r.content || []).map((c) => (c && c.type === 'text' ? c.text || '' : '[' + (c && c.type) + ']')).join('\n');
+}
+
+function json(v) {
+  try { return JSON.stringify(v, null, 1) ?? ''; } catch { return String(v); }
+}
+
+function shorten(s, n) { return s.length <= n ? s : s.slice(0, n - 1) + '…'; }
+
+function msText(ms) {
+  if (!ms && ms !== 0) return '';
+  return ms < 1000 ? ms.toFixed(ms < 10 ? 1 : 0) + ' ms' : (ms / 1000).toFixed(2) + ' s';
+}
+
+function durationText(a, b) {
+  const d = (Date.parse(b) || 0) - (Date.parse(a) || 0);
+  return d > 0 ? msText(d) : '';
+}
+
+function tokenText(run) {
+  const u = run.usage;
+  if (u) return (u.input_tokens || 0) + ' in · ' + (u.output_tokens || 0) + ' out · ' + (u.total_tokens || 0) + ' tokens';
+  const n = tokensOf(run);
+  return n ? n + ' tokens' : '';
+}
+
+function runsOf(agent, session) {
+  const out = [];
+  for (const r of state.runs.values()) if (r.agent === agent && r.session === session) out.push(r);
+  return out.reverse();
+}
+
+// --- actions --------------------------------------------------------------
+
+async function post(path, body) {
+  const res = await fetch(path, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  const data = await res.json().catch(() => ({}));
+  if (!res.ok) throw new Error(data.error || res.status + ' ' + res.statusText);
+  return data;
+}
+
+async function abortRun(run) {
+  const b = $('abort-button');
+  if (b) b.disabled = true;
+  try {
+    const r = await post('api/abort', { agent: run.agent, session: run.session, reason: 'aborted from the dashboard' });
+    if (r.stop_reason !== 'aborted') addError({ agent: run.agent, session: run.session, message: 'abort: ' + (r.error_message || r.stop_reason) });
+  } catch (err) {
+    addError({ agent: run.agent, session: run.session, message: 'abort: ' + err.message });
+  }
+  schedule();
+}
+
+async function send(ev) {
+  ev.preventDefault();
+  const status = $('send-status');
+  const agent = $('send-agent').value.trim();
+  const session = $('send-session').value.trim();
+  status.textContent = 'sending…';
+  try {
+    await post('api/send', { agent, session, content: $('send-content').value });
+    status.textContent = 'sent';
+    $('send-content').value = '';
+    location.hash = encodeURIComponent(sessionKey(agent, session));
+  } catch (err) {
+    status.textContent = err.message;
+  }
+}
+
+// --- the fleet ------------------------------------------------------------
+
+let fleetTimer = null;
+
+async function pollFleet() {
+  try {
+    const res = await fetch('api/fleet');
+    const data = await res.json();
+    if (!res.ok) throw new Error(data.error || res.statusText);
+    const now = Date.parse(data.time) || Date.now();
+    const seen = new Set();
+    for (const w of data.workers) {
+      seen.add(w.id);
+      const prev = state.workers.get(w.id);
+      let rate = prev ? prev.rate : 0;
+      if (prev && now > prev.at) rate = Math.max(0, (w.requests - prev.w.requests) / ((now - prev.at) / 1000));
+      state.workers.set(w.id, { w, at: now, rate, lost: false });
+    }
+    for (const [id, x] of state.workers) {
+      if (!seen.has(id)) {
+        x.lost = true;
+        if (now - x.at > 5 * 60 * 1000) state.workers.delete(id);
+      }
+    }
+    renderFleet();
+    $('fleet-status').textContent = data.workers.length + ' workers at ' + new Date(now).toLocaleTimeString();
+  } catch (err) {
+    $('fleet-status').textContent = 'fleet: ' + err.message;
+  }
+}
+
+function renderFleet() {
+  const frag = document.createDocumentFragment();
+  for (const { w, rate, lost } of state.workers.values()) {
+    const cap = w.concurrency || 0;
+    const inflight = w.in_flight >= 0 ? w.in_flight : 0;
+    const meter = el('span', { className: 'inflight' }, el('span', {}));
+    meter.firstChild.style.width = (cap ? Math.min(100, inflight / cap * 100) : 0) + '%';
+    frag.append(el('tr', { className: 'worker' + (lost ? ' lost' : ''), 'data-worker': w.id },
+      el('td', { title: w.id }, w.name + '/' + w.id.slice(0, 8) + (lost ? ' (lost)' : '')),
+      el('td', {}, w.version),
+      el('td', {}, meter, (w.in_flight >= 0 ? String(w.in_flight) : '?') + (cap ? ' / ' + cap : '')),
+      el('td', {}, rate.toFixed(1)),
+      el('td', {}, w.requests), el('td', {}, w.errors),
+      el('td', { title: w.tools.map((t) => t.name).join(', ') }, w.tools.map((t) => t.name).join(', '))));
+  }
+  $('fleet').tBodies[0].replaceChildren(frag);
+}
+
+function show(view) {
+  document.body.dataset.view = view;
+  $('sessions-view').hidden = view !== 'sessions';
+  $('run-view').hidden = view !== 'sessions';
+  $('fleet-view').hidden = view !== 'fleet';
+  clearInterval(fleetTimer);
+  if (view === 'fleet') {
+    pollFleet();
+    fleetTimer = setInterval(pollFleet, 2000);
+  }
+}
+
+// --- start ----------------------------------------------------------------
+
+// The hash names the session shown (#agent%2Fsession), so that a link
+// opens it.
+function fromHash() {
+  const key = decodeURIComponent(location.hash.slice(1));
+  if (key) select(key);
+}
+
+function start() {
+  if (params.has('since')) $('since').value = params.get('since');
+  window.addEventListener('hashchange', fromHash);
+  for (const id of ['filter-agent', 'filter-session', 'filter-status']) {
+    $(id).addEventListener('input', () => { state.dirty.sessions = true; render(); });
+  }
+  for (const b of document.querySelectorAll('.tab')) b.addEventListener('click', () => show(b.dataset.view));
+  $('send').addEventListener('submit', send);
+  $('since').addEventListener('change', () => {
+    state.runs.clear();
+    state.sessions.clear();
+    state.errors = [];
+    state.events = 0;
+    state.lastId = 0;
+    state.dirty = { sessions: true, run: true, errors: true };
+    connect();
+    render();
+  });
+  // Running tool bars grow with the clock.
+  setInterval(() => {
+    const run = state.runs.get(shownRunId());
+    if (run && run.status === 'running') { state.dirty.run = true; schedule(); }
+  }, 500);
+  connect();
+  fromHash();
+  render();
+}
+
+start();
