@@ -8,6 +8,7 @@
 //	agentctl call calculator '{"expression":"2*(3+4)"}'
 //	agentctl tools export weather > tools/weather.json
 //	agentctl tools import --replace tools/weather.json
+//	agentctl mcp default   # an MCP server on stdio, for MCP clients
 //
 // The scripted tools of the fleet (write_tool) are managed with the
 // subcommands of tools: export, import, history and delete. They read and
@@ -203,6 +204,7 @@ var commands = []*command{
 	{name: "tools", args: "[agent]", help: "list the fleet's tools with their argument schemas; given an agent, the tools it sees (from its orchestrator)", json: true, check: checkTools, run: (*Main).tools, subs: toolsCommands},
 	{name: "call", args: "<tool> [json-args]", help: "run one tool on the fleet directly, printing its progress", json: true, check: checkCall, run: (*Main).call},
 	{name: "dashboard", args: "", help: "serve the browser dashboard on --http (actions hidden when the NATS user may not send, or with --read-only)", dashboard: true, check: checkDashboard, run: (*Main).dashboard},
+	{name: "mcp", args: "[agent]", help: "serve the fleet to an MCP client on stdin/stdout: the agent's tools (default \"default\") and an ask_<agent> tool per agent", check: checkTools, run: (*Main).mcp},
 }
 
 func lookup(name string) *command {

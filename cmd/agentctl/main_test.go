@@ -22,6 +22,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/llm"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
 	"github.com/agentfleet/agentfleet/internal/worker"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats-server/v2/server"
 )
 
@@ -511,6 +512,20 @@ func TestRoles(t *testing.T) {
 	if err != nil || stdout != "direct\n" {
 		t.Errorf("orchestrator call: err %v, stdout %q", err, stdout)
 	}
+	// agentctl mcp as a client lists the tools and asks, but may not call
+	// a tool directly, and says so at once.
+	mctx, stopMCP := context.WithTimeout(context.Background(), 30*time.Second)
+	msess, _ := startMCP(t, mctx, s.ClientURL(), nil, as("client", "mcp")...)
+	res, err := msess.CallTool(mctx, &mcp.CallToolParams{Name: "calculator", Arguments: map[string]any{"expression": "1+1"}})
+	if err != nil || !res.IsError || !strings.Contains(text(res), `may not publish on agent.call.default.`) {
+		t.Errorf("client mcp calculator: err %v, result %+v", err, res)
+	}
+	res, err = msess.CallTool(mctx, &mcp.CallToolParams{Name: "ask_default", Arguments: map[string]any{"message": "what is 2+3?"}})
+	if err != nil || res.IsError || text(res) != "calculator: 5" {
+		t.Errorf("client mcp ask_default: err %v, result %q", err, text(res))
+	}
+	msess.Close()
+	stopMCP()
 	// A dashboard follows what a client's message does, through the
 	// durable input stream.
 	ctx, stopTail := context.WithCancel(context.Background())
@@ -562,7 +577,7 @@ func TestBadArguments(t *testing.T) {
 		want string
 	}{
 		{nil, "agentctl: no command given"},
-		{[]string{"frobnicate"}, `agentctl: unknown command "frobnicate" (commands: ask, send, steer, abort, tail, chat, tools, call, dashboard)`},
+		{[]string{"frobnicate"}, `agentctl: unknown command "frobnicate" (commands: ask, send, steer, abort, tail, chat, tools, call, dashboard, mcp)`},
 		{[]string{"ask", "default", "a b", "hi"}, `agentctl ask: session name "a b" may hold only letters, digits, '-' and '_'`},
 		{[]string{"ask", "de.fault", "s", "hi"}, `agentctl ask: agent name "de.fault" may hold only letters, digits, '-' and '_'`},
 		{[]string{"ask", "default", "s"}, "agentctl ask: want <agent> <session> <text>, got 2 argument(s)"},

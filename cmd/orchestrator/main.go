@@ -64,6 +64,8 @@ type Main struct {
 	Streams       bus.DurableConfig
 	SessionIdle   time.Duration
 	HTTP          string
+	MCPToken      string
+	MCP           bool
 	Dashboard     bool
 	Elect         bool
 	LeaseTTL      time.Duration
@@ -91,8 +93,10 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.SetOutput(m.Stderr)
 	m.NATS.Register(fs, "")
 	m.Log.Register(fs)
-	fs.StringVar(&m.HTTP, "http", "127.0.0.1:8080", `address of the dashboard (/), /metrics, /healthz and /readyz ("" turns it off)`)
+	fs.StringVar(&m.HTTP, "http", "127.0.0.1:8080", `address of the dashboard (/), /mcp, /metrics, /healthz and /readyz ("" turns it off)`)
 	fs.BoolVar(&m.Dashboard, "dashboard", true, "serve the browser dashboard at / of --http")
+	fs.BoolVar(&m.MCP, "serve-mcp", true, "serve the fleet as an MCP server (streamable HTTP, stateless) at /mcp of --http")
+	fs.StringVar(&m.MCPToken, "mcp-token", os.Getenv("AGENTFLEET_MCP_TOKEN"), "bearer token that requests to /mcp must carry (default $AGENTFLEET_MCP_TOKEN; empty: none, so keep --http on loopback)")
 	fs.StringVar(&m.Listen, "listen", "127.0.0.1:4222", "address of the embedded NATS server (when --nats-url is not given)")
 	fs.StringVar(&m.DataDir, "data-dir", "./data", "JetStream data directory of the embedded NATS server")
 	fs.StringVar(&m.NATSConfig, "nats-config", "", "nats-server configuration file for the embedded server (users, permissions, TLS)")
@@ -243,7 +247,11 @@ func (m *Main) Run(ctx context.Context) error {
 	if err := m.orch.Start(ctx); err != nil {
 		return err
 	}
-	return m.startDashboard(ctx)
+	if err := m.startDashboard(ctx); err != nil {
+		return err
+	}
+	m.startMCP()
+	return nil
 }
 
 // ready says why the orchestrator does not serve yet, for /readyz: NATS

@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/cli"
+	"github.com/agentfleet/agentfleet/internal/mcpbridge"
 	"github.com/agentfleet/agentfleet/internal/metrics"
 	"github.com/agentfleet/agentfleet/internal/script"
 	"github.com/agentfleet/agentfleet/internal/scripts"
@@ -56,6 +57,8 @@ type Main struct {
 	Isolation    string
 	ChildMemory  int64 // bytes
 	HTTP         string
+	MCP          []mcpbridge.Spec
+	MCPTimeout   time.Duration
 	Stderr       io.Writer
 
 	logger *slog.Logger
@@ -90,8 +93,45 @@ func (m *Main) ParseFlags(args []string) error {
 	m.ChildMemory = scripts.DefaultChildAddressSpace
 	fs.Var((*byteSize)(&m.ChildMemory), "script-process-memory", "with --script-isolation=process, the address space a script's child process may map beyond what it mapped at its start (RLIMIT_AS); more kills the child alone")
 	fs.DurationVar(&m.DrainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM, how long calls in flight may run before they are cancelled")
+	fs.DurationVar(&m.MCPTimeout, "mcp-timeout", 0, "call timeout of every --mcp tool, such as 5m (default: the agent's tool timeout, 60s unless its profile says otherwise)")
+	prefixes := map[string]string{}
+	fs.Func("mcp", `serve the tools of an MCP server: NAME=COMMAND ARGS… (stdio) or NAME=URL (streamable HTTP); repeatable; without --tools, no built-in tool is served`, func(v string) error {
+		sp, err := mcpbridge.ParseSpec(v)
+		if err != nil {
+			return err
+		}
+		for _, o := range m.MCP {
+			if o.Name == sp.Name {
+				return fmt.Errorf("--mcp %q: a server named %s is already given", v, sp.Name)
+			}
+		}
+		m.MCP = append(m.MCP, sp)
+		return nil
+	})
+	fs.Func("mcp-prefix", "NAME=PREFIX: serve the tools of --mcp server NAME as PREFIX<tool>; repeatable", func(v string) error {
+		name, prefix, err := mcpbridge.ParsePrefix(v)
+		if err != nil {
+			return err
+		}
+		prefixes[name] = prefix
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if m.MCPTimeout < 0 {
+		return fmt.Errorf("--mcp-timeout %v: must not be negative", m.MCPTimeout)
+	}
+	for name, prefix := range prefixes {
+		found := false
+		for i := range m.MCP {
+			if m.MCP[i].Name == name {
+				m.MCP[i].Prefix, found = prefix, true
+			}
+		}
+		if !found {
+			return fmt.Errorf("--mcp-prefix %s=%s: no --mcp server is named %s", name, prefix, name)
+		}
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
@@ -135,7 +175,7 @@ func (m *Main) Run(ctx context.Context) error {
 		Builtin: builtin.Options{AllowPrivate: m.AllowPrivate, WeatherURL: m.WeatherURL},
 		Scripts: m.Scripts, ScriptEnv: script.Env{MaxSteps: m.ScriptSteps, Timeout: m.ScriptTime, MaxMemory: m.ScriptMemory},
 		ScriptIsolation: isolation(m.Isolation), ScriptChildMemory: uint64(m.ChildMemory), ScriptReplicas: m.Replicas,
-		Observe: wm.Observe,
+		Observe: wm.Observe, MCP: m.MCP, MCPStderr: m.Stderr, MCPTimeout: m.MCPTimeout,
 	})
 	if err != nil {
 		m.nc.Close()

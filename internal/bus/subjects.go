@@ -183,3 +183,30 @@ func (s Subjects) ParseAgentTools(subject string) (string, error) {
 	}
 	return agent, nil
 }
+
+// Call returns the subject on which an orchestrator runs one call of an
+// agent's tools for a client outside any run (agentctl mcp):
+// <prefix>.call.<agent>.<session>. The session names the caller in the
+// call's events, which go out on its event subjects.
+func (s Subjects) Call(agent, session string) string {
+	return s.Prefix + ".call." + agent + "." + session
+}
+
+// CallWildcard matches Call of every agent and session.
+func (s Subjects) CallWildcard() string { return s.Prefix + ".call.*.*" }
+
+// ParseCall returns the agent and session of a Call subject.
+func (s Subjects) ParseCall(subject string) (agent, session string, err error) {
+	rest, ok := strings.CutPrefix(subject, s.Prefix+".call.")
+	agent, session, ok2 := strings.Cut(rest, ".")
+	if !ok || !ok2 {
+		return "", "", fmt.Errorf("subject %q: want %s.call.<agent>.<session>", subject, s.Prefix)
+	}
+	if err := CheckToken("agent", agent); err != nil {
+		return "", "", fmt.Errorf("subject %q: %w", subject, err)
+	}
+	if err := CheckToken("session", session); err != nil {
+		return "", "", fmt.Errorf("subject %q: %w", subject, err)
+	}
+	return agent, session, nil
+}

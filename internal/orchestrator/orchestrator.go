@@ -106,6 +106,7 @@ type Orchestrator struct {
 	fleet    *bus.Fleet
 	input    *bus.Input
 	toolsSub *nats.Subscription // answers Subjects.AgentTools
+	callSub  *nats.Subscription // answers Subjects.Call
 	durable  *bus.Durable
 	history  *history.Store
 	table    *partition.Table // with durable input: the partitions this one owns

@@ -50,8 +50,11 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 	if o.toolsSub, err = o.answerTools(); err != nil {
 		return errors.Join(fmt.Errorf("orchestrator: %w", err), o.fleet.Close(), o.client.Close())
 	}
-	fail := func(err error) error {
+	if o.callSub, err = o.answerCalls(); err != nil {
 		return errors.Join(fmt.Errorf("orchestrator: %w", err), o.toolsSub.Unsubscribe(), o.fleet.Close(), o.client.Close())
+	}
+	fail := func(err error) error {
+		return errors.Join(fmt.Errorf("orchestrator: %w", err), o.toolsSub.Unsubscribe(), o.callSub.Unsubscribe(), o.fleet.Close(), o.client.Close())
 	}
 	if o.cfg.Durable {
 		o.durable, err = bus.OpenDurable(ctx, o.nc, o.subjects, o.cfg.DurableConfig)
@@ -392,6 +395,9 @@ func (o *Orchestrator) close(ctx context.Context) error {
 	}
 	if o.toolsSub != nil {
 		errs = append(errs, o.toolsSub.Unsubscribe())
+	}
+	if o.callSub != nil {
+		errs = append(errs, o.callSub.Unsubscribe())
 	}
 	if o.fleet != nil {
 		errs = append(errs, o.fleet.Close())

@@ -18,7 +18,9 @@ import (
 type ToolsReply struct {
 	Agent string               `json:"agent"`
 	Tools []agentfleet.ToolDef `json:"tools"`
-	Error string               `json:"error,omitempty"`
+	// Agents names every agent of the orchestrator, sorted.
+	Agents []string `json:"agents,omitempty"`
+	Error  string   `json:"error,omitempty"`
 }
 
 // answerTools subscribes the agents' tool requests. Every orchestrator of
@@ -47,8 +49,8 @@ func (o *Orchestrator) toolsReply(subject string) *ToolsReply {
 	}
 	defs, ok := o.Tools(name)
 	if !ok {
-		return &ToolsReply{Agent: name, Tools: []agentfleet.ToolDef{},
+		return &ToolsReply{Agent: name, Tools: []agentfleet.ToolDef{}, Agents: o.Agents(),
 			Error: fmt.Sprintf("unknown agent %q (agents: %s)", name, strings.Join(slices.Sorted(maps.Keys(o.agents)), ", "))}
 	}
-	return &ToolsReply{Agent: name, Tools: defs}
+	return &ToolsReply{Agent: name, Tools: defs, Agents: o.Agents()}
 }

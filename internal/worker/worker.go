@@ -1,17 +1,19 @@
 // Package worker starts a tool worker: the built-in tools, and optionally the
-// fleet's scripted tools, served on NATS. Both the toolworker command and the
+// fleet's scripted tools and the tools of MCP servers, served on NATS. Both the toolworker command and the
 // orchestrator's in-process workers use it.
 package worker
 
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/mcpbridge"
 	"github.com/agentfleet/agentfleet/internal/script"
 	"github.com/agentfleet/agentfleet/internal/scripts"
 	"github.com/agentfleet/agentfleet/internal/tools/builtin"
@@ -22,7 +24,7 @@ import (
 type Config struct {
 	Name        string
 	Prefix      string
-	Tools       []string // built-in tools to serve; empty means all
+	Tools       []string // built-in tools to serve; empty means all, or none when MCP is set
 	Extra       []*agentfleet.Tool
 	Concurrency int
 	Heartbeat   time.Duration
@@ -40,12 +42,26 @@ type Config struct {
 	// ScriptReplicas are the replicas of the scripted tools' bucket when
 	// this worker is the one that creates it; default 1.
 	ScriptReplicas int
+	// MCP are MCP servers whose tools this worker serves too, each through
+	// an mcpbridge.Bridge; with MCP and no Tools, no built-in tool is
+	// served.
+	MCP []mcpbridge.Spec
+	// MCPStderr receives the standard error of stdio MCP servers; default
+	// os.Stderr.
+	MCPStderr io.Writer
+	// MCPTimeout, when set, is the call timeout of every MCP tool.
+	MCPTimeout time.Duration
 }
 
 // Worker is a running worker.
 type Worker struct {
+	// ToolServer serves the built-in tools; nil when the worker serves
+	// only MCP tools.
 	*bus.ToolServer
 	Scripts *scripts.Server
+	MCP     []*mcpbridge.Bridge
+	name    string
+	conc    int
 }
 
 // ParseToolList splits a comma-separated list of tool names.
@@ -67,21 +83,46 @@ func Start(nc *bus.Conn, cfg Config) (*Worker, error) {
 		if ts, err = builtin.Select(ts, cfg.Tools); err != nil {
 			return nil, err
 		}
+	} else if len(cfg.MCP) > 0 {
+		ts = nil
 	}
 	ts = append(ts, cfg.Extra...)
-	srv, err := bus.Serve(nc, bus.ServerConfig{
-		Name: cfg.Name, Prefix: cfg.Prefix, Tools: ts, Concurrency: cfg.Concurrency,
-		Heartbeat: cfg.Heartbeat, Logger: cfg.Logger, Observe: cfg.Observe,
-	})
-	if err != nil {
-		return nil, err
+	w := &Worker{name: cfg.Name, conc: cfg.Concurrency}
+	if w.name == "" {
+		w.name = "toolworker"
 	}
-	w := &Worker{ToolServer: srv}
-	if cfg.Scripts {
-		var reserved []string
-		for _, t := range ts {
-			reserved = append(reserved, t.Name)
+	if w.conc <= 0 {
+		w.conc = 64
+	}
+	if len(ts) > 0 || len(cfg.MCP) == 0 {
+		srv, err := bus.Serve(nc, bus.ServerConfig{
+			Name: cfg.Name, Prefix: cfg.Prefix, Tools: ts, Concurrency: cfg.Concurrency,
+			Heartbeat: cfg.Heartbeat, Logger: cfg.Logger, Observe: cfg.Observe,
+		})
+		if err != nil {
+			return nil, err
 		}
+		w.ToolServer = srv
+	}
+	var reserved []string
+	for _, t := range ts {
+		reserved = append(reserved, t.Name)
+	}
+	claims := &mcpbridge.Claims{}
+	for _, sp := range cfg.MCP {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		b, err := mcpbridge.Start(ctx, nc, mcpbridge.Config{
+			Spec: sp, Prefix: cfg.Prefix, Concurrency: cfg.Concurrency, Heartbeat: cfg.Heartbeat,
+			Logger: cfg.Logger, Observe: cfg.Observe, Reserved: reserved, Claims: claims, Stderr: cfg.MCPStderr, Timeout: cfg.MCPTimeout,
+		})
+		cancel()
+		if err != nil {
+			return nil, errors.Join(err, w.Stop())
+		}
+		w.MCP = append(w.MCP, b)
+	}
+	if cfg.Scripts {
+		var err error
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		w.Scripts, err = scripts.Serve(ctx, nc, scripts.ServerConfig{
@@ -91,10 +132,41 @@ func Start(nc *bus.Conn, cfg Config) (*Worker, error) {
 			Store: scripts.StoreConfig{Replicas: cfg.ScriptReplicas},
 		})
 		if err != nil {
-			return nil, errors.Join(err, srv.Stop())
+			return nil, errors.Join(err, w.Stop())
 		}
 	}
 	return w, nil
+}
+
+// Name returns the worker's name, that of its built-in tool server when
+// it has one.
+func (w *Worker) Name() string {
+	if w.ToolServer != nil {
+		return w.ToolServer.Name()
+	}
+	return w.name
+}
+
+// InFlight returns the calls running now, of built-in and MCP tools.
+func (w *Worker) InFlight() int {
+	n := 0
+	if w.ToolServer != nil {
+		n = w.ToolServer.InFlight()
+	}
+	for _, b := range w.MCP {
+		n += b.InFlight()
+	}
+	return n
+}
+
+// Concurrency returns the calls that may run at once: the bound of the
+// built-in tools and that of each MCP server's tools.
+func (w *Worker) Concurrency() int {
+	n := 0
+	if w.ToolServer != nil {
+		n = w.conc
+	}
+	return n + len(w.MCP)*w.conc
 }
 
 // Drain stops taking calls and lets those in flight finish until ctx ends.
@@ -103,7 +175,13 @@ func (w *Worker) Drain(ctx context.Context) error {
 	if w.Scripts != nil {
 		errs = append(errs, w.Scripts.Close(ctx))
 	}
-	return errors.Join(append(errs, w.ToolServer.Drain(ctx))...)
+	for _, b := range w.MCP {
+		errs = append(errs, b.Close(ctx))
+	}
+	if w.ToolServer != nil {
+		errs = append(errs, w.ToolServer.Drain(ctx))
+	}
+	return errors.Join(errs...)
 }
 
 // Stop cancels the calls in flight and stops at once.
@@ -113,5 +191,12 @@ func (w *Worker) Stop() error {
 	if w.Scripts != nil {
 		w.Scripts.Close(ctx)
 	}
-	return w.ToolServer.Stop()
+	var errs []error
+	for _, b := range w.MCP {
+		errs = append(errs, b.Close(ctx))
+	}
+	if w.ToolServer != nil {
+		errs = append(errs, w.ToolServer.Stop())
+	}
+	return errors.Join(errs...)
 }

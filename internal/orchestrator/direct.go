@@ -1,0 +1,122 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/pipeline"
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+)
+
+// Agents returns the names of the agents, sorted.
+func (o *Orchestrator) Agents() []string { return slices.Sorted(maps.Keys(o.agents)) }
+
+// CallTool runs one call of agent's tools for a client outside any run
+// (an MCP client), through the same pipeline as the model's calls: only
+// the tools the profile allows, the arguments validated, the hooks, the
+// profile's timeouts, tool events on session's subjects (run id
+// "direct-…") and the metrics. progress, when not nil, receives the
+// call's partial results. It fails only for an unknown agent or session
+// name; everything else is an error outcome.
+func (o *Orchestrator) CallTool(ctx context.Context, agentName, session string, call agentfleet.ToolCall, progress func(partial any)) (*pipeline.Outcome, error) {
+	a, ok := o.agents[agentName]
+	if !ok {
+		return nil, fmt.Errorf("unknown agent %q (agents: %s)", agentName, strings.Join(o.Agents(), ", "))
+	}
+	if err := bus.CheckToken("session", session); err != nil {
+		return nil, err
+	}
+	if o.client == nil {
+		return nil, fmt.Errorf("the orchestrator is not started")
+	}
+	if call.ID == "" {
+		call.ID = "direct-" + uuid.NewString()
+	}
+	p := &a.profile
+	runID := "direct-" + uuid.NewString()
+	sink := o.sink()
+	pipe := pipeline.New(pipeline.Config{
+		MaxParallel: p.MaxParallel, DefaultTimeout: p.toolTimeout,
+		Executor: o.client, Before: o.cfg.Before, After: o.cfg.After,
+		Agent: p.Name, Session: session, RunID: runID,
+		Sink: agentfleet.EventSinkFunc(func(e *agentfleet.Event) {
+			e.Agent, e.Session, e.RunID = p.Name, session, runID
+			if e.Time.IsZero() {
+				e.Time = time.Now().UTC()
+			}
+			if e.Type == agentfleet.EventToolUpdate && progress != nil {
+				progress(e.Partial)
+			}
+			sink.Emit(e)
+		}),
+	})
+	pctx := &pipeline.Context{SystemPrompt: p.SystemPrompt, Tools: a.store}
+	batch := pipe.Run(ctx, pctx, &agentfleet.AssistantMessage{}, []agentfleet.ToolCall{call})
+	return batch.Outcomes[0], nil
+}
+
+// Ask sends text to agent's session through the fleet's ask subject, so
+// that whichever orchestrator owns the session runs the turn, and waits
+// for its final message; the session's events go to onEvent meanwhile.
+// When ctx ends first, the run is aborted.
+func (o *Orchestrator) Ask(ctx context.Context, agentName, session, text string, onEvent func(*agentfleet.Event)) (*agentfleet.AssistantMessage, error) {
+	if _, ok := o.agents[agentName]; !ok {
+		return nil, fmt.Errorf("unknown agent %q (agents: %s)", agentName, strings.Join(o.Agents(), ", "))
+	}
+	if err := bus.CheckToken("session", session); err != nil {
+		return nil, err
+	}
+	return bus.Ask(ctx, o.nc, o.subjects, agentName, session, text, onEvent)
+}
+
+// answerCalls subscribes Subjects.Call for agentctl mcp: each request is
+// one call run by CallTool, answered with a bus.CallReplyJSON. Any
+// orchestrator answers as well as another.
+func (o *Orchestrator) answerCalls() (*nats.Subscription, error) {
+	sub, err := o.nc.QueueSubscribe(o.subjects.CallWildcard(), bus.QueueInput, func(m *nats.Msg) {
+		if m.Reply == "" {
+			return
+		}
+		go o.answerCall(m)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("subscribe %s: %w", o.subjects.CallWildcard(), err)
+	}
+	return sub, nil
+}
+
+func (o *Orchestrator) answerCall(m *nats.Msg) {
+	reply := func(r *bus.CallReplyJSON) {
+		b, err := json.Marshal(r)
+		if err != nil {
+			b, _ = json.Marshal(&bus.CallReplyJSON{Error: fmt.Sprintf("the result does not encode: %v", err)})
+		}
+		if err := o.nc.Publish(m.Reply, b); err != nil {
+			o.log.Warn("call reply", "subject", m.Subject, "err", err)
+		}
+	}
+	agentName, session, err := o.subjects.ParseCall(m.Subject)
+	if err != nil {
+		reply(&bus.CallReplyJSON{Error: err.Error()})
+		return
+	}
+	var req bus.CallRequestJSON
+	if err := json.Unmarshal(m.Data, &req); err != nil {
+		reply(&bus.CallReplyJSON{Error: fmt.Sprintf("call on %s: the request is not a JSON call: %v", m.Subject, err)})
+		return
+	}
+	out, err := o.CallTool(o.life, agentName, session, agentfleet.ToolCall{ID: req.ID, Name: req.Name, Arguments: req.Arguments}, nil)
+	if err != nil {
+		reply(&bus.CallReplyJSON{Error: err.Error()})
+		return
+	}
+	reply(&bus.CallReplyJSON{Result: out.Result, IsError: out.IsError, Outcome: string(out.Kind)})
+}
