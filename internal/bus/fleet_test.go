@@ -296,7 +296,8 @@ func TestNATSRestartFailsNoCall(t *testing.T) {
 		t.Cleanup(nc.Close)
 		return nc
 	}
-	w, err := bus.Serve(connect(), bus.ServerConfig{Tools: []*agentfleet.Tool{echoTool("steady")}, Beat: 200 * time.Millisecond})
+	wc := connect()
+	w, err := bus.Serve(wc, bus.ServerConfig{Tools: []*agentfleet.Tool{echoTool("steady")}, Beat: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +313,9 @@ func TestNATSRestartFailsNoCall(t *testing.T) {
 	srv.Shutdown()
 	srv.WaitForShutdown()
 	srv = bustest.MustRunNATSAt(t, addr, dir)
-	l.waitFor(t, "the client to reconnect", 10*time.Second, cc.IsConnected)
+	// Both connections: a call sent before the worker's subscriptions are
+	// back finds no responder, which is another test's case.
+	l.waitFor(t, "the client and the worker to reconnect", 20*time.Second, func() bool { return cc.IsConnected() && wc.IsConnected() })
 	for i := range 20 {
 		_, err := client.Execute(context.Background(), &pipeline.Prepared{
 			Tool: &agentfleet.Tool{ToolDef: agentfleet.ToolDef{Name: "steady"}},
