@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -97,6 +98,46 @@ func publishNumbered(t *testing.T, nc *nats.Conn, session string, from, to int) 
 	}
 }
 
+// waitHandedOut opens an event stream with a replay and reads it until the
+// test event numbered n has come, then closes it. Replayed or live, the
+// event is then one the hub has handed out: a page that joins later
+// replays it.
+func waitHandedOut(t *testing.T, url string, n int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/api/events?since=1h", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	want := fmt.Sprintf(`"turn":%d,`, n)
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	found := make(chan bool, 1)
+	go func() {
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), `"agent":"gap"`) && strings.Contains(sc.Text(), want) {
+				found <- true
+				return
+			}
+		}
+		found <- false
+	}()
+	select {
+	case ok := <-found:
+		if !ok {
+			t.Fatalf("the live stream ended before event %d", n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("event %d not handed out live within 10s", n)
+	}
+}
+
 // TestEventsReplayThenLiveWithoutGapOrRepeat opens the event stream with a
 // replay range while events are being published, before, during and after
 // the switch from the stored events to the live ones, and checks that the
@@ -107,6 +148,10 @@ func TestEventsReplayThenLiveWithoutGapOrRepeat(t *testing.T) {
 	f := startFleet(t, dashboard.Options{ReadOnly: true})
 	const before, total = 300, 3000
 	publishNumbered(t, f.nc, "s", 1, before)
+	// The hub takes the events from the stream, a little after NATS took
+	// them: wait until it has handed out the last one published before,
+	// so that the page below must replay them all.
+	waitHandedOut(t, f.url, before)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
