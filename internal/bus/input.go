@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -307,7 +308,10 @@ func (in *Input) reject(m *nats.Msg, msg *Inbound, err error) {
 	if in.pub != nil {
 		in.pub.Emit(e)
 	}
-	if reply := msg.replyTo; reply != "" && msg.Kind == KindApprove {
+	// A decision that does not parse, subject included, is answered as
+	// decisions are.
+	approve := msg.Kind == KindApprove || strings.HasPrefix(m.Subject, in.subjects.Prefix+"."+KindApprove+".")
+	if reply := msg.replyTo; reply != "" && approve {
 		r := &agentfleet.ApprovalReply{Error: err.Error()}
 		if msg.Decision != nil {
 			r.ToolCallID = msg.Decision.ToolCallID

@@ -147,3 +147,111 @@ func TestApprovalDecisions(t *testing.T) {
 		})
 	}
 }
+
+// TestApprovalRace sends two decisions on one call at once: exactly one
+// wins, and the other's reply names the winning decision.
+func TestApprovalRace(t *testing.T) {
+	f := approvalFleet(t, newScript().on("race", use(`danger {"x":1}`), sayResults()))
+	out := outs(t, f.nc, "default", "race")
+	publish(t, f.nc, "agent.in.default.race", "", `{"content":"do it"}`)
+	e := f.pendingApproval(t, "race")
+	replies := make([]agentfleet.ApprovalReply, 2)
+	var wg sync.WaitGroup
+	for i, approve := range []bool{true, false} {
+		wg.Go(func() {
+			replies[i] = f.decide(t, "default", "race", fmt.Sprintf(`{"tool_call_id":%q,"approve":%v,"reason":"racer %d"}`, e.ToolCallID, approve, i))
+		})
+	}
+	wg.Wait()
+	win, lose := replies[0], replies[1]
+	if !win.OK {
+		win, lose = lose, win
+	}
+	if !win.OK || lose.OK {
+		t.Fatalf("replies = %+v, want exactly one ok", replies)
+	}
+	if lose.DecisionID != win.DecisionID || lose.Decision != win.Decision || !strings.Contains(lose.Error, "already decided: "+win.Decision+" by decision "+win.DecisionID) {
+		t.Errorf("losing reply = %+v, want it to name the winner %+v", lose, win)
+	}
+	final := next(t, out)
+	want := `danger=did {"x":1}`
+	if win.Decision == agentfleet.ApprovalRejected {
+		want = "danger=Tool danger: the call was rejected: racer 1"
+	}
+	if got := agentfleet.JoinText(final.Content); got != want {
+		t.Errorf("answer = %q, want %q (the winner's)", got, want)
+	}
+}
+
+// TestApprovalParallelBatch runs a parallel batch of two calls of which
+// one needs approval: the other runs at once, and ends before the
+// decision; the batch then runs the approved one.
+func TestApprovalParallelBatch(t *testing.T) {
+	f := approvalFleet(t, newScript().on("batch", use(`danger {"x":1}`, `echo {"y":2}`), sayResults()))
+	out := outs(t, f.nc, "default", "batch")
+	publish(t, f.nc, "agent.in.default.batch", "", `{"content":"both"}`)
+	e := f.pendingApproval(t, "batch")
+	f.events.wait(t, "echo's tool.end while danger waits", func(e agentfleet.Event) bool {
+		return e.Session == "batch" && e.Type == agentfleet.EventToolEnd && e.ToolName == "echo"
+	})
+	if r := f.decide(t, "default", "batch", fmt.Sprintf(`{"tool_call_id":%q,"approve":true}`, e.ToolCallID)); !r.OK {
+		t.Fatalf("approve: %+v", r)
+	}
+	final := next(t, out)
+	if got, want := agentfleet.JoinText(final.Content), `danger=did {"x":1}; echo=echo{"y":2}`; got != want {
+		t.Errorf("answer = %q, want %q", got, want)
+	}
+}
+
+// TestApprovalAbort aborts a run while its call waits: the run ends
+// aborted, the call never runs, and a later decision hears that the call
+// no longer waits.
+func TestApprovalAbort(t *testing.T) {
+	var calls sync.Map
+	f := startFleet(t, orchestrator.Config{Model: newScript().on("abort", use(`danger {"x":1}`), sayResults()), Durable: true,
+		Profiles: []orchestrator.Profile{{Name: "default", Approve: []string{"danger"}}}},
+		bus.ServerConfig{Tools: []*agentfleet.Tool{danger(&calls)}})
+	out := outs(t, f.nc, "default", "abort")
+	publish(t, f.nc, "agent.in.default.abort", "", `{"content":"do it"}`)
+	e := f.pendingApproval(t, "abort")
+	if _, err := f.nc.Request("agent.abort.default.abort", []byte(`{"reason":"changed my mind"}`), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	final := next(t, out)
+	if final.StopReason != agentfleet.StopReasonAborted {
+		t.Errorf("stop reason = %s, want aborted", final.StopReason)
+	}
+	r := f.decide(t, "default", "abort", fmt.Sprintf(`{"tool_call_id":%q,"approve":true}`, e.ToolCallID))
+	if r.OK || !strings.Contains(r.Error, "no longer waits for approval: its run was aborted") {
+		t.Errorf("decision after the abort: %+v", r)
+	}
+	calls.Range(func(k, _ any) bool { t.Errorf("danger ran with %v", k); return true })
+}
+
+// TestApprovalBadDecisions sends decisions that cannot be taken: each
+// reply says what is wrong.
+func TestApprovalBadDecisions(t *testing.T) {
+	f := approvalFleet(t, newScript())
+	for _, c := range []struct{ name, subject, payload, want string }{
+		{"bad json", "agent.approve.default.s", `{"tool_call_id":`, "decision payload is not a valid object"},
+		{"no approve", "agent.approve.default.s", `{"tool_call_id":"c1"}`, `decision payload has no "approve"`},
+		{"unknown field", "agent.approve.default.s", `{"tool_call_id":"c1","approve":true,"aprove":true}`, `unknown field "aprove"`},
+		{"unknown call", "agent.approve.default.s", `{"tool_call_id":"nope","approve":true}`, `no tool call "nope" waits for approval`},
+		{"bad token", "agent.approve.default.s$1", `{"tool_call_id":"c1","approve":true}`, `session name "s$1" may hold only`},
+		{"unknown agent", "agent.approve.ghost.s", `{"tool_call_id":"c1","approve":true}`, `unknown agent "ghost"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m, err := f.nc.Request(c.subject, []byte(c.payload), 10*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var r agentfleet.ApprovalReply
+			if err := json.Unmarshal(m.Data, &r); err != nil {
+				t.Fatalf("reply %s: %v", m.Data, err)
+			}
+			if r.OK || !strings.Contains(r.Error, c.want) {
+				t.Errorf("reply = %+v, want an error with %q", r, c.want)
+			}
+		})
+	}
+}
