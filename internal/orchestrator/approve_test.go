@@ -68,7 +68,9 @@ func (f *testFleet) pendingApproval(t *testing.T, session string) agentfleet.Eve
 // callEvents returns the types of the events of one tool call, in order.
 func (f *testFleet) callEvents(session, call string) string {
 	var out []string
-	for _, e := range f.events.list(func(e agentfleet.Event) bool { return e.Session == session && e.ToolCallID == call && e.Type != agentfleet.EventError }) {
+	for _, e := range f.events.list(func(e agentfleet.Event) bool {
+		return e.Session == session && e.ToolCallID == call && e.Type != agentfleet.EventError
+	}) {
 		s := string(e.Type)
 		if e.Decision != "" {
 			s += ":" + e.Decision
