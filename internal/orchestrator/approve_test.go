@@ -257,3 +257,21 @@ func TestApprovalBadDecisions(t *testing.T) {
 		})
 	}
 }
+
+// TestApprovalDirectCall runs a tool that needs approval outside any run
+// (as agentctl mcp does): it is refused, and never runs.
+func TestApprovalDirectCall(t *testing.T) {
+	var calls sync.Map
+	f := startFleet(t, orchestrator.Config{Model: newScript(), Durable: true,
+		Profiles: []orchestrator.Profile{{Name: "default", ApproveDestructive: true}}},
+		bus.ServerConfig{Tools: []*agentfleet.Tool{danger(&calls)}})
+	bustest.Eventually(t, "the danger tool", func() bool { _, ok := find(f.orch, "default", "danger"); return ok })
+	out, err := f.orch.CallTool(context.Background(), "default", "direct", agentfleet.ToolCall{Name: "danger", Arguments: map[string]any{"x": 1.0}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.IsError || !strings.Contains(agentfleet.JoinText(out.Result.Content), "need a person's approval") {
+		t.Errorf("direct call = %+v %q, want it refused", out.Kind, agentfleet.JoinText(out.Result.Content))
+	}
+	calls.Range(func(k, _ any) bool { t.Errorf("danger ran with %v", k); return true })
+}
