@@ -34,7 +34,7 @@ const (
 	// when the call needs a person's approval: once when it starts to wait
 	// (decision "pending", with its deadline), and once when it is decided.
 	EventToolApproval EventType = "tool.approval"
-	EventError         EventType = "error"
+	EventError        EventType = "error"
 
 	// Fleet events, published on <prefix>.events._.fleet.<type>: a scripted
 	// tool was written (or replaced) or deleted.

@@ -65,7 +65,7 @@ func oddEvents() []*agentfleet.Event {
 				StopReason: agentfleet.StopReason(s), Delta: s,
 				ToolCallID: s, ToolName: s, IsError: si%2 == 0, Worker: s, Orchestrator: s, Attempt: si, Outcome: s,
 				Decision: s, DecisionID: s, Reason: s, Deadline: &oddTimes[(si+3)%len(oddTimes)],
-				Annotations: &agentfleet.Annotations{ReadOnly: si%2 == 0, Idempotent: si%3 == 0, Destructive: si%5 == 0},
+				Annotations:  &agentfleet.Annotations{ReadOnly: si%2 == 0, Idempotent: si%3 == 0, Destructive: si%5 == 0},
 				ErrorMessage: s, Subject: s, Payload: s,
 			})
 		}
