@@ -53,6 +53,9 @@ type call struct {
 	answers []Answer
 	// gone says why the call takes no decision any more ("" while it may).
 	gone string
+	// used: a hook of this process waited for the call; a later call with
+	// the same id (models may repeat ids across runs) is another call.
+	used bool
 }
 
 // New returns a gate that waits for nothing yet.
@@ -243,11 +246,12 @@ func (g *Gate) register(in *pipeline.BeforeContext) (c *call, fresh bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	c = g.calls[in.Call.ID]
-	if c != nil && c.req != nil && c.gone == "" {
-		return c, false
+	if c != nil && c.req != nil && c.gone == "" && !c.used && c.runID == in.RunID {
+		c.used = true
+		return c, false // restored from the history: it waits again
 	}
 	now := time.Now().UTC()
-	c = &call{runID: in.RunID, decided: make(chan struct{}), req: &agentfleet.ApprovalRequest{
+	c = &call{runID: in.RunID, decided: make(chan struct{}), used: true, req: &agentfleet.ApprovalRequest{
 		ToolCallID: in.Call.ID, ToolName: in.Call.Name, Arguments: in.Args, Annotations: in.Tool.Annotations,
 		Requested: now, Deadline: now.Add(g.cfg.Policy.timeout()),
 	}}

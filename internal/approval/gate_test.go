@@ -137,3 +137,32 @@ func TestGateRace(t *testing.T) {
 		t.Errorf("winner %q, %d replies", won, len(a.got))
 	}
 }
+
+// TestGateRepeatedCallID decides a call, then meets a call of a later run
+// with the same id: it waits for a decision of its own.
+func TestGateRepeatedCallID(t *testing.T) {
+	g := approval.New(approval.Config{Policy: approval.Policy{Tools: []string{"rm"}, Timeout: 50 * time.Millisecond}})
+	first, err := g.Hook(context.Background(), before("c1"))
+	if err != nil || !first.Block || !strings.Contains(first.Reason, "not approved in time") {
+		t.Fatalf("first = %+v, %v", first, err)
+	}
+	in := before("c1")
+	in.RunID = "r2"
+	pending := make(chan struct{})
+	in.Sink = agentfleet.EventSinkFunc(func(e *agentfleet.Event) {
+		if e.Decision == agentfleet.ApprovalPending {
+			close(pending)
+		}
+	})
+	done := make(chan *pipeline.BeforeResult, 1)
+	go func() { res, _ := g.Hook(context.Background(), in); done <- res }()
+	<-pending
+	var a answers
+	g.Decide(&agentfleet.ApprovalDecision{ToolCallID: "c1", Approve: true, ID: "d1"}, a.answer)
+	if res := <-done; res == nil || res.Block {
+		t.Errorf("second call = %+v, want it approved by its own decision", res)
+	}
+	if len(a.got) != 1 || !a.got[0].OK {
+		t.Errorf("reply = %+v", a.got)
+	}
+}
