@@ -188,9 +188,9 @@ func TestDashboardInBrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitJS(t, ctx, "the call waiting with its buttons", `document.querySelector('#run[data-session="appr"][data-status="running"] .tool[data-tool="echo"] .approval[data-decision="pending"] .approve-button')`, 10*time.Second)
-		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#run .approve-button"))); err != nil {
-			t.Fatal(err)
-		}
+		// Clicked from the page itself: the run view is rebuilt at every
+		// event, so a node looked up first may be gone by the click.
+		evalJS[chromedp.Void](t, ctx, `document.querySelector('#run .approve-button').click(); undefined`)
 		waitJS(t, ctx, "the approved call's end", `document.querySelector('#run[data-session="appr"][data-status="stop"] .tool[data-tool="echo"][data-outcome="ok"] .approval[data-decision="approved"]')`, 10*time.Second)
 		if n := evalJS[int](t, ctx, `document.querySelectorAll('#run .approve-button, #run .reject-button').length`); n != 0 {
 			t.Errorf("%d approval buttons left after the decision", n)
