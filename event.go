@@ -30,7 +30,11 @@ const (
 	EventToolStart     EventType = "tool.start"
 	EventToolUpdate    EventType = "tool.update"
 	EventToolEnd       EventType = "tool.end"
-	EventError         EventType = "error"
+	// EventToolApproval comes between a call's tool.start and its tool.end
+	// when the call needs a person's approval: once when it starts to wait
+	// (decision "pending", with its deadline), and once when it is decided.
+	EventToolApproval EventType = "tool.approval"
+	EventError        EventType = "error"
 
 	// Fleet events, published on <prefix>.events._.fleet.<type>: a scripted
 	// tool was written (or replaced) or deleted.
@@ -74,6 +78,15 @@ type Event struct {
 	// Outcome classifies a tool.end: ok, error, not_found, invalid, blocked,
 	// aborted, skipped, timeout, worker_lost, no_responders, truncated.
 	Outcome string `json:"outcome,omitempty"`
+
+	// tool.approval: the tool's annotations, when the call must be decided,
+	// the decision (pending, approved, rejected, timed_out), its id and
+	// reason.
+	Annotations *Annotations `json:"annotations,omitempty"`
+	Deadline    *time.Time   `json:"deadline,omitempty"`
+	Decision    string       `json:"decision,omitempty"`
+	DecisionID  string       `json:"decision_id,omitempty"`
+	Reason      string       `json:"reason,omitempty"`
 
 	// error: what went wrong, and what was rejected.
 	ErrorMessage string `json:"message,omitempty"`

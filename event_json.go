@@ -25,7 +25,7 @@ func (e *Event) AppendJSON(b []byte) ([]byte, error) {
 // a short buffer once.
 func (e *Event) sizeHint() int {
 	n := 192 + len(e.Agent) + len(e.Session) + len(e.RunID) + len(e.Delta) + len(e.ToolCallID) + len(e.ToolName) +
-		len(e.Worker) + len(e.Orchestrator) + len(e.Outcome) + len(e.ErrorMessage) + len(e.Subject) + len(e.Payload)
+		len(e.Worker) + len(e.Orchestrator) + len(e.Outcome) + len(e.Decision) + len(e.DecisionID) + len(e.Reason) + len(e.ErrorMessage) + len(e.Subject) + len(e.Payload)
 	for k, v := range e.Arguments {
 		n += 32 + len(k)
 		if s, ok := v.(string); ok {
@@ -107,6 +107,31 @@ func (e *Event) appendJSON(b []byte) ([]byte, error) {
 		b = strconv.AppendInt(b, int64(e.Attempt), 10)
 	}
 	b = appendStringField(b, `,"outcome":`, e.Outcome)
+	if a := e.Annotations; a != nil {
+		b = append(b, `,"annotations":{`...)
+		n := len(b)
+		for _, f := range [...]struct {
+			key string
+			on  bool
+		}{{`"read_only":true`, a.ReadOnly}, {`"idempotent":true`, a.Idempotent}, {`"destructive":true`, a.Destructive}} {
+			if f.on {
+				if len(b) > n {
+					b = append(b, ',')
+				}
+				b = append(b, f.key...)
+			}
+		}
+		b = append(b, '}')
+	}
+	if e.Deadline != nil {
+		b = append(b, `,"deadline":`...)
+		if b, err = appendJSONTime(b, *e.Deadline); err != nil {
+			return b, err
+		}
+	}
+	b = appendStringField(b, `,"decision":`, e.Decision)
+	b = appendStringField(b, `,"decision_id":`, e.DecisionID)
+	b = appendStringField(b, `,"reason":`, e.Reason)
 	b = appendStringField(b, `,"message":`, e.ErrorMessage)
 	b = appendStringField(b, `,"subject":`, e.Subject)
 	b = appendStringField(b, `,"payload":`, e.Payload)

@@ -15,7 +15,7 @@ var eventTypes = []agentfleet.EventType{
 	agentfleet.EventRunStart, agentfleet.EventRunEnd, agentfleet.EventRunSuspended, agentfleet.EventRunResumed,
 	agentfleet.EventTurnStart, agentfleet.EventTurnEnd,
 	agentfleet.EventMessageStart, agentfleet.EventMessageUpdate, agentfleet.EventMessageEnd,
-	agentfleet.EventToolStart, agentfleet.EventToolUpdate, agentfleet.EventToolEnd,
+	agentfleet.EventToolStart, agentfleet.EventToolUpdate, agentfleet.EventToolEnd, agentfleet.EventToolApproval,
 	agentfleet.EventError, agentfleet.EventToolWritten, agentfleet.EventToolDeleted,
 	"custom<&>",
 }
@@ -64,6 +64,8 @@ func oddEvents() []*agentfleet.Event {
 				Type: typ, Agent: s, Session: s, RunID: s, Turn: si - 3, Seq: uint64(si * ti), Time: oddTimes[si%len(oddTimes)],
 				StopReason: agentfleet.StopReason(s), Delta: s,
 				ToolCallID: s, ToolName: s, IsError: si%2 == 0, Worker: s, Orchestrator: s, Attempt: si, Outcome: s,
+				Decision: s, DecisionID: s, Reason: s, Deadline: &oddTimes[(si+3)%len(oddTimes)],
+				Annotations:  &agentfleet.Annotations{ReadOnly: si%2 == 0, Idempotent: si%3 == 0, Destructive: si%5 == 0},
 				ErrorMessage: s, Subject: s, Payload: s,
 			})
 		}
@@ -196,6 +198,7 @@ func FuzzEventJSON(f *testing.F) {
 			Type: eventTypes[int(typ)%len(eventTypes)], Agent: s1, Session: s2, RunID: s3, Turn: int(n), Seq: seq, Time: tm,
 			StopReason: agentfleet.StopReason(s3), Delta: s1,
 			ToolCallID: s2, ToolName: s1, IsError: isErr, DurationMS: dur, Worker: s3, Orchestrator: s2, Attempt: int(n >> 3), Outcome: s1,
+			Decision: s3, DecisionID: s1, Reason: s2, Deadline: &tm, Annotations: &agentfleet.Annotations{Destructive: isErr},
 			ErrorMessage: s2, Subject: s3, Payload: s1,
 		}
 		checkAppendJSON(t, e)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,11 +30,17 @@ type chatSession struct {
 	inbox          string
 	turns          int
 	midLine        bool // the last thing printed was a delta without a newline
+	// asking are the calls that wait for approval, oldest first: the next
+	// line typed during a run decides the first.
+	asking []agentfleet.Event
+	lines  <-chan string
 }
 
 // chat reads lines from Stdin and sends each on <prefix>.ask, showing the
 // session's events while the run goes: the answer as it streams and each
-// tool call as it starts and ends. A Ctrl-C during a run aborts it; a
+// tool call as it starts and ends. A call that waits for approval is asked
+// inline: y approves it, n [reason] rejects it, e <json> approves it with
+// those arguments. A Ctrl-C during a run aborts it; a
 // second one, a Ctrl-C at the prompt, end of input or "/quit" exits.
 func (m *Main) chat(ctx context.Context) error {
 	c := &chatSession{m: m, agent: m.pos[0]}
@@ -57,6 +64,7 @@ func (m *Main) chat(ctx context.Context) error {
 	stop := make(chan struct{})
 	defer close(stop)
 	go readLines(m.Stdin, lines, stop)
+	c.lines = lines
 
 	fmt.Fprintf(m.Stderr, "chat with agent %s, session %s. Ctrl-C aborts a run; Ctrl-C at the prompt, Ctrl-D or /quit exits.\n", c.agent, c.session)
 	for {
@@ -125,7 +133,17 @@ func (c *chatSession) turn(ctx context.Context, text string) error {
 		grace    <-chan time.Time
 	)
 	for {
+		var asked <-chan string // lines answer a call that waits, if any
+		if len(c.asking) > 0 {
+			asked = c.lines
+		}
 		select {
+		case l, ok := <-asked:
+			if !ok {
+				c.lines = nil
+				continue
+			}
+			c.answer(ctx, strings.TrimSpace(l))
 		case msg := <-c.events.C:
 			var e agentfleet.Event
 			if err := json.Unmarshal(msg.Data, &e); err != nil {
@@ -139,6 +157,8 @@ func (c *chatSession) turn(ctx context.Context, text string) error {
 				streamed = streamed || e.Delta != ""
 			case agentfleet.EventRunEnd:
 				ended[e.RunID] = true
+			case agentfleet.EventToolApproval:
+				c.asked(&e)
 			}
 			c.show(&e)
 			if final != nil && ended[final.RunID] {
@@ -208,8 +228,50 @@ func (c *chatSession) show(e *agentfleet.Event) {
 	case agentfleet.EventToolEnd:
 		c.newline()
 		fmt.Fprintf(w, "← %s %s %s\n", e.ToolName, formatMS(e.DurationMS), toolOutcome(e, 200))
+	case agentfleet.EventToolApproval:
+		c.newline()
+		if e.Decision == agentfleet.ApprovalPending {
+			fmt.Fprintf(w, "? %s %s waits for approval until %s: y approves, n [reason] rejects, e <json> approves these arguments instead\n",
+				e.ToolName, compactJSON(e.Arguments, 200), e.Deadline.Local().Format(time.TimeOnly))
+		} else {
+			line := "  " + e.ToolName + " " + e.Decision
+			if e.Reason != "" {
+				line += ": " + e.Reason
+			}
+			fmt.Fprintln(w, line)
+		}
 	case agentfleet.EventError:
 		c.errorf("error: %s", e.ErrorMessage)
+	}
+}
+
+// asked keeps track of the calls that wait: a pending one joins the queue,
+// a decided one (here or elsewhere) leaves it.
+func (c *chatSession) asked(e *agentfleet.Event) {
+	c.asking = slices.DeleteFunc(c.asking, func(a agentfleet.Event) bool { return a.ToolCallID == e.ToolCallID })
+	if e.Decision == agentfleet.ApprovalPending {
+		c.asking = append(c.asking, *e)
+	}
+}
+
+// answer decides the first call that waits with a line typed during the
+// run; a line that is no answer says what is.
+func (c *chatSession) answer(ctx context.Context, line string) {
+	e := c.asking[0]
+	word, rest, _ := strings.Cut(line, " ")
+	approve, reason, args := true, "", ""
+	switch strings.ToLower(word) {
+	case "y", "yes":
+	case "n", "no":
+		approve, reason = false, strings.TrimSpace(rest)
+	case "e", "edit":
+		args = strings.TrimSpace(rest)
+	default:
+		c.errorf("answer %s with y, n [reason] or e <json arguments>", e.ToolName)
+		return
+	}
+	if _, err := c.m.decide(ctx, c.agent, c.session, e.ToolCallID, approve, reason, args); err != nil {
+		c.errorf("%s: %v", e.ToolName, err)
 	}
 }
 

@@ -104,6 +104,11 @@ type Main struct {
 	// ReadOnly makes the dashboard show no actions whatever the NATS user
 	// may do.
 	ReadOnly bool
+	// Reject, Reason and Args shape the decision of approve: a rejection
+	// instead of an approval, its reason, and edited arguments (JSON).
+	Reject bool
+	Reason string
+	Args   string
 
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
@@ -144,6 +149,7 @@ type command struct {
 	revision, replace bool // takes --revision, --replace
 	since             bool // takes --since
 	dashboard         bool // takes --http, --read-only
+	decision          bool // takes --reject, --reason, --args
 	check             func(m *Main, pos []string) error
 	run               func(m *Main, ctx context.Context) error
 	subs              []*command
@@ -164,6 +170,8 @@ func (c *command) takes(name string) bool {
 		return c.since
 	case "http", "read-only":
 		return c.dashboard
+	case "reject", "reason", "args":
+		return c.decision
 	}
 	return false
 }
@@ -183,7 +191,7 @@ func (c *command) anyTakes(name string) bool {
 }
 
 // commandFlags are the flags that only some commands take.
-var commandFlags = []string{"json", "id", "revision", "replace", "since", "http", "read-only"}
+var commandFlags = []string{"json", "id", "revision", "replace", "since", "http", "read-only", "reject", "reason", "args"}
 
 // toolsCommands are the subcommands of tools, which manage the scripted
 // tools in the KV bucket.
@@ -199,6 +207,7 @@ var commands = []*command{
 	{name: "send", args: "<agent> <session> <text>", help: "send a message without waiting (agent.in)", id: true, check: checkMessage, run: (*Main).send},
 	{name: "steer", args: "<agent> <session> <text>", help: "steer the running run before its next model call (agent.steer)", id: true, check: checkMessage, run: (*Main).steer},
 	{name: "abort", args: "<agent> <session> [reason]", help: "abort the session's running run (agent.abort); fails when there is none", check: checkAbort, run: (*Main).abort},
+	{name: "approve", args: "<agent> <session> <call>", help: "decide a tool call that waits for approval (agent.approve): approve it, edit it with --args, or --reject it with a --reason", json: true, decision: true, check: checkApprove, run: (*Main).approve},
 	{name: "tail", args: "[agent [session]]", help: "follow events as readable lines; '*' matches any agent or session (--since 10m: replay first)", json: true, since: true, check: checkTail, run: (*Main).tail},
 	{name: "chat", args: "<agent> [session]", help: "chat in the terminal, with the answer and tool calls as they stream", check: checkChat, run: (*Main).chat},
 	{name: "tools", args: "[agent]", help: "list the fleet's tools with their argument schemas; given an agent, the tools it sees (from its orchestrator)", json: true, check: checkTools, run: (*Main).tools, subs: toolsCommands},
@@ -255,6 +264,9 @@ Command flags:
   --replace       replace a scripted tool of the same name (tools import)
   --http addr     the dashboard's address, default 127.0.0.1:8081 (dashboard)
   --read-only     show no actions (dashboard)
+  --reject        reject the call (approve)
+  --reason text   why, for the model (approve)
+  --args json     approve with these arguments instead (approve)
 
 Flags:
 `)
@@ -340,6 +352,11 @@ func (m *Main) ParseFlags(args []string) error {
 	if m.cmd.anyTakes("http") {
 		fs.StringVar(&m.HTTP, "http", "127.0.0.1:8081", "address the dashboard serves on")
 		fs.BoolVar(&m.ReadOnly, "read-only", false, "show no actions, even when the NATS user may send messages and aborts")
+	}
+	if m.cmd.anyTakes("reject") {
+		fs.BoolVar(&m.Reject, "reject", false, "reject the call instead of approving it")
+		fs.StringVar(&m.Reason, "reason", "", "why: the model sees it in the error result of a rejected call")
+		fs.StringVar(&m.Args, "args", "", "approve the call with these arguments instead (a JSON object, checked against the tool's schema)")
 	}
 	if m.cmd.anyTakes("since") {
 		fs.DurationVar(&m.Since, "since", 0, "start this far back (e.g. 10m), replaying the events the fleet keeps in JetStream")

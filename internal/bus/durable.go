@@ -395,6 +395,9 @@ func durableID(in *Inbound) {
 	if in.Message != nil && in.Message.ID == "" {
 		in.Message.ID = "js-" + strconv.FormatUint(in.Seq, 10)
 	}
+	if in.Decision != nil && in.Decision.ID == "" {
+		in.Decision.ID = "js-" + strconv.FormatUint(in.Seq, 10)
+	}
 }
 
 func (d *DurableInput) keepAlive() {

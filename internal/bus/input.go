@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -23,6 +24,8 @@ type Inbound struct {
 	Message *agentfleet.UserMessage
 	// Reason is the reason of an abort.
 	Reason string
+	// Decision is the decision of an approve message.
+	Decision *agentfleet.ApprovalDecision
 
 	// Delivery is the JetStream delivery count of durable input (1 for the
 	// first delivery); 0 for core NATS input.
@@ -30,11 +33,13 @@ type Inbound struct {
 	// Seq is the stream sequence of durable input; 0 for core NATS input.
 	Seq uint64
 
-	replyTo  string // where reply and reject answer
-	reply    func(*agentfleet.AssistantMessage)
-	done     func(ok bool)
-	retry    func(err error)
-	rejectFn func(err error)
+	replyTo string // where reply and reject answer
+	reply   func(*agentfleet.AssistantMessage)
+	// decisionReply answers an approve message (ReplyDecision).
+	decisionReply func(*agentfleet.ApprovalReply)
+	done          func(ok bool)
+	retry         func(err error)
+	rejectFn      func(err error)
 }
 
 // Retry reports a failure that can pass (the session could not be loaded):
@@ -133,11 +138,11 @@ func NewInput(nc *nats.Conn, subjects Subjects, h InputHandler, pub *Publisher, 
 	return &Input{nc: nc, subjects: subjects, handler: h, pub: pub, log: log}
 }
 
-// Start subscribes in, ask, steer and abort.
+// Start subscribes in, ask, steer, abort and approve.
 func (in *Input) Start() error {
 	kinds := in.Kinds
 	if len(kinds) == 0 {
-		kinds = []string{KindIn, KindAsk, KindSteer, KindAbort}
+		kinds = []string{KindIn, KindAsk, KindSteer, KindAbort, KindApprove}
 	}
 	for _, kind := range kinds {
 		sub, err := in.nc.QueueSubscribe(in.subjects.ClientWildcard(kind), in.Queue, in.receive)
@@ -217,8 +222,8 @@ func (in *Input) parseStored(m *nats.Msg) (*Inbound, error) {
 		kind = m.Header.Get(HeaderKind)
 		msgID, reply = m.Header.Get(HeaderMsgID), m.Header.Get(HeaderReply)
 		switch {
-		case kind != KindAsk && kind != KindAbort:
-			err = fmt.Errorf("relayed input of subject %q: header %s is %q, want %s or %s", m.Subject, HeaderKind, kind, KindAsk, KindAbort)
+		case kind != KindAsk && kind != KindAbort && kind != KindApprove:
+			err = fmt.Errorf("relayed input of subject %q: header %s is %q, want %s, %s or %s", m.Subject, HeaderKind, kind, KindAsk, KindAbort, KindApprove)
 		case reply != "":
 			if rerr := in.subjects.checkReply(reply); rerr != nil {
 				err = fmt.Errorf("relayed input of subject %q: header %s: %w", m.Subject, HeaderReply, rerr)
@@ -254,9 +259,23 @@ func (in *Input) build(m *nats.Msg, kind, agent, session, reply, msgID string, e
 			}
 		}
 	}
+	if kind == KindApprove && reply != "" {
+		msg.decisionReply = func(r *agentfleet.ApprovalReply) {
+			b, err := json.Marshal(r)
+			if err != nil {
+				in.log.Error("encode approve reply", "session", session, "err", err)
+				return
+			}
+			if err := in.nc.Publish(reply, b); err != nil {
+				in.log.Warn("approve reply", "session", session, "err", err)
+			}
+		}
+	}
 	switch kind {
 	case KindAbort:
 		msg.Reason, err = ParseAbort(m.Data)
+	case KindApprove:
+		msg.Decision, err = ParseDecision(m.Data, msgID)
 	default:
 		msg.Message, err = ParseUserMessage(m.Data, msgID)
 	}
@@ -289,7 +308,17 @@ func (in *Input) reject(m *nats.Msg, msg *Inbound, err error) {
 	if in.pub != nil {
 		in.pub.Emit(e)
 	}
-	if reply := msg.replyTo; reply != "" {
+	// A decision that does not parse, subject included, is answered as
+	// decisions are.
+	approve := msg.Kind == KindApprove || strings.HasPrefix(m.Subject, in.subjects.Prefix+"."+KindApprove+".")
+	if reply := msg.replyTo; reply != "" && approve {
+		r := &agentfleet.ApprovalReply{Error: err.Error()}
+		if msg.Decision != nil {
+			r.ToolCallID = msg.Decision.ToolCallID
+		}
+		b, _ := json.Marshal(r)
+		_ = in.nc.Publish(reply, b)
+	} else if reply != "" {
 		b, _ := json.Marshal(&agentfleet.AssistantMessage{
 			Role: agentfleet.RoleAssistant, Content: []agentfleet.Content{},
 			StopReason: agentfleet.StopReasonError, ErrorMessage: err.Error(), Timestamp: time.Now().UTC(),

@@ -115,6 +115,7 @@ func TestDeployConfDenies(t *testing.T) {
 		{"dashboard", "Publish", "agent.ask.default.demo"},
 		{"dashboard", "Publish", "agent.steer.default.demo"},
 		{"dashboard", "Publish", "agent.abort.default.demo"},
+		{"dashboard", "Publish", "agent.approve.default.demo"},
 		{"dashboard", "Publish", "agent.events.default.demo.error"},
 		{"dashboard", "Publish", "agent.out.default.demo"},
 		{"dashboard", "Publish", "agent.tool.echo"},
@@ -305,6 +306,10 @@ func TestDeployConfClient(t *testing.T) {
 	pub := bus.NewPublisher(orch, subjects, nil)
 	got := make(chan *bus.Inbound, 1)
 	in := bus.NewInput(orch, subjects, bus.InputHandlerFunc(func(in *bus.Inbound) error {
+		if in.Kind == bus.KindApprove {
+			in.ReplyDecision(&agentfleet.ApprovalReply{OK: true, ToolCallID: in.Decision.ToolCallID, Decision: agentfleet.ApprovalApproved})
+			return nil
+		}
 		got <- in
 		pub.Emit(&agentfleet.Event{Type: agentfleet.EventRunEnd, Agent: in.Agent, Session: in.Session, StopReason: agentfleet.StopReasonStop})
 		final := &agentfleet.AssistantMessage{Role: agentfleet.RoleAssistant, Content: []agentfleet.Content{agentfleet.Text("hello, client")}, StopReason: agentfleet.StopReasonStop}
@@ -355,6 +360,15 @@ func TestDeployConfClient(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Errorf("%s: nothing arrived", name)
 		}
+	}
+	// A client decides a call that waits for approval, and hears back.
+	reply, err = client.Request(subjects.Approve("default", "demo"), []byte(`{"tool_call_id":"c1","approve":true}`), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var decided agentfleet.ApprovalReply
+	if err := json.Unmarshal(reply.Data, &decided); err != nil || !decided.OK || decided.ToolCallID != "c1" {
+		t.Errorf("decision reply = %s (%v)", reply.Data, err)
 	}
 	for who, errs := range map[string]<-chan error{"orchestrator": orchErrs, "client": clientErrs} {
 		select {

@@ -88,11 +88,11 @@ func (s Subjects) checkReply(reply string) error {
 	return nil
 }
 
-// Relayed tells an input that its ask and abort subjects are relayed
+// Relayed tells an input that its ask, abort and approve subjects are relayed
 // through js's input stream (several orchestrators share the sessions), and
 // subscribes them in the orchestrators' queue group.
 func (in *Input) Relayed(js jetstream.JetStream) {
 	in.js = js
-	in.Kinds = []string{KindAsk, KindAbort}
+	in.Kinds = []string{KindAsk, KindAbort, KindApprove}
 	in.Queue = QueueInput
 }

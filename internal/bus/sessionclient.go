@@ -12,7 +12,8 @@ import (
 
 // SessionClient sends what a client may send to a session, on the public
 // subjects, as agentctl and nats-cli do: a message on
-// <prefix>.in.<agent>.<session>, an abort on <prefix>.abort.<agent>.<session>.
+// <prefix>.in.<agent>.<session>, an abort on <prefix>.abort.<agent>.<session>,
+// a decision on <prefix>.approve.<agent>.<session>.
 type SessionClient struct {
 	nc       *nats.Conn
 	subjects Subjects
@@ -89,4 +90,28 @@ func (c *SessionClient) Abort(ctx context.Context, agent, session, reason string
 		return nil, fmt.Errorf("the answer on %s is not an assistant message: %w", subject, err)
 	}
 	return &m, nil
+}
+
+// Decide publishes a decision on a call that waits for approval (the JSON
+// of the approve subject, see docs/PROTOCOL.md) as a request, and returns
+// the orchestrator's reply: OK, or why the decision was not taken. It
+// fails when nobody answers within ctx, nobody listens, or the server
+// refuses (ErrDenied).
+func (c *SessionClient) Decide(ctx context.Context, agent, session string, decision []byte) (*agentfleet.ApprovalReply, error) {
+	subject := c.subjects.Approve(agent, session)
+	reply, err := c.nc.RequestWithContext(ctx, subject, decision)
+	if err != nil {
+		if derr := c.checkDenied(subject); derr != nil {
+			return nil, derr
+		}
+		if errors.Is(err, nats.ErrNoResponders) {
+			return nil, fmt.Errorf("nobody listens on %s: is an orchestrator running with this prefix?", subject)
+		}
+		return nil, fmt.Errorf("decision on %s: %w", subject, err)
+	}
+	var r agentfleet.ApprovalReply
+	if err := json.Unmarshal(reply.Data, &r); err != nil {
+		return nil, fmt.Errorf("the answer on %s is not a decision reply: %w", subject, err)
+	}
+	return &r, nil
 }

@@ -240,6 +240,8 @@ func TestActionsRejectBadInput(t *testing.T) {
 		{"abort bad JSON", "POST", "/api/abort", `{`, "", "", 400, "not the JSON object expected"},
 		{"abort bad session", "POST", "/api/abort", `{"agent":"default","session":"a b"}`, "", "", 400, `session name "a b"`},
 		{"abort no run", "POST", "/api/abort", `{"agent":"default","session":"idle"}`, "", "", 200, `"stop_reason":"error"`},
+		{"approve no call", "POST", "/api/approve", `{"agent":"default","session":"demo","approve":true}`, "", "", 400, "tool_call_id is empty"},
+		{"approve unknown call", "POST", "/api/approve", `{"agent":"default","session":"demo","tool_call_id":"nope","approve":true}`, "", "", 409, `no tool call "nope" waits for approval`},
 		{"bad since", "GET", "/api/events?since=yesterday", "", "", "", 400, "neither a duration"},
 		{"bad event id", "GET", "/api/events?after=x1", "", "", "", 400, "not a stream sequence"},
 		{"send by GET", "GET", "/api/send", "", "", "", 404, ""},

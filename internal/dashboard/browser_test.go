@@ -182,6 +182,21 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("approve from the page", func(t *testing.T) {
+		evalJS[chromedp.Void](t, ctx, `location.hash = encodeURIComponent('guarded/appr'); undefined`)
+		if err := f.nc.Publish("agent.in.guarded.appr", []byte("echo if you may")); err != nil {
+			t.Fatal(err)
+		}
+		waitJS(t, ctx, "the call waiting with its buttons", `document.querySelector('#run[data-session="appr"][data-status="running"] .tool[data-tool="echo"] .approval[data-decision="pending"] .approve-button')`, 10*time.Second)
+		// Clicked from the page itself: the run view is rebuilt at every
+		// event, so a node looked up first may be gone by the click.
+		evalJS[chromedp.Void](t, ctx, `document.querySelector('#run .approve-button').click(); undefined`)
+		waitJS(t, ctx, "the approved call's end", `document.querySelector('#run[data-session="appr"][data-status="stop"] .tool[data-tool="echo"][data-outcome="ok"] .approval[data-decision="approved"]')`, 10*time.Second)
+		if n := evalJS[int](t, ctx, `document.querySelectorAll('#run .approve-button, #run .reject-button').length`); n != 0 {
+			t.Errorf("%d approval buttons left after the decision", n)
+		}
+	})
+
 	t.Run("markup is text", func(t *testing.T) {
 		show(t, ctx, "xss")
 		f.send(t, "xss", "script")

@@ -38,6 +38,9 @@ type Sessions interface {
 	Send(agent, session string, msg []byte) error
 	// Abort aborts the session's active run and returns the answer.
 	Abort(ctx context.Context, agent, session, reason string) (*agentfleet.AssistantMessage, error)
+	// Decide publishes a decision on a call that waits for approval and
+	// returns the orchestrator's reply.
+	Decide(ctx context.Context, agent, session string, decision []byte) (*agentfleet.ApprovalReply, error)
 }
 
 // Config configures a Handler. The zero value of each optional field means
@@ -116,6 +119,7 @@ func New(ctx context.Context, cfg Config) (*Handler, error) {
 	h.mux.HandleFunc("GET /api/fleet", h.serveFleet)
 	h.mux.HandleFunc("POST /api/send", h.serveSend)
 	h.mux.HandleFunc("POST /api/abort", h.serveAbort)
+	h.mux.HandleFunc("POST /api/approve", h.serveApprove)
 	h.mux.Handle("GET /", staticFiles())
 	return h, nil
 }

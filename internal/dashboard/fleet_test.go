@@ -136,6 +136,8 @@ func startFleet(t *testing.T, opts dashboard.Options) *testFleet {
 	t.Cleanup(func() { ts.Stop() })
 	o, err := orchestrator.New(bustest.MustConnect(t, srv), orchestrator.Config{
 		Model: scriptedModel(), Durable: true, Discovery: bus.FleetConfig{Wait: 200 * time.Millisecond},
+		// guarded's calls of echo wait for approval.
+		Profiles: []orchestrator.Profile{{Name: "default"}, {Name: "guarded", Approve: []string{"echo"}}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -27,6 +27,10 @@ type Record struct {
 	Message agentfleet.Message
 	// Final is the final message of an end record; nil otherwise.
 	Final *agentfleet.AssistantMessage
+	// Approval is a call that waits for a decision; Decision the decision
+	// on one. Nil for other records.
+	Approval *agentfleet.ApprovalRequest
+	Decision *agentfleet.ApprovalDecision
 }
 
 // Skipped is a record that could not be decoded.
@@ -157,6 +161,18 @@ func decode(seq uint64, runID, kind string, data []byte) (Record, error) {
 			return r, fmt.Errorf("history record %d (end of run %s): %w", seq, runID, err)
 		}
 		r.Final = &final
+	case RecordApproval:
+		var a agentfleet.ApprovalRequest
+		if err := json.Unmarshal(data, &a); err != nil || a.ToolCallID == "" {
+			return r, fmt.Errorf("history record %d (approval request of run %s): %w", seq, runID, errors.Join(err, errNoCallID(a.ToolCallID)))
+		}
+		r.Approval = &a
+	case RecordDecision:
+		var d agentfleet.ApprovalDecision
+		if err := json.Unmarshal(data, &d); err != nil || d.ToolCallID == "" {
+			return r, fmt.Errorf("history record %d (approval decision of run %s): %w", seq, runID, errors.Join(err, errNoCallID(d.ToolCallID)))
+		}
+		r.Decision = &d
 	case "", "message":
 		m, err := agentfleet.UnmarshalMessage(data)
 		if err != nil {
@@ -167,6 +183,13 @@ func decode(seq uint64, runID, kind string, data []byte) (Record, error) {
 		return r, fmt.Errorf("history record %d: unknown %s %q", seq, HeaderRecord, kind)
 	}
 	return r, nil
+}
+
+func errNoCallID(id string) error {
+	if id == "" {
+		return errors.New("no tool_call_id")
+	}
+	return nil
 }
 
 // Messages returns the messages of the records, in order.

@@ -20,7 +20,8 @@ import (
 // Headers of history records.
 const (
 	// HeaderRecord says what a record is: absent for a message, RecordRunEnd
-	// for the end of a run.
+	// for the end of a run, RecordApproval and RecordDecision for a call
+	// that waits for approval and its decision.
 	HeaderRecord = "Agentfleet-Record"
 	// HeaderWriter names the orchestrator instance that wrote the record.
 	HeaderWriter = "Agentfleet-Writer"
@@ -28,6 +29,13 @@ const (
 	HeaderRunID = bus.HeaderRunID
 	// RecordRunEnd marks the end of a run; its data is the final message.
 	RecordRunEnd = "run_end"
+	// RecordApproval is a tool call that waits for a person's decision;
+	// its data is the agentfleet.ApprovalRequest.
+	RecordApproval = "approval"
+	// RecordDecision is the decision on a call that waited (a person's, or
+	// the deadline's); its data is the agentfleet.ApprovalDecision. It is
+	// stored before the call runs or gets its error result.
+	RecordDecision = "decision"
 )
 
 // Config configures the history stream. The zero value means the documented

@@ -62,6 +62,24 @@ func (w *Writer) AppendRunEnd(ctx context.Context, runID string, final *agentfle
 	return w.write(ctx, runID, RecordRunEnd, b)
 }
 
+// AppendApproval records that a call of run runID waits for a decision.
+func (w *Writer) AppendApproval(ctx context.Context, runID string, req *agentfleet.ApprovalRequest) (uint64, error) {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return 0, fmt.Errorf("history: encode approval request: %w", err)
+	}
+	return w.write(ctx, runID, RecordApproval, b)
+}
+
+// AppendDecision records the decision on a call of run runID that waited.
+func (w *Writer) AppendDecision(ctx context.Context, runID string, d *agentfleet.ApprovalDecision) (uint64, error) {
+	b, err := json.Marshal(d)
+	if err != nil {
+		return 0, fmt.Errorf("history: encode approval decision: %w", err)
+	}
+	return w.write(ctx, runID, RecordDecision, b)
+}
+
 // Last returns the stream sequence of the last record this writer knows.
 func (w *Writer) Last() uint64 {
 	w.mu.Lock()

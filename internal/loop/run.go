@@ -385,7 +385,9 @@ const UnknownOutcomeText = "Tool %s: the orchestrator stopped while this call wa
 // others get an error result saying their outcome is unknown), and returns
 // the final message when the records show the run had ended its work (a
 // final answer, a terminating batch, the turn limit); nil means the turns go
-// on. Only the run's own records count, however the session went on.
+// on. Only the run's own records count, however the session went on. A
+// call that Config.Unexecuted says never ran goes through the pipeline
+// again (a call waiting for approval waits again).
 func (r *run) settle() *agentfleet.AssistantMessage {
 	var (
 		mine     []agentfleet.Message
@@ -433,8 +435,11 @@ func (r *run) settle() *agentfleet.AssistantMessage {
 		return finalOf(msg)
 	}
 	if len(missing) > 0 {
-		tools := r.s.cfg.Tools
+		tools, unexecuted := r.s.cfg.Tools, r.s.cfg.Unexecuted
 		batch := r.runBatch(msg, missing, func(ctx context.Context, in *pipeline.BeforeContext) (*pipeline.BeforeResult, error) {
+			if unexecuted != nil && unexecuted(in.Call.ID) {
+				return nil, nil
+			}
 			if t, ok := tools.Get(in.Call.Name); ok && !t.Annotations.Idempotent && !t.Annotations.ReadOnly {
 				return &pipeline.BeforeResult{Block: true, Reason: fmt.Sprintf(UnknownOutcomeText, in.Call.Name)}, nil
 			}

@@ -64,6 +64,12 @@ type Config struct {
 	OnRunEnded func(final *agentfleet.AssistantMessage)
 	// OnSuspend, if set, is called when a run is suspended, with the reason.
 	OnSuspend func(runID string, err error)
+	// Unexecuted, if set, reports whether a tool call of a resumed run is
+	// known never to have run although the history holds no result for it
+	// (it waits for a person's approval, or was refused): such a call goes
+	// through the pipeline again, whatever its tool's annotations, instead
+	// of getting the unknown-outcome result.
+	Unexecuted func(callID string) bool
 }
 
 // Entry is one message of a history with the run that added it.

@@ -50,7 +50,10 @@ var (
 	ToolBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
 	// LLMBuckets spans one model request, from a short cached answer to a
 	// long streamed one (the default request timeout is 120s).
-	LLMBuckets = []float64{.1, .25, .5, 1, 2, 4, 8, 15, 30, 60, 120, 300}
+	// ApprovalBuckets bound the time a person takes to decide a call, from
+	// a second to a day.
+	ApprovalBuckets = []float64{1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 4 * 3600, 24 * 3600}
+	LLMBuckets      = []float64{.1, .25, .5, 1, 2, 4, 8, 15, 30, 60, 120, 300}
 )
 
 // newRegistry returns a registry holding the Go and process collectors.

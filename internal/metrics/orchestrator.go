@@ -31,8 +31,10 @@ type Orchestrator struct {
 	toolDuration  *prometheus.HistogramVec // tool, outcome
 	toolAttempts  *prometheus.CounterVec   // tool, outcome
 	toolsInFlight prometheus.Gauge
-	input         *prometheus.CounterVec // outcome
-	published     *prometheus.CounterVec // type
+	input         *prometheus.CounterVec   // outcome
+	published     *prometheus.CounterVec   // type
+	approvals     *prometheus.CounterVec   // decision
+	approvalWait  *prometheus.HistogramVec // decision
 
 	tools, stopReasons, classes, attemptOutcomes, inputOutcomes, eventTypes *bounded
 
@@ -57,8 +59,11 @@ var (
 	eventTypes    = []agentfleet.EventType{
 		agentfleet.EventRunStart, agentfleet.EventRunEnd, agentfleet.EventRunSuspended, agentfleet.EventRunResumed, agentfleet.EventTurnStart, agentfleet.EventTurnEnd,
 		agentfleet.EventMessageStart, agentfleet.EventMessageUpdate, agentfleet.EventMessageEnd,
-		agentfleet.EventToolStart, agentfleet.EventToolUpdate, agentfleet.EventToolEnd, agentfleet.EventError,
+		agentfleet.EventToolStart, agentfleet.EventToolUpdate, agentfleet.EventToolEnd, agentfleet.EventToolApproval, agentfleet.EventError,
 	}
+	// approvalDecisions are the labels of approvals_total: requested,
+	// then one of the decisions.
+	approvalDecisions = []string{"requested", agentfleet.ApprovalApproved, agentfleet.ApprovalRejected, agentfleet.ApprovalTimedOut}
 )
 
 // NewOrchestrator returns the metrics of an orchestrator on a registry of
@@ -142,9 +147,22 @@ func NewOrchestrator() *Orchestrator {
 		Help: "Lifecycle events published on NATS, by type.",
 	}, []string{"type"})
 
+	o.approvals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "approvals_total",
+		Help: "Tool calls that waited for a person's approval, by decision: requested (each wait, a wait taken up again after a restart included), approved, rejected, timed_out.",
+	}, []string{"decision"})
+	o.approvalWait = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: Namespace, Name: "approval_decision_seconds",
+		Help:    "Time from a call's approval request to its decision, by decision (approved, rejected, timed_out).",
+		Buckets: ApprovalBuckets,
+	}, []string{"decision"})
+
 	o.reg.MustRegister(o.leaseLost, o.partitions, o.runsStarted, o.runsEnded, o.turns, o.runsActive, sessions,
 		o.llmDuration, o.llmAttempts, o.llmErrors, tokens,
-		o.toolDuration, o.toolAttempts, o.toolsInFlight, o.input, o.published)
+		o.toolDuration, o.toolAttempts, o.toolsInFlight, o.input, o.published, o.approvals, o.approvalWait)
+	for _, d := range approvalDecisions {
+		o.approvals.WithLabelValues(d)
+	}
 
 	for _, r := range stopReasons {
 		o.runsEnded.WithLabelValues(o.stopReasons.value(string(r)))
@@ -193,6 +211,14 @@ func (o *Orchestrator) Event(e *agentfleet.Event) {
 			if n := e.Message.Usage.OutputTokens; n > 0 {
 				o.outputTokens.Add(float64(n))
 			}
+		}
+	case agentfleet.EventToolApproval:
+		switch e.Decision {
+		case agentfleet.ApprovalPending:
+			o.approvals.WithLabelValues("requested").Inc()
+		case agentfleet.ApprovalApproved, agentfleet.ApprovalRejected, agentfleet.ApprovalTimedOut:
+			o.approvals.WithLabelValues(e.Decision).Inc()
+			o.approvalWait.WithLabelValues(e.Decision).Observe(e.DurationMS / 1000)
 		}
 	case agentfleet.EventToolStart:
 		o.toolsInFlight.Inc()

@@ -244,3 +244,28 @@ func TestNoUnboundedLabels(t *testing.T) {
 		}
 	}
 }
+
+// TestApprovalCounts counts approvals from tool.approval events: each wait
+// as requested, each decision by its kind with the time it took.
+func TestApprovalCounts(t *testing.T) {
+	m := metrics.NewOrchestrator()
+	s := serve(t, m.Registry(), nil)
+	before := scrapeOf(t, s)
+	for _, e := range []agentfleet.Event{
+		{Decision: agentfleet.ApprovalPending}, {Decision: agentfleet.ApprovalApproved, DurationMS: 2000},
+		{Decision: agentfleet.ApprovalPending}, {Decision: agentfleet.ApprovalRejected, DurationMS: 500},
+		{Decision: agentfleet.ApprovalPending}, {Decision: agentfleet.ApprovalTimedOut, DurationMS: 600_000},
+	} {
+		e.Type = agentfleet.EventToolApproval
+		m.Event(&e)
+	}
+	checkDeltas(t, before, scrapeOf(t, s), []delta{
+		{"agentfleet_approvals_total", []string{"decision=requested"}, 3},
+		{"agentfleet_approvals_total", []string{"decision=approved"}, 1},
+		{"agentfleet_approvals_total", []string{"decision=rejected"}, 1},
+		{"agentfleet_approvals_total", []string{"decision=timed_out"}, 1},
+		{"agentfleet_approval_decision_seconds_count", []string{"decision=approved"}, 1},
+		{"agentfleet_approval_decision_seconds_sum", []string{"decision=approved"}, 2},
+		{"agentfleet_approval_decision_seconds_sum", []string{"decision=timed_out"}, 600},
+	})
+}

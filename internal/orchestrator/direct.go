@@ -19,11 +19,16 @@ import (
 // Agents returns the names of the agents, sorted.
 func (o *Orchestrator) Agents() []string { return slices.Sorted(maps.Keys(o.agents)) }
 
+// DirectApprovalText is the result of a direct call of a tool whose calls
+// wait for approval.
+const DirectApprovalText = "Tool %s: its calls need a person's approval, which a call outside a run cannot wait for; ask agent %s to make the call instead"
+
 // CallTool runs one call of agent's tools for a client outside any run
 // (an MCP client), through the same pipeline as the model's calls: only
 // the tools the profile allows, the arguments validated, the hooks, the
 // profile's timeouts, tool events on session's subjects (run id
-// "direct-…") and the metrics. progress, when not nil, receives the
+// "direct-…") and the metrics. A call that the profile puts to a person's
+// approval is refused (DirectApprovalText). progress, when not nil, receives the
 // call's partial results. It fails only for an unknown agent or session
 // name; everything else is an error outcome.
 func (o *Orchestrator) CallTool(ctx context.Context, agentName, session string, call agentfleet.ToolCall, progress func(partial any)) (*pipeline.Outcome, error) {
@@ -43,9 +48,20 @@ func (o *Orchestrator) CallTool(ctx context.Context, agentName, session string, 
 	p := &a.profile
 	runID := "direct-" + uuid.NewString()
 	sink := o.sink()
+	before := o.cfg.Before
+	if pol := p.Approval(); pol.Enabled() {
+		// A call outside any run has no stored run to wait in, and no
+		// model to tell: one that needs approval is refused.
+		before = chainBefore(before, func(_ context.Context, in *pipeline.BeforeContext) (*pipeline.BeforeResult, error) {
+			if pol.Needs(in.Tool) {
+				return &pipeline.BeforeResult{Block: true, Reason: fmt.Sprintf(DirectApprovalText, in.Call.Name, p.Name)}, nil
+			}
+			return nil, nil
+		})
+	}
 	pipe := pipeline.New(pipeline.Config{
 		MaxParallel: p.MaxParallel, DefaultTimeout: p.toolTimeout,
-		Executor: o.client, Before: o.cfg.Before, After: o.cfg.After,
+		Executor: o.client, Before: before, After: o.cfg.After,
 		Agent: p.Name, Session: session, RunID: runID,
 		Sink: agentfleet.EventSinkFunc(func(e *agentfleet.Event) {
 			e.Agent, e.Session, e.RunID = p.Name, session, runID

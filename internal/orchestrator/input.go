@@ -37,6 +37,12 @@ func (o *Orchestrator) HandleInput(in *bus.Inbound) error {
 			// Every message has an id, so that its run can be found.
 			in.Message.ID = in.Kind + "-" + uuid.NewString()
 		}
+	case bus.KindApprove:
+		if in.Decision.ID == "" {
+			// A decision names itself, so that the losers of a race can
+			// be told which one won.
+			in.Decision.ID = "approve-" + uuid.NewString()
+		}
 	case bus.KindAbort:
 		o.mu.Lock()
 		s := o.sessions[in.Agent+"."+in.Session]

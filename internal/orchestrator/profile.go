@@ -8,6 +8,7 @@ import (
 	"path"
 	"time"
 
+	"github.com/agentfleet/agentfleet/internal/approval"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"go.yaml.in/yaml/v3"
@@ -35,9 +36,22 @@ type Profile struct {
 	// Stream chooses streaming model calls; default the orchestrator's
 	// setting.
 	Stream *bool `yaml:"stream" json:"stream"`
+	// Approve names the tools, by name or glob, whose calls wait for a
+	// person's decision on <prefix>.approve.<agent>.<session>.
+	Approve []string `yaml:"approve" json:"approve"`
+	// ApproveDestructive makes every call of a tool annotated destructive
+	// wait for a decision too.
+	ApproveDestructive bool `yaml:"approve_destructive" json:"approve_destructive"`
+	// ApprovalTimeout bounds the wait for a decision, as a Go duration;
+	// default 10m. A call not decided in time gets an error result.
+	ApprovalTimeout string `yaml:"approval_timeout" json:"approval_timeout"`
 
 	toolTimeout time.Duration
+	approval    approval.Policy
 }
+
+// Approval returns the profile's approval policy.
+func (p *Profile) Approval() approval.Policy { return p.approval }
 
 // DefaultProfile is the one profile of an orchestrator started without a
 // config file: every tool, parallel execution.
@@ -92,6 +106,17 @@ func (p *Profile) check(i int) error {
 			return fmt.Errorf("%s: tool_timeout %q is not a positive duration such as \"30s\"", where, p.ToolTimeout)
 		}
 		p.toolTimeout = d
+	}
+	p.approval = approval.Policy{Tools: p.Approve, Destructive: p.ApproveDestructive}
+	if p.ApprovalTimeout != "" {
+		d, err := time.ParseDuration(p.ApprovalTimeout)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("%s: approval_timeout %q is not a positive duration such as \"10m\"", where, p.ApprovalTimeout)
+		}
+		p.approval.Timeout = d
+	}
+	if err := p.approval.Check(); err != nil {
+		return fmt.Errorf("%s: %w", where, err)
 	}
 	return nil
 }

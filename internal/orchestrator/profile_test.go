@@ -1,6 +1,9 @@
 package orchestrator
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func FuzzParseProfiles(f *testing.F) {
 	f.Add([]byte("agents:\n  - name: a\n    tools: [calc*]\n    tool_timeout: 3s\n"))
@@ -17,4 +20,26 @@ func FuzzParseProfiles(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestApprovalProfile(t *testing.T) {
+	ps, err := ParseProfiles([]byte("agents:\n  - name: ops\n    approve: [delete_*, deploy]\n    approve_destructive: true\n    approval_timeout: 30m\n  - name: plain\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pol := ps[0].Approval(); !pol.Enabled() || !pol.Destructive || pol.Timeout.Minutes() != 30 || len(pol.Tools) != 2 {
+		t.Errorf("ops policy = %+v", pol)
+	}
+	if pol := ps[1].Approval(); pol.Enabled() {
+		t.Errorf("plain policy = %+v, want none", pol)
+	}
+	for _, tc := range []struct{ yaml, want string }{
+		{"agents:\n  - name: a\n    approve: ['[']\n", `agent "a": approve pattern "["`},
+		{"agents:\n  - name: a\n    approval_timeout: soon\n", `agent "a": approval_timeout "soon" is not a positive duration`},
+		{"agents:\n  - name: a\n    approval_timeout: -1m\n", `agent "a": approval_timeout "-1m" is not a positive duration`},
+	} {
+		if _, err := ParseProfiles([]byte(tc.yaml)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParseProfiles(%q) = %v, want %q", tc.yaml, err, tc.want)
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/approval"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/history"
 	"github.com/agentfleet/agentfleet/internal/loop"
@@ -39,6 +40,7 @@ type session struct {
 	resumed int            // interrupted runs load resumed, for the recovery summary
 	backlog []*bus.Inbound // input that arrived while loading
 	loop    *loop.Session
+	gate    *approval.Gate // the calls that wait for approval
 	writer  *history.Writer
 	msgs    map[string]*msgInfo // by message id
 	runs    map[string]*runInfo // by run id
@@ -137,6 +139,7 @@ func (s *session) load(loads chan struct{}) {
 		}
 		return
 	}
+	s.gate = s.newGate()
 	entries := s.restore(st)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -172,10 +175,19 @@ func (s *session) restore(st *history.Loaded) []loop.Entry {
 		})
 	}
 	entries := make([]loop.Entry, 0, len(st.Records))
+	var waits []history.Record // approval requests and decisions
+	results := map[string]bool{}
 	for _, r := range st.Records {
 		if r.Final != nil {
 			s.run(r.RunID).final = r.Final
 			continue
+		}
+		if r.Approval != nil || r.Decision != nil {
+			waits = append(waits, r)
+			continue
+		}
+		if tr, ok := r.Message.(*agentfleet.ToolResultMessage); ok {
+			results[tr.ToolCallID] = true
 		}
 		if u, ok := r.Message.(*agentfleet.UserMessage); ok && u.ID != "" {
 			if m := s.msg(u.ID); m.run == "" {
@@ -184,6 +196,19 @@ func (s *session) restore(st *history.Loaded) []loop.Entry {
 			}
 		}
 		entries = append(entries, loop.Entry{RunID: r.RunID, Message: r.Message})
+	}
+	// The calls of runs that go on, and that have no result yet, wait
+	// again or act on their stored decision when their run resumes.
+	for _, r := range waits {
+		id := ""
+		if r.Approval != nil {
+			id = r.Approval.ToolCallID
+		} else {
+			id = r.Decision.ToolCallID
+		}
+		if !s.hasEnded(r.RunID) && !results[id] {
+			s.gate.Restore(r.RunID, r.Approval, r.Decision)
+		}
 	}
 	s.writer = nil
 	if o.history != nil {
@@ -195,13 +220,20 @@ func (s *session) restore(st *history.Loaded) []loop.Entry {
 func (s *session) config(entries []loop.Entry) loop.Config {
 	a, o := s.agent, s.o
 	p := &a.profile
+	before := o.cfg.Before
+	if pol := p.Approval(); pol.Enabled() {
+		// The orchestrator's own hook decides first: a call it blocks is
+		// not put to a person.
+		before = chainBefore(o.cfg.Before, s.gate.Hook)
+	}
 	return loop.Config{
 		Agent: p.Name, Session: s.name, Model: a.model, ModelName: p.Model,
 		SystemPrompt: p.SystemPrompt, Tools: a.store, MaxTurns: p.MaxTurns,
 		Pipeline: pipeline.Config{
 			Mode: pipeline.Mode(p.Mode), MaxParallel: p.MaxParallel, DefaultTimeout: p.toolTimeout,
-			Executor: o.client, Before: o.cfg.Before, After: o.cfg.After,
+			Executor: o.client, Before: before, After: o.cfg.After,
 		},
+		Unexecuted: s.gate.Unexecuted,
 		Sink:       o.sink(),
 		History:    entries,
 		OnAppend:   s.stored,
@@ -366,6 +398,12 @@ func (s *session) deliver(in *bus.Inbound) bool {
 // stream at load, which has no delivery of its own to settle.
 func (s *session) handleLocked(in *bus.Inbound, scanned bool) {
 	o := s.o
+	if in.Kind == bus.KindApprove {
+		if !scanned {
+			s.gate.Decide(in.Decision, s.answerDecision(in))
+		}
+		return
+	}
 	if in.Kind == bus.KindAbort {
 		if !s.loop.Abort(in.Reason) {
 			in.Reject(fmt.Errorf("session %s of agent %s has no active run to abort", s.name, s.agent.profile.Name))

@@ -93,8 +93,8 @@ func (p *Pipeline) runSequential(ctx context.Context, pctx *Context, assistant *
 	}
 }
 
-// runParallel prepares the calls one by one, then executes the prepared ones
-// concurrently (at most MaxParallel at once) and finalizes each as it
+// runParallel prepares the calls one by one, then runs the before hook of
+// each and executes the prepared ones concurrently (at most MaxParallel at once) and finalizes each as it
 // completes; results keep the call order. The batch's tool.start events
 // come first, in call order. A batch of one call runs as a sequential one
 // does, without a goroutine.
@@ -112,7 +112,7 @@ func (p *Pipeline) runParallel(ctx context.Context, pctx *Context, assistant *ag
 			outs[i] = p.end(at, false, errorOutcome(call, Skipped, SkippedText))
 			continue
 		}
-		prep, out := p.Prepare(ctx, pctx, assistant, call)
+		prep, out := p.prepare(ctx, pctx, call)
 		if out != nil {
 			outs[i] = p.end(at, false, out)
 			continue
@@ -120,6 +120,12 @@ func (p *Pipeline) runParallel(ctx context.Context, pctx *Context, assistant *ag
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// The before hook may wait for a person: each call waits on
+			// its own, and holds no slot meanwhile.
+			if out := p.before(ctx, pctx, assistant, prep); out != nil {
+				outs[i] = p.end(at, false, out)
+				return
+			}
 			select {
 			case sem <- struct{}{}:
 				defer func() { <-sem }()

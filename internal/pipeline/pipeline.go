@@ -73,18 +73,33 @@ type BeforeContext struct {
 	Call      agentfleet.ToolCall
 	Args      map[string]any
 	Context   *Context
+	// Tool is the resolved tool of the call.
+	Tool *agentfleet.Tool
+	// Agent, Session and RunID say on whose behalf the call runs.
+	Agent, Session, RunID string
+	// Sink receives events of the call in the run's sequence: the hook's
+	// events come after the call's tool.start and before its tool.end. It
+	// is never nil.
+	Sink agentfleet.EventSink
 }
 
 // BeforeResult is the before-tool-call hook's answer. Block rejects the call;
-// Reason, when set, is the text of the error result the model sees.
+// Reason, when set, is the text of the error result the model sees. Args,
+// if set, replace the call's arguments (a person's edit); they are
+// validated against the tool's schema again, and the call fails with an
+// invalid-arguments result if they do not hold.
 type BeforeResult struct {
 	Block  bool
 	Reason string
+	Args   map[string]any
 }
 
 // BeforeHook runs after validation and before execution (spec
 // beforeToolCall). A nil result proceeds. An error blocks the call with the
-// error's text.
+// error's text. It may take its time (a person approves the call): in a
+// parallel batch it runs for each call in the call's own goroutine, so the
+// calls of one batch wait, and are decided, independently, and a waiting
+// call holds no MaxParallel slot.
 type BeforeHook func(ctx context.Context, in *BeforeContext) (*BeforeResult, error)
 
 // AfterContext is what the after-tool-call hook sees (spec

@@ -153,6 +153,13 @@ function ingest(ev) {
       c.args = ev.arguments;
       break;
     }
+    case 'tool.approval': {
+      // A call that waits for a person: pending with its deadline, then
+      // the decision.
+      const c = callOf(run, ev);
+      c.approval = { decision: ev.decision, deadline: ev.deadline || (c.approval && c.approval.deadline), reason: ev.reason || '', by: ev.decision_id || '' };
+      break;
+    }
     case 'tool.update': {
       const c = callOf(run, ev);
       c.updates.push(ev.partial);
@@ -209,7 +216,7 @@ function callOf(run, ev) {
   let c = run.calls.get(ev.tool_call_id);
   if (!c) {
     c = { id: ev.tool_call_id, name: ev.tool_name, turn: ev.turn, start: null, end: null, args: undefined,
-      updates: [], result: null, isError: false, outcome: '', duration: 0, worker: '', attempt: 0 };
+      updates: [], result: null, isError: false, outcome: '', duration: 0, worker: '', attempt: 0, approval: null };
     run.calls.set(c.id, c);
     turnOf(run, ev.turn).calls.push(c);
   }
@@ -408,10 +415,31 @@ function renderCall(c, t0, t1) {
     c.worker && el('span', { className: 'worker' }, 'worker ' + c.worker),
     c.attempt > 0 && el('span', { className: 'attempt' }, 'attempt ' + c.attempt)),
   el('div', { className: 'track' }, bar));
+  if (c.approval) div.append(renderApproval(c));
   if (c.args !== undefined) div.append(fold('arguments', json(c.args), 'tool-args'));
   if (c.updates.length) div.append(el('div', { className: 'progress' }, 'progress: ' + shorten(json(c.updates[c.updates.length - 1]), FOLD)));
   if (c.result) div.append(fold('result', resultText(c.result) || json(c.result), 'tool-result'));
   return div;
+}
+
+// renderApproval shows what became of a call that waits for approval:
+// while it waits (and its run goes on), its deadline and, unless the page
+// is read only, buttons to approve or reject it.
+function renderApproval(c) {
+  const a = c.approval;
+  const run = state.runs.get(shownRunId());
+  const waiting = a.decision === 'pending' && !c.end && run && run.status === 'running';
+  const box = el('div', { className: 'approval', 'data-decision': a.decision },
+    waiting ? 'waits for approval until ' + (a.deadline || '').slice(11, 19)
+      : 'approval: ' + a.decision + (a.reason ? ' (' + a.reason + ')' : '') + (a.by ? ' · decision ' + a.by : ''));
+  if (waiting && !state.readOnly) {
+    const yes = el('button', { type: 'button', className: 'approve-button' }, 'Approve');
+    const no = el('button', { type: 'button', className: 'reject-button' }, 'Reject');
+    yes.addEventListener('click', () => decide(run, c, true, [yes, no]));
+    no.addEventListener('click', () => decide(run, c, false, [yes, no]));
+    box.append(' ', yes, ' ', no);
+  }
+  return box;
 }
 
 // fold shows a value in a <details>: the start of it as the summary, the
@@ -473,6 +501,17 @@ async function abortRun(run) {
     if (r.stop_reason !== 'aborted') addError({ agent: run.agent, session: run.session, message: 'abort: ' + (r.error_message || r.stop_reason) });
   } catch (err) {
     addError({ agent: run.agent, session: run.session, message: 'abort: ' + err.message });
+  }
+  schedule();
+}
+
+async function decide(run, c, approve, buttons) {
+  for (const b of buttons) b.disabled = true;
+  try {
+    await post('api/approve', { agent: run.agent, session: run.session, tool_call_id: c.id, approve });
+  } catch (err) {
+    addError({ agent: run.agent, session: run.session, message: (approve ? 'approve ' : 'reject ') + c.name + ': ' + err.message });
+    for (const b of buttons) b.disabled = false;
   }
   schedule();
 }
