@@ -44,14 +44,21 @@ func Discover(ctx context.Context, nc *nats.Conn, subjects Subjects, wait time.D
 // (quiet 0: until first has passed, whatever came). Only ctx ending is an
 // error.
 func infoRound(ctx context.Context, nc *nats.Conn, first, quiet time.Duration, fn func(*micro.Info)) error {
+	return srvRound(ctx, nc, "$SRV.INFO", "discover", first, quiet, fn)
+}
+
+// srvRound publishes one request on a micro discovery subject ($SRV.INFO,
+// $SRV.STATS) and hands each answer that decodes as a T to fn, as
+// infoRound says; what names the round in errors.
+func srvRound[T any](ctx context.Context, nc *nats.Conn, subject, what string, first, quiet time.Duration, fn func(*T)) error {
 	inbox := nc.NewRespInbox()
 	sub, err := nc.SubscribeSync(inbox)
 	if err != nil {
-		return fmt.Errorf("discover: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	defer sub.Unsubscribe()
-	if err := nc.PublishRequest("$SRV.INFO", inbox, nil); err != nil {
-		return fmt.Errorf("discover: %w", err)
+	if err := nc.PublishRequest(subject, inbox, nil); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	deadline := time.Now().Add(first)
 	for got := false; ; {
@@ -64,18 +71,15 @@ func infoRound(ctx context.Context, nc *nats.Conn, first, quiet time.Duration, f
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
-				return fmt.Errorf("discover: %w", ctx.Err())
+				return fmt.Errorf("%s: %w", what, ctx.Err())
 			}
 			return nil // no more answers
 		}
-		if len(m.Data) == 0 {
-			continue // no responders status
-		}
-		var info micro.Info
-		if json.Unmarshal(m.Data, &info) != nil {
-			continue
+		var v T
+		if len(m.Data) == 0 || json.Unmarshal(m.Data, &v) != nil {
+			continue // a no-responders status, or not an answer
 		}
 		got = true
-		fn(&info)
+		fn(&v)
 	}
 }

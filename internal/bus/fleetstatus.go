@@ -3,7 +3,6 @@ package bus
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -113,35 +112,5 @@ func FleetStatus(ctx context.Context, nc *nats.Conn, subjects Subjects, wait tim
 
 // statsRound is infoRound for $SRV.STATS.
 func statsRound(ctx context.Context, nc *nats.Conn, first, quiet time.Duration, fn func(*micro.Stats)) error {
-	inbox := nc.NewRespInbox()
-	sub, err := nc.SubscribeSync(inbox)
-	if err != nil {
-		return fmt.Errorf("fleet stats: %w", err)
-	}
-	defer sub.Unsubscribe()
-	if err := nc.PublishRequest("$SRV.STATS", inbox, nil); err != nil {
-		return fmt.Errorf("fleet stats: %w", err)
-	}
-	deadline := time.Now().Add(first)
-	for got := false; ; {
-		until := deadline
-		if got {
-			until = time.Now().Add(quiet)
-		}
-		mctx, cancel := context.WithDeadline(ctx, until)
-		m, err := sub.NextMsgWithContext(mctx)
-		cancel()
-		if err != nil {
-			if ctx.Err() != nil {
-				return fmt.Errorf("fleet stats: %w", ctx.Err())
-			}
-			return nil
-		}
-		var st micro.Stats
-		if len(m.Data) == 0 || json.Unmarshal(m.Data, &st) != nil {
-			continue
-		}
-		got = true
-		fn(&st)
-	}
+	return srvRound(ctx, nc, "$SRV.STATS", "fleet stats", first, quiet, fn)
 }
