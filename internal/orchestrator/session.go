@@ -229,6 +229,7 @@ func (s *session) config(entries []loop.Entry) loop.Config {
 	return loop.Config{
 		Agent: p.Name, Session: s.name, Model: a.model, ModelName: p.Model,
 		SystemPrompt: p.SystemPrompt, Tools: a.store, MaxTurns: p.MaxTurns,
+		Context: p.Context(o.window(p.Model)), Budget: p.Budget(),
 		Pipeline: pipeline.Config{
 			Mode: pipeline.Mode(p.Mode), MaxParallel: p.MaxParallel, DefaultTimeout: p.toolTimeout,
 			Executor: o.client, Before: before, After: o.cfg.After,
@@ -241,6 +242,15 @@ func (s *session) config(entries []loop.Entry) loop.Config {
 		OnRunEnded: s.answer,
 		OnSuspend:  s.suspended,
 	}
+}
+
+// window returns the context window of model by Config.ContextWindow, 0
+// when unknown.
+func (o *Orchestrator) window(model string) int {
+	if o.cfg.ContextWindow == nil {
+		return 0
+	}
+	return o.cfg.ContextWindow(model)
 }
 
 // fence says whether this orchestrator may still write the session.
