@@ -9,7 +9,7 @@ import (
 
 // CutMarker is appended to a tool result shortened in a request, with the
 // number of bytes left out; the history and the events keep it whole.
-const CutMarker = "\n[… %d bytes of this tool result left out to fit the model's context window; the full result is kept in the session's history]"
+const CutMarker = "[… %d bytes of this tool result left out to fit the model's context window; the full result is kept in the session's history]"
 
 // TruncateInput is what Truncate works on.
 type TruncateInput struct {
