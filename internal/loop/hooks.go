@@ -14,10 +14,12 @@ import (
 // not change its elements in place.
 type State struct {
 	Agent, Session string
-	SystemPrompt   string
-	Model          string
-	Tools          *tools.Store
-	Messages       []agentfleet.Message
+	// RunID is the current run's.
+	RunID        string
+	SystemPrompt string
+	Model        string
+	Tools        *tools.Store
+	Messages     []agentfleet.Message
 	// RunStart is the index in Messages of the current run's first
 	// message.
 	RunStart int

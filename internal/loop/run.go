@@ -220,7 +220,7 @@ func finalOf(msg *agentfleet.AssistantMessage) *agentfleet.AssistantMessage {
 func (r *run) callModel() (*agentfleet.AssistantMessage, []agentfleet.ToolCall, *agentfleet.AssistantMessage) {
 	cfg := &r.s.cfg
 	st := &State{
-		Agent: cfg.Agent, Session: cfg.Session, SystemPrompt: cfg.SystemPrompt,
+		Agent: cfg.Agent, Session: cfg.Session, RunID: r.id, SystemPrompt: cfg.SystemPrompt,
 		Model: cfg.ModelName, Tools: cfg.Tools, Messages: r.s.view(),
 		RunStart: r.s.runStart(r.id), Tokens: &r.s.tokens,
 	}
@@ -273,7 +273,11 @@ func (r *run) callModel() (*agentfleet.AssistantMessage, []agentfleet.ToolCall, 
 func (r *run) request(st *State, reason string) (*Request, *agentfleet.AssistantMessage) {
 	cfg := &r.s.cfg
 	st.Compaction = nil
-	pctx, err := cfg.PrepareContext(r.ctx, st)
+	prepare := cfg.PrepareContext
+	if prepare == nil {
+		prepare = r.prepareContext
+	}
+	pctx, err := prepare(r.ctx, st)
 	if err != nil {
 		return nil, r.failed(fmt.Errorf("prepare context: %w", err))
 	}

@@ -39,7 +39,7 @@ type Config struct {
 	// MaxTurns bounds the model calls of one run; default DefaultMaxTurns.
 	MaxTurns int
 	// PrepareContext and Format are the hooks of spec section 14; default
-	// Context.Prepare and DefaultFormat.
+	// the context policy (Context) and DefaultFormat.
 	PrepareContext PrepareContextFunc
 	Format         FormatFunc
 	// Context keeps each request within the model's context window, when
@@ -48,6 +48,12 @@ type Config struct {
 	Context ContextPolicy
 	// Budget bounds the tokens and tool calls of runs; zero fields, none.
 	Budget Budget
+	// Summary is the session's last stored summary (the summarize
+	// strategy), for a session that resumes.
+	Summary *agentfleet.ContextSummary
+	// OnSummary, if set, stores a summary the model wrote, before requests
+	// use it; an error means it is not used.
+	OnSummary func(runID string, sum *agentfleet.ContextSummary) error
 	// Sink receives every lifecycle event, envelope filled in, in sequence
 	// order. Emit is called with no session lock held, one event at a time.
 	Sink agentfleet.EventSink
@@ -113,6 +119,7 @@ type Session struct {
 
 	mu       sync.Mutex
 	spentTok int // tokens of every model response in the history
+	summary  *agentfleet.ContextSummary
 	history  []agentfleet.Message
 	runOf    []string   // the run of each history message
 	halted   error      // set by Suspend: no run starts any more
@@ -149,13 +156,13 @@ func New(cfg Config) *Session {
 	if cfg.MaxTurns <= 0 {
 		cfg.MaxTurns = DefaultMaxTurns
 	}
-	if cfg.PrepareContext == nil {
-		cfg.PrepareContext = cfg.Context.Prepare
-	}
 	if cfg.Format == nil {
 		cfg.Format = DefaultFormat
 	}
-	s := &Session{cfg: cfg, idle: make(chan struct{}), lastIdle: time.Now()}
+	s := &Session{cfg: cfg, idle: make(chan struct{}), lastIdle: time.Now(), summary: cfg.Summary}
+	if cfg.Summary != nil {
+		s.spentTok += tokensOf(cfg.Summary.Usage)
+	}
 	for _, e := range orderResults(slices.Clone(cfg.History)) {
 		s.history = append(s.history, e.Message)
 		s.runOf = append(s.runOf, e.RunID)
@@ -341,6 +348,26 @@ func (s *Session) runStart(id string) int {
 		}
 	}
 	return len(s.runOf)
+}
+
+// currentSummary returns the session's summary, nil when none.
+func (s *Session) currentSummary() *agentfleet.ContextSummary {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.summary
+}
+
+func (s *Session) setSummary(sum *agentfleet.ContextSummary) {
+	s.mu.Lock()
+	s.summary = sum
+	s.mu.Unlock()
+}
+
+// addSpent counts n tokens spent outside the history (summaries).
+func (s *Session) addSpent(n int) {
+	s.mu.Lock()
+	s.spentTok += n
+	s.mu.Unlock()
 }
 
 // spent returns the tokens the session's model responses have used.

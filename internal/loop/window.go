@@ -36,9 +36,16 @@ type Compaction struct {
 
 // ContextPolicy keeps each request within a model's context window with the
 // truncate strategy (Truncate): its Prepare method is a PrepareContextFunc.
-// The zero value sends the history as it is, until the model refuses a
-// request as too long.
+// With Strategy StrategySummarize, a Session also has the model summarize
+// the oldest part of the history first. The zero value sends the history
+// as it is, until the model refuses a request as too long.
 type ContextPolicy struct {
+	// Strategy is StrategyTruncate (or empty, the same) or
+	// StrategySummarize.
+	Strategy string
+	// SummaryModel names the model that writes summaries; default the
+	// session's.
+	SummaryModel string
 	// Window is the model's context window in tokens; 0 means unknown:
 	// the history is sent whole unless the model refuses it.
 	Window int
@@ -77,13 +84,7 @@ func (p ContextPolicy) Prepare(_ context.Context, st *State) (*pipeline.Context,
 	if est == nil {
 		est = new(Estimator)
 	}
-	fixed := len(st.SystemPrompt) + messageOverhead
-	if st.Tools != nil {
-		for _, d := range st.Tools.Defs() {
-			fixed += len(d.Name) + len(d.Description) + len(d.InputSchema) + messageOverhead
-		}
-	}
-	budget := p.Budget(est.Tokens(fixed))
+	budget := p.Budget(est.Tokens(fixedBytes(st)))
 	limit := p.MaxToolResultBytes
 	if limit == 0 && p.Window > 0 {
 		limit = est.Bytes(p.Window / 4)

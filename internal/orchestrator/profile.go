@@ -54,9 +54,14 @@ type Profile struct {
 	// response; default min(4096, context_window/4).
 	ReserveOutput int `yaml:"reserve_output" json:"reserve_output"`
 	// ContextStrategy says how a history too long for the window is cut
-	// down: "truncate" (the default and only one) leaves out the oldest
-	// whole turns.
+	// down: "truncate" (the default) leaves out the oldest whole turns;
+	// "summarize" has the model summarize them once the history fills
+	// three quarters of the window, stores the summary in the session's
+	// history, and sends it with the recent turns from then on.
 	ContextStrategy string `yaml:"context_strategy" json:"context_strategy"`
+	// SummaryModel names the model that writes summaries; default the
+	// agent's.
+	SummaryModel string `yaml:"summary_model" json:"summary_model"`
 	// MaxToolResultBytes shortens, in the model's requests only, the text
 	// of a tool result longer than it; default a quarter of the window,
 	// -1 for no limit.
@@ -79,7 +84,10 @@ func (p *Profile) Context(window int) loop.ContextPolicy {
 	if p.ContextWindow > 0 {
 		window = p.ContextWindow
 	}
-	return loop.ContextPolicy{Window: window, ReserveOutput: p.ReserveOutput, MaxToolResultBytes: p.MaxToolResultBytes}
+	return loop.ContextPolicy{
+		Strategy: p.ContextStrategy, SummaryModel: p.SummaryModel,
+		Window: window, ReserveOutput: p.ReserveOutput, MaxToolResultBytes: p.MaxToolResultBytes,
+	}
 }
 
 // Budget returns the profile's budgets.
@@ -147,11 +155,9 @@ func (p *Profile) check(i int) error {
 	switch p.ContextStrategy {
 	case "":
 		p.ContextStrategy = loop.StrategyTruncate
-	case loop.StrategyTruncate:
-	case "summarize":
-		return fmt.Errorf("%s: context_strategy summarize is not implemented; use truncate", where)
+	case loop.StrategyTruncate, loop.StrategySummarize:
 	default:
-		return fmt.Errorf("%s: context_strategy %q is not truncate", where, p.ContextStrategy)
+		return fmt.Errorf("%s: context_strategy %q is not truncate or summarize", where, p.ContextStrategy)
 	}
 	for _, f := range []struct {
 		name string

@@ -60,8 +60,7 @@ func TestContextProfile(t *testing.T) {
 		t.Errorf("plain context = %+v (%s), want the model's window and truncate", c, ps[1].ContextStrategy)
 	}
 	for _, tc := range []struct{ yaml, want string }{
-		{"agents:\n  - name: a\n    context_strategy: summarize\n", `agent "a": context_strategy summarize is not implemented`},
-		{"agents:\n  - name: a\n    context_strategy: forget\n", `agent "a": context_strategy "forget" is not truncate`},
+		{"agents:\n  - name: a\n    context_strategy: forget\n", `agent "a": context_strategy "forget" is not truncate or summarize`},
 		{"agents:\n  - name: a\n    context_window: -5\n", `agent "a": context_window -5 is negative`},
 		{"agents:\n  - name: a\n    max_tokens_per_run: -1\n", `agent "a": max_tokens_per_run -1 is negative`},
 		{"agents:\n  - name: a\n    max_tool_calls_per_run: -1\n", `agent "a": max_tool_calls_per_run -1 is negative`},
