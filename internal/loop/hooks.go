@@ -46,9 +46,9 @@ type PrepareContextFunc func(ctx context.Context, st *State) (*pipeline.Context,
 type FormatFunc func(st *State, pctx *pipeline.Context) (*Request, error)
 
 // DefaultPrepareContext is the spec's default: the state as it is. A
-// Session whose Config has no PrepareContext uses Config.Context.Prepare,
-// which is this as long as the window is unknown and no request was
-// refused.
+// Session whose Config has no PrepareContext applies its context policy
+// (Config.Context) instead, which sends the state as it is as long as the
+// window is unknown and no request was refused.
 func DefaultPrepareContext(_ context.Context, st *State) (*pipeline.Context, error) {
 	return &pipeline.Context{SystemPrompt: st.SystemPrompt, Messages: st.Messages, Tools: st.Tools}, nil
 }
