@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"math"
 	"sync"
 
 	"github.com/agentfleet/agentfleet"
@@ -38,12 +39,7 @@ func (e *Estimator) Tokens(n int) int {
 	if n <= 0 {
 		return 0
 	}
-	t := float64(n) / e.ratio()
-	if i := int(t); float64(i) < t {
-		return i + 1
-	} else {
-		return i
-	}
+	return int(math.Ceil(float64(n) / e.ratio()))
 }
 
 // Bytes returns how many bytes tokens tokens hold, by the estimate.
