@@ -35,6 +35,14 @@ const (
 	// (decision "pending", with its deadline), and once when it is decided.
 	EventToolApproval EventType = "tool.approval"
 	EventError        EventType = "error"
+	// EventContextCompacted comes after message.start when the request of
+	// the turn leaves out or shortens part of the history to fit the
+	// model's context window: what was dropped, and the estimated tokens
+	// before and after.
+	EventContextCompacted EventType = "context.compacted"
+	// EventBudgetExceeded comes before the run.end of a run stopped by a
+	// budget: which one, its limit and what was used.
+	EventBudgetExceeded EventType = "budget.exceeded"
 
 	// Fleet events, published on <prefix>.events._.fleet.<type>: a scripted
 	// tool was written (or replaced) or deleted.
@@ -87,6 +95,24 @@ type Event struct {
 	Decision    string       `json:"decision,omitempty"`
 	DecisionID  string       `json:"decision_id,omitempty"`
 	Reason      string       `json:"reason,omitempty"`
+
+	// context.compacted: the strategy ("truncate"), the whole turns left
+	// out of the request (DroppedMessages messages), the tool results
+	// shortened in it, and the estimated tokens of the request before and
+	// after. Reason says why: "window" (the history does not fit), or
+	// "context_length_exceeded" (the model refused the request as too long).
+	Strategy         string `json:"strategy,omitempty"`
+	DroppedTurns     int    `json:"dropped_turns,omitempty"`
+	DroppedMessages  int    `json:"dropped_messages,omitempty"`
+	ShortenedResults int    `json:"shortened_results,omitempty"`
+	TokensBefore     int    `json:"tokens_before,omitempty"`
+	TokensAfter      int    `json:"tokens_after,omitempty"`
+	// budget.exceeded: the budget (max_tokens_per_run,
+	// max_tokens_per_session, max_tool_calls_per_run), its limit and what
+	// was used.
+	Budget string `json:"budget,omitempty"`
+	Limit  int    `json:"limit,omitempty"`
+	Used   int    `json:"used,omitempty"`
 
 	// error: what went wrong, and what was rejected.
 	ErrorMessage string `json:"message,omitempty"`

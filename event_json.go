@@ -25,7 +25,7 @@ func (e *Event) AppendJSON(b []byte) ([]byte, error) {
 // a short buffer once.
 func (e *Event) sizeHint() int {
 	n := 192 + len(e.Agent) + len(e.Session) + len(e.RunID) + len(e.Delta) + len(e.ToolCallID) + len(e.ToolName) +
-		len(e.Worker) + len(e.Orchestrator) + len(e.Outcome) + len(e.Decision) + len(e.DecisionID) + len(e.Reason) + len(e.ErrorMessage) + len(e.Subject) + len(e.Payload)
+		len(e.Worker) + len(e.Orchestrator) + len(e.Outcome) + len(e.Decision) + len(e.DecisionID) + len(e.Reason) + len(e.Strategy) + len(e.Budget) + len(e.ErrorMessage) + len(e.Subject) + len(e.Payload)
 	for k, v := range e.Arguments {
 		n += 32 + len(k)
 		if s, ok := v.(string); ok {
@@ -132,6 +132,15 @@ func (e *Event) appendJSON(b []byte) ([]byte, error) {
 	b = appendStringField(b, `,"decision":`, e.Decision)
 	b = appendStringField(b, `,"decision_id":`, e.DecisionID)
 	b = appendStringField(b, `,"reason":`, e.Reason)
+	b = appendStringField(b, `,"strategy":`, e.Strategy)
+	b = appendIntField(b, `,"dropped_turns":`, e.DroppedTurns)
+	b = appendIntField(b, `,"dropped_messages":`, e.DroppedMessages)
+	b = appendIntField(b, `,"shortened_results":`, e.ShortenedResults)
+	b = appendIntField(b, `,"tokens_before":`, e.TokensBefore)
+	b = appendIntField(b, `,"tokens_after":`, e.TokensAfter)
+	b = appendStringField(b, `,"budget":`, e.Budget)
+	b = appendIntField(b, `,"limit":`, e.Limit)
+	b = appendIntField(b, `,"used":`, e.Used)
 	b = appendStringField(b, `,"message":`, e.ErrorMessage)
 	b = appendStringField(b, `,"subject":`, e.Subject)
 	b = appendStringField(b, `,"payload":`, e.Payload)
@@ -148,6 +157,14 @@ func appendStringField(b []byte, key, s string) []byte {
 		return b
 	}
 	return appendJSONString(append(b, key...), s)
+}
+
+// appendIntField appends key and n, unless n is 0 (omitempty).
+func appendIntField(b []byte, key string, n int) []byte {
+	if n == 0 {
+		return b
+	}
+	return strconv.AppendInt(append(b, key...), int64(n), 10)
 }
 
 func appendAssistantMessage(b []byte, m *AssistantMessage) ([]byte, error) {

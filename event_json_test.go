@@ -17,6 +17,7 @@ var eventTypes = []agentfleet.EventType{
 	agentfleet.EventMessageStart, agentfleet.EventMessageUpdate, agentfleet.EventMessageEnd,
 	agentfleet.EventToolStart, agentfleet.EventToolUpdate, agentfleet.EventToolEnd, agentfleet.EventToolApproval,
 	agentfleet.EventError, agentfleet.EventToolWritten, agentfleet.EventToolDeleted,
+	agentfleet.EventContextCompacted, agentfleet.EventBudgetExceeded,
 	"custom<&>",
 }
 
@@ -67,6 +68,8 @@ func oddEvents() []*agentfleet.Event {
 				Decision: s, DecisionID: s, Reason: s, Deadline: &oddTimes[(si+3)%len(oddTimes)],
 				Annotations:  &agentfleet.Annotations{ReadOnly: si%2 == 0, Idempotent: si%3 == 0, Destructive: si%5 == 0},
 				ErrorMessage: s, Subject: s, Payload: s,
+				Strategy: s, DroppedTurns: si - 2, DroppedMessages: si * 3, ShortenedResults: -si, TokensBefore: si * 1000, TokensAfter: si,
+				Budget: s, Limit: si - 1, Used: si * 7,
 			})
 		}
 		for vi, v := range oddValues {

@@ -26,6 +26,9 @@ const (
 	StopReasonMaxTurns       StopReason = "max_turns"
 	StopReasonError          StopReason = "error"
 	StopReasonLength         StopReason = "length"
+	// StopReasonBudget ends a run that spent a budget of its profile:
+	// tokens per run or per session, or tool calls per run.
+	StopReasonBudget StopReason = "budget"
 )
 
 // Message is one entry of a conversation: a *UserMessage, an

@@ -112,6 +112,11 @@ func eventDetail(e *agentfleet.Event) string {
 			d += ": " + e.Message.ErrorMessage
 		}
 		return d
+	case agentfleet.EventContextCompacted:
+		return fmt.Sprintf("%s (%s): %d turn(s), %d message(s) left out, %d result(s) shortened, ~%d → ~%d tokens",
+			e.Strategy, e.Reason, e.DroppedTurns, e.DroppedMessages, e.ShortenedResults, e.TokensBefore, e.TokensAfter)
+	case agentfleet.EventBudgetExceeded:
+		return fmt.Sprintf("%s: %d of %d", e.Budget, e.Used, e.Limit)
 	case agentfleet.EventError:
 		d := e.ErrorMessage
 		if e.Subject != "" {

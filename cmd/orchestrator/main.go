@@ -235,8 +235,8 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	m.orch, err = orchestrator.New(m.nc, orchestrator.Config{
 		Prefix: m.Prefix, Profiles: m.profiles, Model: model, ModelName: name, Logger: m.logger, LocalTools: local,
-		ModelFor: m.modelFor(model),
-		Durable:  m.Durable != "false", DurableOptional: m.Durable == "auto",
+		ModelFor: m.modelFor(model), ContextWindow: llm.ContextWindow,
+		Durable: m.Durable != "false", DurableOptional: m.Durable == "auto",
 		DurableConfig: m.Streams, SessionIdle: m.SessionIdle, Observer: m.metrics,
 		LeaseTTL: m.LeaseTTL, OnLeaseLost: m.metrics.LeaseLost,
 	})

@@ -31,6 +31,8 @@ type Record struct {
 	// on one. Nil for other records.
 	Approval *agentfleet.ApprovalRequest
 	Decision *agentfleet.ApprovalDecision
+	// Summary is the summary of a summary record; nil otherwise.
+	Summary *agentfleet.ContextSummary
 }
 
 // Skipped is a record that could not be decoded.
@@ -173,6 +175,12 @@ func decode(seq uint64, runID, kind string, data []byte) (Record, error) {
 			return r, fmt.Errorf("history record %d (approval decision of run %s): %w", seq, runID, errors.Join(err, errNoCallID(d.ToolCallID)))
 		}
 		r.Decision = &d
+	case RecordSummary:
+		var sum agentfleet.ContextSummary
+		if err := json.Unmarshal(data, &sum); err != nil || sum.Covers <= 0 {
+			return r, fmt.Errorf("history record %d (summary of run %s): %w", seq, runID, errors.Join(err, errNoCovers(sum.Covers)))
+		}
+		r.Summary = &sum
 	case "", "message":
 		m, err := agentfleet.UnmarshalMessage(data)
 		if err != nil {
@@ -183,6 +191,13 @@ func decode(seq uint64, runID, kind string, data []byte) (Record, error) {
 		return r, fmt.Errorf("history record %d: unknown %s %q", seq, HeaderRecord, kind)
 	}
 	return r, nil
+}
+
+func errNoCovers(n int) error {
+	if n <= 0 {
+		return fmt.Errorf("covers %d messages", n)
+	}
+	return nil
 }
 
 func errNoCallID(id string) error {

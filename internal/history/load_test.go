@@ -2,10 +2,12 @@ package history_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 
 	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/history"
 )
 
 // TestLoadLeavesNoConsumers loads sessions with short and long histories
@@ -54,5 +56,35 @@ func TestLoadLeavesNoConsumers(t *testing.T) {
 	}
 	if info.State.Consumers != 0 {
 		t.Errorf("%d consumers left on the history stream after the loads", info.State.Consumers)
+	}
+}
+
+// TestSummaryRecord stores a summary between messages: it loads as a
+// summary record, not a message, and a writer fenced by another's append
+// cannot store one.
+func TestSummaryRecord(t *testing.T) {
+	st, _, _ := open(t, "w")
+	ctx := context.Background()
+	w := st.Writer("default", "s", 0, nil)
+	if _, err := w.Append(ctx, "r1", agentfleet.NewUserMessage("hi")); err != nil {
+		t.Fatal(err)
+	}
+	stale := st.Writer("default", "s", w.Last(), nil)
+	sum := &agentfleet.ContextSummary{Covers: 1, Text: "the user said hi", Usage: &agentfleet.Usage{InputTokens: 7, OutputTokens: 3}}
+	if _, err := w.AppendSummary(ctx, "r2", sum); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stale.AppendSummary(ctx, "r2", sum); !errors.Is(err, history.ErrFenced) {
+		t.Errorf("a stale writer's summary: %v, want ErrFenced", err)
+	}
+	l, err := st.Load(ctx, "default", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Records) != 2 || l.Records[1].Summary == nil || l.Records[1].Message != nil || len(l.Messages()) != 1 {
+		t.Fatalf("records %+v, want a message and a summary", l.Records)
+	}
+	if got := l.Records[1].Summary; got.Covers != 1 || got.Text != sum.Text || got.Usage.InputTokens != 7 || l.Records[1].RunID != "r2" {
+		t.Errorf("summary %+v of run %s", got, l.Records[1].RunID)
 	}
 }

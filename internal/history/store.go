@@ -36,6 +36,10 @@ const (
 	// the deadline's); its data is the agentfleet.ApprovalDecision. It is
 	// stored before the call runs or gets its error result.
 	RecordDecision = "decision"
+	// RecordSummary is a summary of the oldest part of the history (the
+	// summarize context strategy); its data is the
+	// agentfleet.ContextSummary. The last one is the one in use.
+	RecordSummary = "summary"
 )
 
 // Config configures the history stream. The zero value means the documented

@@ -80,6 +80,16 @@ func (w *Writer) AppendDecision(ctx context.Context, runID string, d *agentfleet
 	return w.write(ctx, runID, RecordDecision, b)
 }
 
+// AppendSummary records a summary of the oldest part of the history,
+// written during run runID.
+func (w *Writer) AppendSummary(ctx context.Context, runID string, sum *agentfleet.ContextSummary) (uint64, error) {
+	b, err := json.Marshal(sum)
+	if err != nil {
+		return 0, fmt.Errorf("history: encode summary: %w", err)
+	}
+	return w.write(ctx, runID, RecordSummary, b)
+}
+
 // Last returns the stream sequence of the last record this writer knows.
 func (w *Writer) Last() uint64 {
 	w.mu.Lock()

@@ -19,12 +19,16 @@ const (
 	ClassTimeout    = "timeout"    // 408, RequestTimeout, a deadline
 	ClassConnection = "connection" // refused, reset, cut short
 	ClassClient     = "client"     // other 4xx: the request is wrong
-	ClassCanceled   = "canceled"   // the caller's context was canceled
-	ClassOther      = "other"      // anything else: bad JSON, a local error
+	// ClassContextLength is a 400 (or 413) refusing the request as longer
+	// than the model's context window: errors.Is(err, loop.ErrContextLength).
+	ClassContextLength = "context_length"
+	ClassCanceled      = "canceled" // the caller's context was canceled
+	ClassOther         = "other"    // anything else: bad JSON, a local error
 )
 
 // Class returns the class of a failure: one of ClassRateLimit, ClassServer,
-// ClassTimeout, ClassConnection, ClassClient, ClassCanceled or ClassOther.
+// ClassTimeout, ClassConnection, ClassClient, ClassContextLength,
+// ClassCanceled or ClassOther.
 // It reads the class of an *Error, and works out the class of any other
 // error; a nil error has class "".
 func Class(err error) string {
@@ -49,6 +53,9 @@ func classify(err error) (class string, status int, retry bool) {
 		return ClassTimeout, 0, true
 	}
 	if status = httpStatus(err); status != 0 {
+		if contextLength(err, status) {
+			return ClassContextLength, status, false
+		}
 		class, retry = classifyStatus(status)
 		return class, status, retry
 	}

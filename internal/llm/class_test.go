@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/agentfleet/agentfleet/internal/loop"
 	openai "github.com/sashabaranov/go-openai"
 )
 
@@ -39,6 +40,11 @@ func TestClass(t *testing.T) {
 		{"409", &openai.APIError{HTTPStatusCode: 409}, ClassClient, true},
 		{"400", &openai.APIError{HTTPStatusCode: 400}, ClassClient, false},
 		{"401", &openai.RequestError{HTTPStatusCode: 401}, ClassClient, false},
+		{"context_length_exceeded code", &openai.APIError{HTTPStatusCode: 400, Code: "context_length_exceeded", Message: "reduce the length"}, ClassContextLength, false},
+		{"maximum context length", &openai.APIError{HTTPStatusCode: 400, Message: "This model's maximum context length is 4096 tokens"}, ClassContextLength, false},
+		{"prompt too long", &openai.APIError{HTTPStatusCode: 400, Message: "prompt is too long: 210000 tokens > 200000 maximum"}, ClassContextLength, false},
+		{"413 body", &openai.RequestError{HTTPStatusCode: 413, Body: []byte("Too many tokens")}, ClassContextLength, false},
+		{"context words on a 500", &openai.APIError{HTTPStatusCode: 500, Message: "context length"}, ClassServer, true},
 		{"404 wrapped", fmt.Errorf("x: %w", &openai.APIError{HTTPStatusCode: 404}), ClassClient, false},
 		{"stream error event", fmt.Errorf("error, %w", &openai.APIError{Message: "overloaded"}), ClassServer, true},
 		{"canceled", fmt.Errorf("x: %w", context.Canceled), ClassCanceled, false},
@@ -105,5 +111,28 @@ func TestErrorText(t *testing.T) {
 				t.Errorf("Error() = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestContextLengthIsLoopErr checks that the loop sees a refusal for length
+// as loop.ErrContextLength, and no other error as one.
+func TestContextLengthIsLoopErr(t *testing.T) {
+	long := &Error{Status: 400, Class: ClassContextLength, Err: errors.New("x")}
+	if !errors.Is(fmt.Errorf("model: %w", long), loop.ErrContextLength) {
+		t.Error("a context_length error is not loop.ErrContextLength")
+	}
+	if errors.Is(&Error{Status: 400, Class: ClassClient, Err: errors.New("x")}, loop.ErrContextLength) {
+		t.Error("a client error is loop.ErrContextLength")
+	}
+}
+
+func TestContextWindow(t *testing.T) {
+	for model, want := range map[string]int{
+		"gpt-4o-mini": 128000, "gpt-4": 8192, "gpt-4-turbo-2024-04-09": 128000, "openai/gpt-4.1-mini": 1047576,
+		"qwen2.5:7b": 32768, "my-model": DefaultContextWindow, "": DefaultContextWindow,
+	} {
+		if got := ContextWindow(model); got != want {
+			t.Errorf("ContextWindow(%q) = %d, want %d", model, got, want)
+		}
 	}
 }

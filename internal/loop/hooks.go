@@ -9,13 +9,30 @@ import (
 )
 
 // State is the session's runtime state as the prepare-context hook sees it
-// (spec agentState). Messages is a snapshot: the hook may keep or change it.
+// (spec agentState). Messages is the session's history as the turn begins,
+// shared, not copied: the hook may keep it or build another slice, but must
+// not change its elements in place.
 type State struct {
 	Agent, Session string
-	SystemPrompt   string
-	Model          string
-	Tools          *tools.Store
-	Messages       []agentfleet.Message
+	// RunID is the current run's.
+	RunID        string
+	SystemPrompt string
+	Model        string
+	Tools        *tools.Store
+	Messages     []agentfleet.Message
+	// RunStart is the index in Messages of the current run's first
+	// message.
+	RunStart int
+	// Tokens is the session's token estimate, calibrated by the usage of
+	// its last model response.
+	Tokens *Estimator
+	// Refused, when not zero, is the estimated tokens of the messages of
+	// this turn's request that the model refused as longer than its
+	// context window: the hook is called again for a shorter one.
+	Refused int
+	// Compaction is set by a hook that left out or shortened messages; the
+	// loop emits it as a context.compacted event.
+	Compaction *Compaction
 }
 
 // PrepareContextFunc builds the context of one turn from the session state
@@ -28,7 +45,10 @@ type PrepareContextFunc func(ctx context.Context, st *State) (*pipeline.Context,
 // formatMsgForLLM). The model adapter converts it to its provider's form.
 type FormatFunc func(st *State, pctx *pipeline.Context) (*Request, error)
 
-// DefaultPrepareContext is the spec's default: the state as it is.
+// DefaultPrepareContext is the spec's default: the state as it is. A
+// Session whose Config has no PrepareContext applies its context policy
+// (Config.Context) instead, which sends the state as it is as long as the
+// window is unknown and no request was refused.
 func DefaultPrepareContext(_ context.Context, st *State) (*pipeline.Context, error) {
 	return &pipeline.Context{SystemPrompt: st.SystemPrompt, Messages: st.Messages, Tools: st.Tools}, nil
 }

@@ -31,6 +31,7 @@ type run struct {
 	usage   *agentfleet.Usage
 	last    *agentfleet.AssistantMessage
 	resumed bool
+	calls   int // tool calls the run asked for and ran, for the budget
 
 	mu      sync.Mutex
 	stopErr error // why the run is suspended
@@ -163,6 +164,9 @@ func (r *run) steps(first []*pending) *agentfleet.AssistantMessage {
 		if r.ctx.Err() != nil {
 			return r.aborted()
 		}
+		if final := r.overBudget(); final != nil {
+			return final
+		}
 		r.turn++
 		r.emit(&agentfleet.Event{Type: agentfleet.EventTurnStart})
 		msg, calls, final := r.callModel()
@@ -181,6 +185,10 @@ func (r *run) steps(first []*pending) *agentfleet.AssistantMessage {
 			r.refuse(calls)
 			r.emit(&agentfleet.Event{Type: agentfleet.EventTurnEnd})
 			return finalOf(msg)
+		}
+		if final := r.overToolCalls(calls); final != nil {
+			r.emit(&agentfleet.Event{Type: agentfleet.EventTurnEnd})
+			return final
 		}
 		batch := r.runTools(msg, calls)
 		r.emit(&agentfleet.Event{Type: agentfleet.EventTurnEnd})
@@ -207,23 +215,31 @@ func finalOf(msg *agentfleet.AssistantMessage) *agentfleet.AssistantMessage {
 
 // callModel runs the hooks and the model for one turn. It returns the
 // assistant message and its tool calls, or the final message of a run that
-// cannot go on.
+// cannot go on. A request the model refuses as longer than its context
+// window is prepared again, shorter, and sent once more.
 func (r *run) callModel() (*agentfleet.AssistantMessage, []agentfleet.ToolCall, *agentfleet.AssistantMessage) {
 	cfg := &r.s.cfg
 	st := &State{
-		Agent: cfg.Agent, Session: cfg.Session, SystemPrompt: cfg.SystemPrompt,
-		Model: cfg.ModelName, Tools: cfg.Tools, Messages: r.s.History(),
+		Agent: cfg.Agent, Session: cfg.Session, RunID: r.id, SystemPrompt: cfg.SystemPrompt,
+		Model: cfg.ModelName, Tools: cfg.Tools, Messages: r.s.view(),
+		RunStart: r.s.runStart(r.id), Tokens: &r.s.tokens,
 	}
-	pctx, err := cfg.PrepareContext(r.ctx, st)
-	if err != nil {
-		return nil, nil, r.failed(fmt.Errorf("prepare context: %w", err))
-	}
-	req, err := cfg.Format(st, pctx)
-	if err != nil {
-		return nil, nil, r.failed(fmt.Errorf("format request: %w", err))
+	req, final := r.request(st, CompactWindow)
+	if final != nil {
+		return nil, nil, final
 	}
 	r.emit(&agentfleet.Event{Type: agentfleet.EventMessageStart})
 	msg, err := r.complete(req)
+	if err != nil && errors.Is(err, ErrContextLength) && r.ctx.Err() == nil {
+		n := RequestBytes(req)
+		r.s.tokens.Overflowed(n, cfg.Context.Window)
+		st.Refused = max(r.s.tokens.Tokens(n), 1)
+		if req, final = r.request(st, CompactContextLength); final != nil {
+			r.emit(&agentfleet.Event{Type: agentfleet.EventMessageEnd, Message: final})
+			return nil, nil, final
+		}
+		msg, err = r.complete(req)
+	}
 	if err != nil {
 		var final *agentfleet.AssistantMessage
 		if r.ctx.Err() != nil {
@@ -233,6 +249,9 @@ func (r *run) callModel() (*agentfleet.AssistantMessage, []agentfleet.ToolCall, 
 		}
 		r.emit(&agentfleet.Event{Type: agentfleet.EventMessageEnd, Message: final})
 		return nil, nil, final
+	}
+	if msg.Usage != nil {
+		r.s.tokens.Calibrate(RequestBytes(req), msg.Usage.InputTokens)
 	}
 	msg.Role = agentfleet.RoleAssistant
 	msg.RunID = r.id
@@ -247,6 +266,33 @@ func (r *run) callModel() (*agentfleet.AssistantMessage, []agentfleet.ToolCall, 
 	}
 	r.emit(&agentfleet.Event{Type: agentfleet.EventMessageEnd, Message: msg})
 	return msg, calls, nil
+}
+
+// request runs the prepare-context and format hooks on st, and emits
+// context.compacted, for reason, when the hook left something out.
+func (r *run) request(st *State, reason string) (*Request, *agentfleet.AssistantMessage) {
+	cfg := &r.s.cfg
+	st.Compaction = nil
+	prepare := cfg.PrepareContext
+	if prepare == nil {
+		prepare = r.prepareContext
+	}
+	pctx, err := prepare(r.ctx, st)
+	if err != nil {
+		return nil, r.failed(fmt.Errorf("prepare context: %w", err))
+	}
+	if c := st.Compaction; c != nil {
+		r.emit(&agentfleet.Event{
+			Type: agentfleet.EventContextCompacted, Strategy: c.Strategy, Reason: reason,
+			DroppedTurns: c.DroppedTurns, DroppedMessages: c.DroppedMessages, ShortenedResults: c.Shortened,
+			TokensBefore: c.TokensBefore, TokensAfter: c.TokensAfter,
+		})
+	}
+	req, err := cfg.Format(st, pctx)
+	if err != nil {
+		return nil, r.failed(fmt.Errorf("format request: %w", err))
+	}
+	return req, nil
 }
 
 // complete calls the model, turning a panic into an error.
@@ -294,7 +340,7 @@ func (r *run) runBatch(msg *agentfleet.AssistantMessage, calls []agentfleet.Tool
 			return nil, nil
 		}
 	}
-	pctx := &pipeline.Context{SystemPrompt: cfg.SystemPrompt, Messages: r.s.History(), Tools: cfg.Tools}
+	pctx := &pipeline.Context{SystemPrompt: cfg.SystemPrompt, Messages: r.s.view(), Tools: cfg.Tools}
 	batch := pipeline.New(pc).Run(r.ctx, pctx, msg, calls)
 	for _, m := range batch.Messages {
 		r.s.record(r.id, m)
@@ -402,6 +448,7 @@ func (r *run) settle() *agentfleet.AssistantMessage {
 			lastAsst = len(mine) - 1
 			r.turn++
 			r.usage = r.usage.Add(a.Usage)
+			r.calls += len(a.ToolCalls())
 		}
 	}
 	if lastAsst < 0 {

@@ -39,9 +39,21 @@ type Config struct {
 	// MaxTurns bounds the model calls of one run; default DefaultMaxTurns.
 	MaxTurns int
 	// PrepareContext and Format are the hooks of spec section 14; default
-	// DefaultPrepareContext and DefaultFormat.
+	// the context policy (Context) and DefaultFormat.
 	PrepareContext PrepareContextFunc
 	Format         FormatFunc
+	// Context keeps each request within the model's context window, when
+	// PrepareContext is not set; its zero value sends the history whole
+	// until the model refuses a request as too long.
+	Context ContextPolicy
+	// Budget bounds the tokens and tool calls of runs; zero fields, none.
+	Budget Budget
+	// Summary is the session's last stored summary (the summarize
+	// strategy), for a session that resumes.
+	Summary *agentfleet.ContextSummary
+	// OnSummary, if set, stores a summary the model wrote, before requests
+	// use it; an error means it is not used.
+	OnSummary func(runID string, sum *agentfleet.ContextSummary) error
 	// Sink receives every lifecycle event, envelope filled in, in sequence
 	// order. Emit is called with no session lock held, one event at a time.
 	Sink agentfleet.EventSink
@@ -102,7 +114,12 @@ type Session struct {
 	emitMu sync.Mutex
 	seq    uint64
 
+	// tokens estimates requests; calibrated by every model response.
+	tokens Estimator
+
 	mu       sync.Mutex
+	spentTok int // tokens of every model response in the history
+	summary  *agentfleet.ContextSummary
 	history  []agentfleet.Message
 	runOf    []string   // the run of each history message
 	halted   error      // set by Suspend: no run starts any more
@@ -139,16 +156,19 @@ func New(cfg Config) *Session {
 	if cfg.MaxTurns <= 0 {
 		cfg.MaxTurns = DefaultMaxTurns
 	}
-	if cfg.PrepareContext == nil {
-		cfg.PrepareContext = DefaultPrepareContext
-	}
 	if cfg.Format == nil {
 		cfg.Format = DefaultFormat
 	}
-	s := &Session{cfg: cfg, idle: make(chan struct{}), lastIdle: time.Now()}
+	s := &Session{cfg: cfg, idle: make(chan struct{}), lastIdle: time.Now(), summary: cfg.Summary}
+	if cfg.Summary != nil {
+		s.spentTok += tokensOf(cfg.Summary.Usage)
+	}
 	for _, e := range orderResults(slices.Clone(cfg.History)) {
 		s.history = append(s.history, e.Message)
 		s.runOf = append(s.runOf, e.RunID)
+		if a, ok := e.Message.(*agentfleet.AssistantMessage); ok {
+			s.spentTok += tokensOf(a.Usage)
+		}
 	}
 	close(s.idle)
 	return s
@@ -308,6 +328,55 @@ func (s *Session) History() []agentfleet.Message {
 	return slices.Clone(s.history)
 }
 
+// view returns the history as it is, without a copy: messages are only
+// ever appended (orderResultsOf reorders a copy), so the slice, capped at
+// its length, never changes under its holder.
+func (s *Session) view() []agentfleet.Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.history[:len(s.history):len(s.history)]
+}
+
+// runStart returns the index of the first message of run id in the
+// history, or its length when it has none.
+func (s *Session) runStart(id string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, r := range s.runOf {
+		if r == id {
+			return i
+		}
+	}
+	return len(s.runOf)
+}
+
+// currentSummary returns the session's summary, nil when none.
+func (s *Session) currentSummary() *agentfleet.ContextSummary {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.summary
+}
+
+func (s *Session) setSummary(sum *agentfleet.ContextSummary) {
+	s.mu.Lock()
+	s.summary = sum
+	s.mu.Unlock()
+}
+
+// addSpent counts n tokens spent outside the history (summaries).
+func (s *Session) addSpent(n int) {
+	s.mu.Lock()
+	s.spentTok += n
+	s.mu.Unlock()
+}
+
+// spent returns the tokens the session's model responses have used.
+func (s *Session) spent() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.spentTok
+}
+
 // IdleSince reports whether the session is idle and, if so, since when.
 func (s *Session) IdleSince() (time.Time, bool) {
 	s.mu.Lock()
@@ -381,6 +450,9 @@ func mergeArrivals(a, b []*pending) []*pending {
 // record appends m to the history in memory.
 func (s *Session) record(runID string, m agentfleet.Message) {
 	s.mu.Lock()
+	if a, ok := m.(*agentfleet.AssistantMessage); ok {
+		s.spentTok += tokensOf(a.Usage)
+	}
 	s.history = append(s.history, m)
 	s.runOf = append(s.runOf, runID)
 	s.mu.Unlock()
@@ -462,7 +534,10 @@ func (s *Session) orderResultsOf() {
 		entries[i] = Entry{RunID: s.runOf[i], Message: m}
 	}
 	orderResults(entries)
+	// New slices: views handed out of the old ones must not change.
+	history, runOf := make([]agentfleet.Message, len(entries)), make([]string, len(entries))
 	for i, e := range entries {
-		s.history[i], s.runOf[i] = e.Message, e.RunID
+		history[i], runOf[i] = e.Message, e.RunID
 	}
+	s.history, s.runOf = history, runOf
 }

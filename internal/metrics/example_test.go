@@ -40,6 +40,7 @@ func ExampleListen() {
 	// Output:
 	// agentfleet_runs_active 0
 	// agentfleet_runs_ended_total{stop_reason="aborted"} 0
+	// agentfleet_runs_ended_total{stop_reason="budget"} 0
 	// agentfleet_runs_ended_total{stop_reason="error"} 0
 	// agentfleet_runs_ended_total{stop_reason="length"} 0
 	// agentfleet_runs_ended_total{stop_reason="max_turns"} 0

@@ -54,6 +54,8 @@ var (
 	// a second to a day.
 	ApprovalBuckets = []float64{1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 4 * 3600, 24 * 3600}
 	LLMBuckets      = []float64{.1, .25, .5, 1, 2, 4, 8, 15, 30, 60, 120, 300}
+	// RunTokenBuckets are the buckets of the tokens of one run.
+	RunTokenBuckets = []float64{100, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000, 1e6}
 )
 
 // newRegistry returns a registry holding the Go and process collectors.

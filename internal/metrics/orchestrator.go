@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -35,6 +36,9 @@ type Orchestrator struct {
 	published     *prometheus.CounterVec   // type
 	approvals     *prometheus.CounterVec   // decision
 	approvalWait  *prometheus.HistogramVec // decision
+	runTokens     prometheus.Histogram
+	compactions   *prometheus.CounterVec // reason
+	budgets       *prometheus.CounterVec // budget
 
 	tools, stopReasons, classes, attemptOutcomes, inputOutcomes, eventTypes *bounded
 
@@ -50,17 +54,22 @@ var (
 	stopReasons = []agentfleet.StopReason{
 		agentfleet.StopReasonStop, agentfleet.StopReasonToolTerminated,
 		agentfleet.StopReasonAborted, agentfleet.StopReasonMaxTurns, agentfleet.StopReasonError,
-		agentfleet.StopReasonLength,
+		agentfleet.StopReasonLength, agentfleet.StopReasonBudget,
 	}
 	// llmClasses are the classes internal/llm.Class returns.
-	llmClasses = []string{"rate_limit", "server", "timeout", "connection", "client", "canceled", "other"}
+	llmClasses = []string{"rate_limit", "server", "timeout", "connection", "client", "context_length", "canceled", "other"}
 	// inputOutcomes are the outcomes of Input (bus.Input.OnInput).
 	inputOutcomes = []string{"accepted", "duplicate", "rejected", "retried"}
 	eventTypes    = []agentfleet.EventType{
 		agentfleet.EventRunStart, agentfleet.EventRunEnd, agentfleet.EventRunSuspended, agentfleet.EventRunResumed, agentfleet.EventTurnStart, agentfleet.EventTurnEnd,
 		agentfleet.EventMessageStart, agentfleet.EventMessageUpdate, agentfleet.EventMessageEnd,
 		agentfleet.EventToolStart, agentfleet.EventToolUpdate, agentfleet.EventToolEnd, agentfleet.EventToolApproval, agentfleet.EventError,
+		agentfleet.EventContextCompacted, agentfleet.EventBudgetExceeded,
 	}
+	// compactReasons are the reasons of context.compacted events.
+	compactReasons = []string{"window", "context_length_exceeded"}
+	// budgetNames are the budgets of budget.exceeded events.
+	budgetNames = []string{"max_tokens_per_run", "max_tokens_per_session", "max_tool_calls_per_run"}
 	// approvalDecisions are the labels of approvals_total: requested,
 	// then one of the decisions.
 	approvalDecisions = []string{"requested", agentfleet.ApprovalApproved, agentfleet.ApprovalRejected, agentfleet.ApprovalTimedOut}
@@ -157,7 +166,27 @@ func NewOrchestrator() *Orchestrator {
 		Buckets: ApprovalBuckets,
 	}, []string{"decision"})
 
-	o.reg.MustRegister(o.leaseLost, o.partitions, o.runsStarted, o.runsEnded, o.turns, o.runsActive, sessions,
+	o.runTokens = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: Namespace, Name: "run_tokens",
+		Help:    "Tokens of each ended run (input plus output, over its model responses), as their usage reports them.",
+		Buckets: RunTokenBuckets,
+	})
+	o.compactions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "context_compactions_total",
+		Help: "Model requests that left out or shortened part of the history to fit the context window, by reason (window: by the estimate; context_length_exceeded: the model refused the request, which was sent again shorter).",
+	}, []string{"reason"})
+	o.budgets = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "budget_exceeded_total",
+		Help: "Runs stopped by a budget, by budget (max_tokens_per_run, max_tokens_per_session, max_tool_calls_per_run).",
+	}, []string{"budget"})
+	for _, r := range compactReasons {
+		o.compactions.WithLabelValues(r)
+	}
+	for _, b := range budgetNames {
+		o.budgets.WithLabelValues(b)
+	}
+
+	o.reg.MustRegister(o.runTokens, o.compactions, o.budgets, o.leaseLost, o.partitions, o.runsStarted, o.runsEnded, o.turns, o.runsActive, sessions,
 		o.llmDuration, o.llmAttempts, o.llmErrors, tokens,
 		o.toolDuration, o.toolAttempts, o.toolsInFlight, o.input, o.published, o.approvals, o.approvalWait)
 	for _, d := range approvalDecisions {
@@ -183,7 +212,8 @@ func NewOrchestrator() *Orchestrator {
 func (o *Orchestrator) Registry() *prometheus.Registry { return o.reg }
 
 // Event counts one lifecycle event of the agent loop: runs on run.start and
-// run.end, turns on turn.start, tokens on message.end (from the usage of
+// run.end (and the tokens of the run, from the usage of its final message),
+// compactions on context.compacted, budgets on budget.exceeded, turns on turn.start, tokens on message.end (from the usage of
 // its assistant message), tool calls on tool.start and tool.end (duration
 // and outcome). It implements orchestrator.Observer; the orchestrator calls
 // it for every event its loops emit, before publishing it.
@@ -195,6 +225,22 @@ func (o *Orchestrator) Event(e *agentfleet.Event) {
 	case agentfleet.EventRunEnd:
 		o.runsEnded.WithLabelValues(o.stopReasons.value(string(e.StopReason))).Inc()
 		o.runsActive.Dec()
+		if e.Message != nil && e.Message.Usage != nil {
+			u := e.Message.Usage
+			n := u.InputTokens + u.OutputTokens
+			if n == 0 {
+				n = u.TotalTokens
+			}
+			o.runTokens.Observe(float64(n))
+		}
+	case agentfleet.EventContextCompacted:
+		if slices.Contains(compactReasons, e.Reason) {
+			o.compactions.WithLabelValues(e.Reason).Inc()
+		}
+	case agentfleet.EventBudgetExceeded:
+		if slices.Contains(budgetNames, e.Budget) {
+			o.budgets.WithLabelValues(e.Budget).Inc()
+		}
 	case agentfleet.EventRunResumed:
 		o.runsActive.Inc()
 	case agentfleet.EventRunSuspended:

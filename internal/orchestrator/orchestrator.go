@@ -38,6 +38,11 @@ type Config struct {
 	ModelFor func(p *Profile) loop.Model
 	// ModelName is the model of profiles that name none.
 	ModelName string
+	// ContextWindow returns the context window, in tokens, of a model,
+	// for the profiles that set no context_window; optional. Without it,
+	// or when it returns 0, their history is sent whole until the model
+	// refuses a request as too long.
+	ContextWindow func(model string) int
 	// LocalTools are served by the orchestrator itself to every agent that
 	// allows them (list_tools always is).
 	LocalTools []*agentfleet.Tool

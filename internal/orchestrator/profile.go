@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentfleet/agentfleet/internal/approval"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"go.yaml.in/yaml/v3"
 )
@@ -46,8 +47,52 @@ type Profile struct {
 	// default 10m. A call not decided in time gets an error result.
 	ApprovalTimeout string `yaml:"approval_timeout" json:"approval_timeout"`
 
+	// ContextWindow is the model's context window in tokens; default the
+	// orchestrator's table of known models (Config.ContextWindow).
+	ContextWindow int `yaml:"context_window" json:"context_window"`
+	// ReserveOutput is the tokens of the window kept free for the
+	// response; default min(4096, context_window/4).
+	ReserveOutput int `yaml:"reserve_output" json:"reserve_output"`
+	// ContextStrategy says how a history too long for the window is cut
+	// down: "truncate" (the default) leaves out the oldest whole turns;
+	// "summarize" has the model summarize them once the history fills
+	// three quarters of the window, stores the summary in the session's
+	// history, and sends it with the recent turns from then on.
+	ContextStrategy string `yaml:"context_strategy" json:"context_strategy"`
+	// SummaryModel names the model that writes summaries; default the
+	// agent's.
+	SummaryModel string `yaml:"summary_model" json:"summary_model"`
+	// MaxToolResultBytes shortens, in the model's requests only, the text
+	// of a tool result longer than it; default a quarter of the window,
+	// -1 for no limit.
+	MaxToolResultBytes int `yaml:"max_tool_result_bytes" json:"max_tool_result_bytes"`
+	// MaxTokensPerRun and MaxTokensPerSession bound the input and output
+	// tokens of one run and of all the runs of a session; a run that
+	// reaches one stops with stop reason budget. Default none.
+	MaxTokensPerRun     int `yaml:"max_tokens_per_run" json:"max_tokens_per_run"`
+	MaxTokensPerSession int `yaml:"max_tokens_per_session" json:"max_tokens_per_session"`
+	// MaxToolCallsPerRun bounds the tool calls of one run; default none.
+	MaxToolCallsPerRun int `yaml:"max_tool_calls_per_run" json:"max_tool_calls_per_run"`
+
 	toolTimeout time.Duration
 	approval    approval.Policy
+}
+
+// Context returns the profile's context policy; window is the context
+// window of a profile that sets none (0: unknown).
+func (p *Profile) Context(window int) loop.ContextPolicy {
+	if p.ContextWindow > 0 {
+		window = p.ContextWindow
+	}
+	return loop.ContextPolicy{
+		Strategy: p.ContextStrategy, SummaryModel: p.SummaryModel,
+		Window: window, ReserveOutput: p.ReserveOutput, MaxToolResultBytes: p.MaxToolResultBytes,
+	}
+}
+
+// Budget returns the profile's budgets.
+func (p *Profile) Budget() loop.Budget {
+	return loop.Budget{MaxTokensPerRun: p.MaxTokensPerRun, MaxTokensPerSession: p.MaxTokensPerSession, MaxToolCallsPerRun: p.MaxToolCallsPerRun}
 }
 
 // Approval returns the profile's approval policy.
@@ -106,6 +151,31 @@ func (p *Profile) check(i int) error {
 			return fmt.Errorf("%s: tool_timeout %q is not a positive duration such as \"30s\"", where, p.ToolTimeout)
 		}
 		p.toolTimeout = d
+	}
+	switch p.ContextStrategy {
+	case "":
+		p.ContextStrategy = loop.StrategyTruncate
+	case loop.StrategyTruncate, loop.StrategySummarize:
+	default:
+		return fmt.Errorf("%s: context_strategy %q is not truncate or summarize", where, p.ContextStrategy)
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{
+		{"context_window", p.ContextWindow}, {"reserve_output", p.ReserveOutput},
+		{"max_tokens_per_run", p.MaxTokensPerRun}, {"max_tokens_per_session", p.MaxTokensPerSession},
+		{"max_tool_calls_per_run", p.MaxToolCallsPerRun},
+	} {
+		if f.v < 0 {
+			return fmt.Errorf("%s: %s %d is negative", where, f.name, f.v)
+		}
+	}
+	if p.MaxToolResultBytes < -1 {
+		return fmt.Errorf("%s: max_tool_result_bytes %d is below -1 (no limit)", where, p.MaxToolResultBytes)
+	}
+	if p.ContextWindow > 0 && p.ReserveOutput >= p.ContextWindow {
+		return fmt.Errorf("%s: reserve_output %d leaves nothing of context_window %d", where, p.ReserveOutput, p.ContextWindow)
 	}
 	p.approval = approval.Policy{Tools: p.Approve, Destructive: p.ApproveDestructive}
 	if p.ApprovalTimeout != "" {

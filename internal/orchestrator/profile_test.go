@@ -43,3 +43,32 @@ func TestApprovalProfile(t *testing.T) {
 		}
 	}
 }
+
+func TestContextProfile(t *testing.T) {
+	ps, err := ParseProfiles([]byte(`{"agents":[{"name":"long","context_window":32000,"reserve_output":2000,"context_strategy":"truncate",
+		"max_tool_result_bytes":-1,"max_tokens_per_run":50000,"max_tokens_per_session":1000000,"max_tool_calls_per_run":40},{"name":"plain"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := ps[0].Context(8000); c.Window != 32000 || c.ReserveOutput != 2000 || c.MaxToolResultBytes != -1 {
+		t.Errorf("long context = %+v", c)
+	}
+	if b := ps[0].Budget(); b.MaxTokensPerRun != 50000 || b.MaxTokensPerSession != 1000000 || b.MaxToolCallsPerRun != 40 {
+		t.Errorf("long budget = %+v", b)
+	}
+	if c := ps[1].Context(8000); c.Window != 8000 || ps[1].ContextStrategy != "truncate" {
+		t.Errorf("plain context = %+v (%s), want the model's window and truncate", c, ps[1].ContextStrategy)
+	}
+	for _, tc := range []struct{ yaml, want string }{
+		{"agents:\n  - name: a\n    context_strategy: forget\n", `agent "a": context_strategy "forget" is not truncate or summarize`},
+		{"agents:\n  - name: a\n    context_window: -5\n", `agent "a": context_window -5 is negative`},
+		{"agents:\n  - name: a\n    max_tokens_per_run: -1\n", `agent "a": max_tokens_per_run -1 is negative`},
+		{"agents:\n  - name: a\n    max_tool_calls_per_run: -1\n", `agent "a": max_tool_calls_per_run -1 is negative`},
+		{"agents:\n  - name: a\n    max_tool_result_bytes: -2\n", `agent "a": max_tool_result_bytes -2 is below -1`},
+		{"agents:\n  - name: a\n    context_window: 1000\n    reserve_output: 1000\n", `agent "a": reserve_output 1000 leaves nothing of context_window 1000`},
+	} {
+		if _, err := ParseProfiles([]byte(tc.yaml)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParseProfiles(%q) = %v, want %q", tc.yaml, err, tc.want)
+		}
+	}
+}

@@ -140,10 +140,12 @@ func (s *session) load(loads chan struct{}) {
 		return
 	}
 	s.gate = s.newGate()
-	entries := s.restore(st)
+	entries, summary := s.restore(st)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.loop = loop.New(s.config(entries))
+	cfg := s.config(entries)
+	cfg.Summary = summary
+	s.loop = loop.New(cfg)
 	for _, runID := range loop.Interrupted(entries, s.hasEnded) {
 		o.log.Info("resuming run", "agent", s.agent.profile.Name, "session", s.name, "run_id", runID)
 		s.loop.Resume(runID)
@@ -160,12 +162,14 @@ func (s *session) load(loads chan struct{}) {
 }
 
 // restore turns the stored records into the loop's history and the
-// session's index of ids and runs. Records that do not decode are skipped,
-// each with an error event naming its stream sequence.
-func (s *session) restore(st *history.Loaded) []loop.Entry {
+// session's index of ids and runs, and returns the last summary stored.
+// Records that do not decode are skipped, each with an error event naming
+// its stream sequence.
+func (s *session) restore(st *history.Loaded) ([]loop.Entry, *agentfleet.ContextSummary) {
 	if st == nil {
-		return nil
+		return nil, nil
 	}
+	var summary *agentfleet.ContextSummary
 	o := s.o
 	for _, sk := range st.Skipped {
 		o.log.Error("history record skipped", "agent", s.agent.profile.Name, "session", s.name, "seq", sk.Seq, "err", sk.Err)
@@ -184,6 +188,10 @@ func (s *session) restore(st *history.Loaded) []loop.Entry {
 		}
 		if r.Approval != nil || r.Decision != nil {
 			waits = append(waits, r)
+			continue
+		}
+		if r.Summary != nil {
+			summary = r.Summary
 			continue
 		}
 		if tr, ok := r.Message.(*agentfleet.ToolResultMessage); ok {
@@ -214,7 +222,7 @@ func (s *session) restore(st *history.Loaded) []loop.Entry {
 	if o.history != nil {
 		s.writer = o.history.Writer(s.agent.profile.Name, s.name, st.LastSeq, s.fence)
 	}
-	return entries
+	return entries, summary
 }
 
 func (s *session) config(entries []loop.Entry) loop.Config {
@@ -229,6 +237,7 @@ func (s *session) config(entries []loop.Entry) loop.Config {
 	return loop.Config{
 		Agent: p.Name, Session: s.name, Model: a.model, ModelName: p.Model,
 		SystemPrompt: p.SystemPrompt, Tools: a.store, MaxTurns: p.MaxTurns,
+		Context: p.Context(o.window(p.Model)), Budget: p.Budget(),
 		Pipeline: pipeline.Config{
 			Mode: pipeline.Mode(p.Mode), MaxParallel: p.MaxParallel, DefaultTimeout: p.toolTimeout,
 			Executor: o.client, Before: before, After: o.cfg.After,
@@ -238,9 +247,19 @@ func (s *session) config(entries []loop.Entry) loop.Config {
 		History:    entries,
 		OnAppend:   s.stored,
 		OnRunEnd:   s.ended,
+		OnSummary:  s.summarized,
 		OnRunEnded: s.answer,
 		OnSuspend:  s.suspended,
 	}
+}
+
+// window returns the context window of model by Config.ContextWindow, 0
+// when unknown.
+func (o *Orchestrator) window(model string) int {
+	if o.cfg.ContextWindow == nil {
+		return 0
+	}
+	return o.cfg.ContextWindow(model)
 }
 
 // fence says whether this orchestrator may still write the session.
@@ -270,6 +289,16 @@ func (s *session) stored(runID string, m agentfleet.Message) error {
 	}
 	if _, err := s.writer.Append(s.ctx, runID, m); err != nil {
 		return s.fenced(err)
+	}
+	return nil
+}
+
+// summarized stores a summary of the oldest part of the history.
+func (s *session) summarized(runID string, sum *agentfleet.ContextSummary) error {
+	if s.writer != nil {
+		if _, err := s.writer.AppendSummary(s.ctx, runID, sum); err != nil {
+			return s.fenced(err)
+		}
 	}
 	return nil
 }

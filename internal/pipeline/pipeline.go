@@ -23,6 +23,8 @@ const (
 )
 
 // Context is the conversation snapshot a turn works on (spec agentContext).
+// Messages may be shared with the session's history: hooks read it, and
+// must not change its elements.
 type Context struct {
 	SystemPrompt string
 	Messages     []agentfleet.Message
