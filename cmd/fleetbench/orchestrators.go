@@ -278,6 +278,7 @@ func (m *Main) orchestratorsRound(ctx context.Context, dir string, n int, failov
 	defer sub.Unsubscribe()
 	client.Flush()
 
+	askTimeout := 4*cfg.LeaseTTL + 5*time.Second
 	var (
 		mu        sync.Mutex
 		latencies []time.Duration
@@ -296,7 +297,12 @@ func (m *Main) orchestratorsRound(ctx context.Context, dir string, n int, failov
 			defer wg.Done()
 			for k := 0; rctx.Err() == nil; k++ {
 				start := time.Now()
-				_, err := client.RequestWithContext(rctx, prefix+".ask.default."+session, fmt.Appendf(nil, `{"content":"go","id":"%s-%d"}`, session, k))
+				// Bounded: an ask that the killed orchestrator took from
+				// the subject but had not yet stored is lost with it, and
+				// the client asks again, as any client of agent.ask must.
+				actx, acancel := context.WithTimeout(rctx, askTimeout)
+				_, err := client.RequestWithContext(actx, prefix+".ask.default."+session, fmt.Appendf(nil, `{"content":"go","id":"%s-%d"}`, session, k))
+				acancel()
 				if err != nil {
 					if rctx.Err() == nil {
 						time.Sleep(20 * time.Millisecond) // a request that timed out: ask again
