@@ -26,18 +26,7 @@ func BenchmarkCallWithEvents(b *testing.B) {
 	srv := bustest.MustRunNATS(b)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	text := strings.Repeat("x", 200)
-	echo := &agentfleet.Tool{
-		ToolDef: agentfleet.ToolDef{Name: "echo", Description: "echo", Parallel: true},
-		Handler: agentfleet.HandlerFunc(func(ctx context.Context, c *agentfleet.Call) (*agentfleet.ToolResult, error) {
-			s, _ := c.Arguments["text"].(string)
-			return agentfleet.TextResult(s), nil
-		}),
-	}
-	w, err := bus.Serve(bustest.MustConnect(b, srv), bus.ServerConfig{Name: "bench", Tools: []*agentfleet.Tool{echo}, Concurrency: 1024, Logger: quiet})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { w.Stop() })
+	serveEcho(b, srv)
 	nc := bustest.MustConnect(b, srv)
 	c, err := bus.NewToolClient(nc, bus.ClientConfig{})
 	if err != nil {

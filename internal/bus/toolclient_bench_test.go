@@ -13,6 +13,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
+	"github.com/nats-io/nats-server/v2/server"
 )
 
 // startEchoFleet starts a NATS server, a worker serving an echo tool and a
@@ -20,6 +21,19 @@ import (
 func startEchoFleet(b *testing.B) *bus.ToolClient {
 	b.Helper()
 	srv := bustest.MustRunNATS(b)
+	serveEcho(b, srv)
+	c, err := bus.NewToolClient(bustest.MustConnect(b, srv), bus.ClientConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	return c
+}
+
+// serveEcho starts a worker on srv serving "echo", which answers its text
+// argument, until the benchmark ends.
+func serveEcho(b *testing.B, srv *server.Server) {
+	b.Helper()
 	echo := &agentfleet.Tool{
 		ToolDef: agentfleet.ToolDef{Name: "echo", Description: "echo", Parallel: true},
 		Handler: agentfleet.HandlerFunc(func(ctx context.Context, c *agentfleet.Call) (*agentfleet.ToolResult, error) {
@@ -35,12 +49,6 @@ func startEchoFleet(b *testing.B) *bus.ToolClient {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { w.Stop() })
-	c, err := bus.NewToolClient(bustest.MustConnect(b, srv), bus.ClientConfig{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { c.Close() })
-	return c
 }
 
 // BenchmarkToolClientExecute measures one call through the tool protocol

@@ -1,9 +1,6 @@
 package bus_test
 
 import (
-	"context"
-	"io"
-	"log/slog"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -24,21 +21,7 @@ import (
 func BenchmarkToolServerCall(b *testing.B) {
 	srv := bustest.MustRunNATS(b)
 	text := strings.Repeat("x", 200)
-	echo := &agentfleet.Tool{
-		ToolDef: agentfleet.ToolDef{Name: "echo", Description: "echo", Parallel: true},
-		Handler: agentfleet.HandlerFunc(func(ctx context.Context, c *agentfleet.Call) (*agentfleet.ToolResult, error) {
-			s, _ := c.Arguments["text"].(string)
-			return agentfleet.TextResult(s), nil
-		}),
-	}
-	w, err := bus.Serve(bustest.MustConnect(b, srv), bus.ServerConfig{
-		Name: "bench", Tools: []*agentfleet.Tool{echo}, Concurrency: 1024,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { w.Stop() })
+	serveEcho(b, srv)
 	cc := bustest.MustConnect(b, srv)
 	var ids atomic.Uint64
 	call := func() {
