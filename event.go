@@ -62,6 +62,10 @@ type Event struct {
 	// Seq numbers the events of one session from 1, without gaps.
 	Seq  uint64    `json:"seq"`
 	Time time.Time `json:"time"`
+	// TraceID is the W3C trace id (32 hex digits) of the run's trace, when
+	// the orchestrator records traces; a dashboard links it to a tracing
+	// UI.
+	TraceID string `json:"trace_id,omitempty"`
 
 	// run.end
 	StopReason StopReason `json:"stop_reason,omitempty"`

@@ -24,7 +24,7 @@ func (e *Event) AppendJSON(b []byte) ([]byte, error) {
 // sizeHint estimates the length of e's JSON form, so that AppendJSON grows
 // a short buffer once.
 func (e *Event) sizeHint() int {
-	n := 192 + len(e.Agent) + len(e.Session) + len(e.RunID) + len(e.Delta) + len(e.ToolCallID) + len(e.ToolName) +
+	n := 192 + len(e.TraceID) + len(e.Agent) + len(e.Session) + len(e.RunID) + len(e.Delta) + len(e.ToolCallID) + len(e.ToolName) +
 		len(e.Worker) + len(e.Orchestrator) + len(e.Outcome) + len(e.Decision) + len(e.DecisionID) + len(e.Reason) + len(e.Strategy) + len(e.Budget) + len(e.ErrorMessage) + len(e.Subject) + len(e.Payload)
 	for k, v := range e.Arguments {
 		n += 32 + len(k)
@@ -66,6 +66,7 @@ func (e *Event) appendJSON(b []byte) ([]byte, error) {
 	if b, err = appendJSONTime(b, e.Time); err != nil {
 		return b, err
 	}
+	b = appendStringField(b, `,"trace_id":`, e.TraceID)
 	b = appendStringField(b, `,"stop_reason":`, string(e.StopReason))
 	b = appendStringField(b, `,"delta":`, e.Delta)
 	if e.Message != nil {

@@ -62,7 +62,7 @@ func oddEvents() []*agentfleet.Event {
 		events = append(events, &agentfleet.Event{Type: typ})
 		for si, s := range oddStrings {
 			events = append(events, &agentfleet.Event{
-				Type: typ, Agent: s, Session: s, RunID: s, Turn: si - 3, Seq: uint64(si * ti), Time: oddTimes[si%len(oddTimes)],
+				Type: typ, Agent: s, Session: s, RunID: s, TraceID: s, Turn: si - 3, Seq: uint64(si * ti), Time: oddTimes[si%len(oddTimes)],
 				StopReason: agentfleet.StopReason(s), Delta: s,
 				ToolCallID: s, ToolName: s, IsError: si%2 == 0, Worker: s, Orchestrator: s, Attempt: si, Outcome: s,
 				Decision: s, DecisionID: s, Reason: s, Deadline: &oddTimes[(si+3)%len(oddTimes)],
@@ -198,7 +198,7 @@ func FuzzEventJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, typ uint8, s1, s2, s3 string, n int64, seq uint64, dur float64, nanos int64, isErr bool) {
 		tm := time.Unix(0, nanos).In(time.FixedZone("", int(n%(26*3600))))
 		e := &agentfleet.Event{
-			Type: eventTypes[int(typ)%len(eventTypes)], Agent: s1, Session: s2, RunID: s3, Turn: int(n), Seq: seq, Time: tm,
+			Type: eventTypes[int(typ)%len(eventTypes)], Agent: s1, Session: s2, RunID: s3, TraceID: s1, Turn: int(n), Seq: seq, Time: tm,
 			StopReason: agentfleet.StopReason(s3), Delta: s1,
 			ToolCallID: s2, ToolName: s1, IsError: isErr, DurationMS: dur, Worker: s3, Orchestrator: s2, Attempt: int(n >> 3), Outcome: s1,
 			Decision: s3, DecisionID: s1, Reason: s2, Deadline: &tm, Annotations: &agentfleet.Annotations{Destructive: isErr},

@@ -1,0 +1,159 @@
+package tracing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Defaults describe the process to the tracing backend; the environment
+// (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES) overrides them.
+type Defaults struct {
+	Service    string // service.name
+	Version    string // service.version; optional
+	InstanceID string // service.instance.id; optional
+}
+
+// Provider is a tracer provider that exports the spans it records over
+// OTLP, in batches.
+type Provider struct {
+	tp *sdktrace.TracerProvider
+	// Content says whether spans carry tool arguments and results
+	// (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true); they may
+	// hold personal data, so they are left out by default.
+	Content bool
+}
+
+// TracerProvider returns the provider for instrumented code.
+func (p *Provider) TracerProvider() trace.TracerProvider { return p.tp }
+
+// Tracer returns agentfleet's tracer.
+func (p *Provider) Tracer() trace.Tracer { return p.tp.Tracer(Scope) }
+
+// Shutdown exports the spans still buffered and stops the exporter; ctx
+// bounds how long it may take.
+func (p *Provider) Shutdown(ctx context.Context) error { return p.tp.Shutdown(ctx) }
+
+// The environment variables FromEnv reads itself. The exporters read the
+// other OTEL_EXPORTER_OTLP_* variables (endpoint, headers, timeout,
+// compression, certificates), the SDK OTEL_TRACES_SAMPLER,
+// OTEL_TRACES_SAMPLER_ARG and OTEL_BSP_*, and the resource
+// OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES.
+const (
+	EnvSDKDisabled     = "OTEL_SDK_DISABLED"
+	EnvTracesExporter  = "OTEL_TRACES_EXPORTER"
+	EnvEndpoint        = "OTEL_EXPORTER_OTLP_ENDPOINT"
+	EnvTracesEndpoint  = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+	EnvProtocol        = "OTEL_EXPORTER_OTLP_PROTOCOL"
+	EnvTracesProtocol  = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
+	EnvCaptureContent  = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+	protocolHTTP       = "http/protobuf"
+	protocolGRPC       = "grpc"
+	exporterOTLP       = "otlp"
+	exporterNone       = "none"
+	defaultProtocolEnv = protocolHTTP
+)
+
+// Enabled reports whether getenv asks for traces: OTEL_TRACES_EXPORTER
+// names otlp, or, when it is not set, an OTLP endpoint is; and
+// OTEL_SDK_DISABLED is not true.
+func Enabled(getenv func(string) string) (bool, error) {
+	if v, err := envBool(getenv, EnvSDKDisabled); err != nil || v {
+		return false, err
+	}
+	if exp := strings.TrimSpace(getenv(EnvTracesExporter)); exp != "" {
+		on := false
+		for name := range strings.SplitSeq(exp, ",") {
+			switch name = strings.TrimSpace(name); name {
+			case exporterOTLP:
+				on = true
+			case exporterNone:
+			default:
+				return false, fmt.Errorf("%s=%q: agentfleet exports traces with %q, or none (%q)", EnvTracesExporter, exp, exporterOTLP, exporterNone)
+			}
+		}
+		return on, nil
+	}
+	return getenv(EnvEndpoint) != "" || getenv(EnvTracesEndpoint) != "", nil
+}
+
+// FromEnv returns a provider configured by the OTEL_* environment
+// variables, or nil when they do not ask for traces (see Enabled). It also
+// makes the provider and Propagator the global ones, and reports export
+// errors to log.
+func FromEnv(ctx context.Context, d Defaults, log *slog.Logger) (*Provider, error) {
+	on, err := Enabled(os.Getenv)
+	if err != nil || !on {
+		return nil, err
+	}
+	content, err := envBool(os.Getenv, EnvCaptureContent)
+	if err != nil {
+		return nil, err
+	}
+	proto := firstSet(os.Getenv(EnvTracesProtocol), os.Getenv(EnvProtocol), defaultProtocolEnv)
+	var exp sdktrace.SpanExporter
+	switch proto {
+	case protocolHTTP:
+		exp, err = otlptracehttp.New(ctx)
+	case protocolGRPC:
+		exp, err = otlptracegrpc.New(ctx)
+	default:
+		return nil, fmt.Errorf("%s=%q: agentfleet exports traces over %q or %q", EnvProtocol, proto, protocolHTTP, protocolGRPC)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("trace exporter (%s): %w", proto, err)
+	}
+	attrs := []attribute.KeyValue{semconv.ServiceName(d.Service)}
+	if d.Version != "" {
+		attrs = append(attrs, semconv.ServiceVersion(d.Version))
+	}
+	if d.InstanceID != "" {
+		attrs = append(attrs, semconv.ServiceInstanceID(d.InstanceID))
+	}
+	// Later detectors win: the environment overrides the defaults.
+	res, err := resource.New(ctx, resource.WithAttributes(attrs...), resource.WithTelemetrySDK(), resource.WithFromEnv())
+	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
+		return nil, fmt.Errorf("trace resource: %w", err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	otel.SetTracerProvider(tp)
+	otel.SetTextMapPropagator(Propagator)
+	if log != nil {
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Warn("tracing", "err", err) }))
+	}
+	return &Provider{tp: tp, Content: content}, nil
+}
+
+func envBool(getenv func(string) string, key string) (bool, error) {
+	v := strings.TrimSpace(getenv(key))
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("%s=%q: want true or false", key, v)
+	}
+	return b, nil
+}
+
+func firstSet(vs ...string) string {
+	for _, v := range vs {
+		if v = strings.TrimSpace(v); v != "" {
+			return v
+		}
+	}
+	return ""
+}
