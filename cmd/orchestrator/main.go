@@ -34,8 +34,10 @@ import (
 	"github.com/agentfleet/agentfleet/internal/scripts"
 	"github.com/agentfleet/agentfleet/internal/tools"
 	"github.com/agentfleet/agentfleet/internal/tools/builtin"
+	"github.com/agentfleet/agentfleet/internal/tracing"
 	"github.com/agentfleet/agentfleet/internal/worker"
 	"github.com/nats-io/nats-server/v2/server"
+	"go.opentelemetry.io/otel/trace"
 )
 
 func main() {
@@ -82,6 +84,7 @@ type Main struct {
 	workers  []*worker.Worker
 	wconns   []*bus.Conn
 	orch     *orchestrator.Orchestrator
+	tracer   *tracing.Provider
 }
 
 // NewMain returns a Main with the defaults of its flags.
@@ -164,6 +167,13 @@ func (m *Main) Run(ctx context.Context) error {
 	if m.http, err = metrics.Listen(m.HTTP, "http", m.metrics.Registry(), m.ready); err != nil {
 		return fmt.Errorf("%w\n(another orchestrator may be running: turn the HTTP listener off with --http \"\", or give another address such as --http 127.0.0.1:0 for any free port)", err)
 	}
+	if m.tracer, err = tracing.FromEnv(ctx, tracing.Defaults{Service: "agentfleet-orchestrator"}, m.logger); err != nil {
+		return fmt.Errorf("tracing: %w", err)
+	}
+	var tracer trace.Tracer
+	if m.tracer != nil {
+		tracer = m.tracer.Tracer()
+	}
 	url := m.NATS.URL
 	if url == "" {
 		m.embedded, err = bus.RunEmbedded(bus.EmbeddedConfig{Listen: m.Listen, DataDir: m.DataDir, ConfigFile: m.NATSConfig})
@@ -195,7 +205,7 @@ func (m *Main) Run(ctx context.Context) error {
 		}
 		m.wconns = append(m.wconns, wc)
 		w, err := worker.Start(wc, worker.Config{Prefix: m.Prefix, Concurrency: m.WorkerConc, Heartbeat: m.Heartbeat, Logger: m.logger, Builtin: builtin.Options{}, Scripts: scripted,
-			Observe: m.metrics.Workers().Observe})
+			Observe: m.metrics.Workers().Observe, Tracer: tracer})
 		if err != nil {
 			return err
 		}
@@ -239,6 +249,7 @@ func (m *Main) Run(ctx context.Context) error {
 		Durable: m.Durable != "false", DurableOptional: m.Durable == "auto",
 		DurableConfig: m.Streams, SessionIdle: m.SessionIdle, Observer: m.metrics,
 		LeaseTTL: m.LeaseTTL, OnLeaseLost: m.metrics.LeaseLost,
+		Tracer: tracer, TraceContent: m.tracer != nil && m.tracer.Content,
 	})
 	if err != nil {
 		return err
@@ -430,6 +441,7 @@ func (m *Main) Close() error {
 		errs = append(errs, m.http.Shutdown(ctx))
 		cancel()
 	}
+	m.tracer.Close(5 * time.Second) // after the runs' spans ended
 	return errors.Join(errs...)
 }
 

@@ -23,7 +23,9 @@ import (
 	"github.com/agentfleet/agentfleet/internal/script"
 	"github.com/agentfleet/agentfleet/internal/scripts"
 	"github.com/agentfleet/agentfleet/internal/tools/builtin"
+	"github.com/agentfleet/agentfleet/internal/tracing"
 	"github.com/agentfleet/agentfleet/internal/worker"
+	"go.opentelemetry.io/otel/trace"
 )
 
 func main() {
@@ -65,6 +67,7 @@ type Main struct {
 	nc     *bus.Conn
 	server *worker.Worker
 	http   *metrics.Server
+	tracer *tracing.Provider
 }
 
 // NewMain returns a Main with the defaults of its flags.
@@ -166,6 +169,13 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if m.tracer, err = tracing.FromEnv(ctx, tracing.Defaults{Service: "agentfleet-toolworker", InstanceID: m.Name}, m.logger); err != nil {
+		return fmt.Errorf("tracing: %w", err)
+	}
+	var tracer trace.Tracer
+	if m.tracer != nil {
+		tracer = m.tracer.Tracer()
+	}
 	if m.nc, err = bus.Connect(m.NATS.Config(m.Name, m.logger)); err != nil {
 		return err
 	}
@@ -175,7 +185,7 @@ func (m *Main) Run(ctx context.Context) error {
 		Builtin: builtin.Options{AllowPrivate: m.AllowPrivate, WeatherURL: m.WeatherURL},
 		Scripts: m.Scripts, ScriptEnv: script.Env{MaxSteps: m.ScriptSteps, Timeout: m.ScriptTime, MaxMemory: m.ScriptMemory},
 		ScriptIsolation: isolation(m.Isolation), ScriptChildMemory: uint64(m.ChildMemory), ScriptReplicas: m.Replicas,
-		Observe: wm.Observe, MCP: m.MCP, MCPStderr: m.Stderr, MCPTimeout: m.MCPTimeout,
+		Observe: wm.Observe, MCP: m.MCP, MCPStderr: m.Stderr, MCPTimeout: m.MCPTimeout, Tracer: tracer,
 	})
 	if err != nil {
 		m.nc.Close()
@@ -226,6 +236,7 @@ func (m *Main) Close() error {
 		errs = append(errs, m.http.Shutdown(ctx))
 		cancel()
 	}
+	m.tracer.Close(5 * time.Second) // after the calls' spans ended
 	return errors.Join(errs...)
 }
 

@@ -8,6 +8,9 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
+	"github.com/agentfleet/agentfleet/internal/tracing"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config configures a Gate. Every field is optional.
@@ -182,9 +185,15 @@ const NotApprovedText = "Tool %s: not approved in time: no decision within %v"
 // rejection blocks the call with the reason, and the deadline blocks it as
 // not approved in time. The call's tool.approval events go out on in.Sink:
 // one as it starts to wait, one with the decision.
-func (g *Gate) Hook(ctx context.Context, in *pipeline.BeforeContext) (*pipeline.BeforeResult, error) {
+func (g *Gate) Hook(ctx context.Context, in *pipeline.BeforeContext) (_ *pipeline.BeforeResult, err error) {
 	if !g.cfg.Policy.Needs(in.Tool) {
 		return nil, nil
+	}
+	if tracing.Recording(ctx) {
+		var span trace.Span
+		ctx, span = tracing.Child(ctx, "approval "+in.Call.Name, trace.WithAttributes(
+			tracing.GenAIToolName.String(in.Call.Name), tracing.GenAIToolCallID.String(in.Call.ID)))
+		defer func() { endApprovalSpan(span, err) }()
 	}
 	c, fresh := g.register(in)
 	if fresh && g.cfg.StoreRequest != nil {
@@ -214,6 +223,9 @@ func (g *Gate) Hook(ctx context.Context, in *pipeline.BeforeContext) (*pipeline.
 		g.timeOut(c)
 	}
 	d, answers, err := g.settle(ctx, c)
+	if err == nil {
+		trace.SpanFromContext(ctx).SetAttributes(tracing.Decision.String(d.Outcome()), tracing.DecisionID.String(d.ID))
+	}
 	for _, a := range answers {
 		if err != nil {
 			a(&agentfleet.ApprovalReply{ToolCallID: d.ToolCallID, Error: fmt.Sprintf("decision on tool call %s could not be stored: %v", d.ToolCallID, err)}, false)
@@ -304,4 +316,13 @@ func (g *Gate) settle(ctx context.Context, c *call) (*agentfleet.ApprovalDecisio
 	answers := c.answers
 	c.answers = nil
 	return d, answers, err
+}
+
+// endApprovalSpan ends the span of an approval wait: an error when the
+// decision could not be had or stored, or the run ended the wait.
+func endApprovalSpan(span trace.Span, err error) {
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
 }

@@ -10,8 +10,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/tracing"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Inbound is one accepted message from a client subject.
@@ -32,6 +34,10 @@ type Inbound struct {
 	Delivery uint64
 	// Seq is the stream sequence of durable input; 0 for core NATS input.
 	Seq uint64
+	// Trace is the W3C trace context the message was sent with (its
+	// traceparent and tracestate headers), if any: the run that takes the
+	// message is traced under it.
+	Trace trace.SpanContext
 
 	replyTo string // where reply and reject answer
 	reply   func(*agentfleet.AssistantMessage)
@@ -240,7 +246,7 @@ func (in *Input) parseStored(m *nats.Msg) (*Inbound, error) {
 }
 
 func (in *Input) build(m *nats.Msg, kind, agent, session, reply, msgID string, err error) (*Inbound, error) {
-	msg := &Inbound{Kind: kind, Agent: agent, Session: session, Subject: m.Subject, replyTo: reply}
+	msg := &Inbound{Kind: kind, Agent: agent, Session: session, Subject: m.Subject, replyTo: reply, Trace: tracing.Remote(m.Header)}
 	if err != nil {
 		return msg, err
 	}

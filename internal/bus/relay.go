@@ -1,13 +1,16 @@
 package bus
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/agentfleet/agentfleet/internal/tracing"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Headers of a relayed ask or abort (subject <prefix>.relay.<agent>.<session>
@@ -18,6 +21,9 @@ const (
 	// HeaderReply is the reply subject of the client's request, answered
 	// by the session's owner; absent for an abort published without one.
 	HeaderReply = "Agentfleet-Reply"
+	// The client's W3C trace context (traceparent, tracestate) is copied
+	// too, so that the run is traced under it.
+	//
 	// HeaderMsgID carries the client's Nats-Msg-Id. It is not sent as
 	// Nats-Msg-Id, so that the stream does not drop an ask sent again with
 	// the same id: the owner answers it from the stored history instead.
@@ -41,6 +47,9 @@ func (in *Input) relay(m *nats.Msg, msg *Inbound) {
 		if id := m.Header.Get(nats.MsgIdHdr); id != "" {
 			h.Set(HeaderMsgID, id)
 		}
+	}
+	if msg.Trace.IsValid() {
+		tracing.Inject(trace.ContextWithRemoteSpanContext(context.Background(), msg.Trace), h)
 	}
 	// Published asynchronously: the subscription goes on to the next
 	// message while the server stores this one.

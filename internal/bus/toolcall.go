@@ -9,6 +9,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // AckDelay is how long a call may run before the worker acknowledges it. A
@@ -40,15 +41,23 @@ type call struct {
 	beat  time.Time       // when the next ack or heartbeat is due
 	frame Frame           // scratch for the frames sent under mu, then the final one
 	tc    agentfleet.Call // what the handler gets
+
+	// span is the call's span when the worker traces (calltrace.go); began
+	// is when the tool started, outcome how the call ended.
+	span    trace.Span
+	began   time.Time
+	outcome string
 }
 
 // newCall prepares a call; s.start runs it.
-func (s *ToolServer) newCall(t *agentfleet.Tool, creq *CallRequest, reply string, start time.Time) *call {
+func (s *ToolServer) newCall(t *agentfleet.Tool, creq *CallRequest, reply string, h nats.Header, start time.Time) *call {
 	c := &call{s: s, t: t, req: creq, reply: reply, key: callKey{creq.ID, reply}, start: start}
+	var base context.Context
+	base, c.span = s.traceCall(h, creq, start)
 	// Always, so that a request without an allowed list reaches the tool
 	// as a caller allowed nothing: call_tool fails closed.
 	c.ctx.caller = Caller{Agent: creq.Agent, Session: creq.Session, RunID: creq.RunID, Allowed: creq.Allowed}
-	c.ctx.inner, c.cancel = context.WithCancelCause(context.Background())
+	c.ctx.inner, c.cancel = context.WithCancelCause(base)
 	if timeout := time.Duration(creq.TimeoutMS) * time.Millisecond; timeout > 0 {
 		// The orchestrator owns the deadline; the worker's bound is a
 		// backstop a little later, so it never outlives a call for long.
@@ -65,10 +74,14 @@ func (c *call) run() {
 	c.timer = time.AfterFunc(c.nextTick(c.beat), c.tick)
 	c.mu.Unlock()
 
+	if c.span != nil {
+		c.began = time.Now()
+	}
 	res, err := c.invoke()
 
 	c.stop()
-	c.s.observe(c.t.Name, c.finish(res, err), time.Since(c.start))
+	c.outcome = c.finish(res, err)
+	c.s.observe(c.t.Name, c.outcome, time.Since(c.start))
 }
 
 // stop ends the ack and the heartbeats: none after the final frame.
@@ -86,6 +99,7 @@ func (c *call) end() {
 	defer s.wg.Done()
 	c.stop()
 	c.cancel(nil)
+	c.endSpan()
 	s.mu.Lock()
 	if s.calls[c.key] == c {
 		delete(s.calls, c.key)

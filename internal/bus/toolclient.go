@@ -14,12 +14,15 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
+	"github.com/agentfleet/agentfleet/internal/tracing"
 	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // HeaderRunID names the run of a history record (internal/history). Call
-// requests carry no headers: their body holds the call id, the attempt and
-// the run (see docs/PROTOCOL.md, "A call").
+// requests carry no agentfleet headers: their body holds the call id, the
+// attempt and the run (see docs/PROTOCOL.md, "A call"). A traced call
+// carries the W3C trace context (traceparent, tracestate).
 const HeaderRunID = "Agentfleet-Run-Id"
 
 // ClientConfig configures a ToolClient; the zero value means the documented
@@ -300,10 +303,15 @@ func (c *ToolClient) Execute(ctx context.Context, prep *pipeline.Prepared, progr
 			return nil, fmt.Errorf("%w (after %d attempts)", err, attempt)
 		}
 		retry := map[string]any{"attempt": attempt + 1, "reason": err.Error()}
+		lostWorker := ""
 		if le, ok := errors.AsType[*lostError](err); ok {
-			retry["worker"] = le.worker
+			retry["worker"], lostWorker = le.worker, le.worker
 		}
 		progress(map[string]any{"retry": retry})
+		if span := trace.SpanFromContext(ctx); span.IsRecording() {
+			span.AddEvent(tracing.EventRetry, trace.WithAttributes(
+				tracing.ToolAttempt.Int(attempt+1), tracing.Reason.String(err.Error()), tracing.Worker.String(lostWorker)))
+		}
 		wait := c.cfg.RetryBackoff << (attempt - 1)
 		wait = wait/2 + time.Duration(rand.Int64N(int64(wait/2)+1))
 		t := time.NewTimer(wait)
@@ -330,6 +338,11 @@ func (c *ToolClient) execute(ctx context.Context, prep *pipeline.Prepared, attem
 	}
 	defer putBuffer(buf) // NATS copies what it sends
 	data := buf.Bytes()
+	// The call's trace context goes with every request of the attempt.
+	var hdr nats.Header
+	if trace.SpanFromContext(ctx).IsRecording() {
+		hdr = tracing.Inject(ctx, nil)
+	}
 	// The slot is held through busy refusals and their backoff too: a
 	// refusal means the fleet is fuller than this client knows, and the
 	// calls behind this one would find it so as well.
@@ -348,7 +361,7 @@ func (c *ToolClient) execute(ctx context.Context, prep *pipeline.Prepared, attem
 	}()
 	var nobody time.Time // when the first no-responders answer came
 	for busy := 0; ; busy++ {
-		res, again, handed, err := c.attempt(ctx, call, deadline, prep, attempt, data, progress)
+		res, again, handed, err := c.attempt(ctx, call, deadline, prep, attempt, data, hdr, progress)
 		if handed {
 			handedOff = true
 			return res, err
@@ -429,14 +442,21 @@ func (e *notSentError) Unwrap() error { return e.err }
 // attempt sends one request and follows it to its end, with call's timer
 // armed for the earlier of deadline and the watchdog. again reports a busy
 // refusal; handedOff that call went to cancelLate, which releases it.
-func (c *ToolClient) attempt(ctx context.Context, call *inflight, deadline time.Time, prep *pipeline.Prepared, attempt int, data []byte, progress pipeline.ProgressFunc) (res *agentfleet.ToolResult, again, handedOff bool, err error) {
+func (c *ToolClient) attempt(ctx context.Context, call *inflight, deadline time.Time, prep *pipeline.Prepared, attempt int, data []byte, hdr nats.Header, progress pipeline.ProgressFunc) (res *agentfleet.ToolResult, again, handedOff bool, err error) {
 	c.register(call)
 	defer func() {
 		if !handedOff {
 			c.unregister(call)
 		}
 	}()
-	if err := c.nc.PublishRequest(c.toolSubject(prep.Call.Name), call.reply, data); err != nil {
+	var sendErr error
+	if hdr == nil {
+		sendErr = c.nc.PublishRequest(c.toolSubject(prep.Call.Name), call.reply, data)
+	} else {
+		sendErr = c.nc.PublishMsg(&nats.Msg{Subject: c.toolSubject(prep.Call.Name), Reply: call.reply, Data: data, Header: hdr})
+		trace.SpanFromContext(ctx).AddEvent(tracing.EventAttempt, trace.WithAttributes(tracing.ToolAttempt.Int(attempt)))
+	}
+	if err := sendErr; err != nil {
 		if errors.Is(err, nats.ErrMaxPayload) {
 			return nil, false, false, fmt.Errorf("Tool %s: the call's arguments of %d bytes exceed the NATS max payload of %d bytes", prep.Call.Name, len(data), c.nc.MaxPayload())
 		}
@@ -514,6 +534,9 @@ func (c *ToolClient) attempt(ctx context.Context, call *inflight, deadline time.
 				call.arm(deadline, last.Add(window))
 			case FrameBusy:
 				c.observe(prep.Call.Name, "busy", f.Worker)
+				if hdr != nil {
+					trace.SpanFromContext(ctx).AddEvent(tracing.EventBusy, trace.WithAttributes(tracing.Worker.String(f.Worker)))
+				}
 				return nil, true, false, nil
 			case FrameProgress:
 				progress(f.Partial)

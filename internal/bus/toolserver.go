@@ -13,6 +13,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // ServerConfig configures a ToolServer. Tools is required; every other field
@@ -42,6 +43,9 @@ type ServerConfig struct {
 	// ("ok", "error", "canceled", "busy", "bad_request", "too_large",
 	// "no_reply") and duration. For metrics.
 	Observe func(tool, outcome string, d time.Duration)
+	// Tracer, if set, records each call run as a span under the trace
+	// context its request carries (calltrace.go).
+	Tracer trace.Tracer
 }
 
 // ToolServer serves tools to the fleet as a NATS micro service: one endpoint
@@ -344,7 +348,7 @@ func (s *ToolServer) handler(t *agentfleet.Tool) micro.Handler {
 			s.refuse(req, t, creq, "worker busy", start)
 			return
 		}
-		c := s.newCall(t, creq, req.Reply(), start)
+		c := s.newCall(t, creq, req.Reply(), nats.Header(req.Headers()), start)
 		s.mu.Lock()
 		if s.draining {
 			// The call was sent before the server took our unsubscription.
@@ -352,6 +356,8 @@ func (s *ToolServer) handler(t *agentfleet.Tool) micro.Handler {
 			// outlive the drain and lose its result.
 			s.mu.Unlock()
 			c.cancel(nil)
+			c.outcome = "draining"
+			c.endSpan()
 			<-s.slots
 			s.refuse(req, t, creq, "worker draining", start)
 			return

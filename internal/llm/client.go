@@ -19,7 +19,10 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/loop"
+	"github.com/agentfleet/agentfleet/internal/tracing"
 	openai "github.com/sashabaranov/go-openai"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Client calls an OpenAI-compatible chat completions API. It is safe for
@@ -147,6 +150,13 @@ func (c *Client) Complete(ctx context.Context, req *loop.Request, onDelta loop.D
 				return nil, e
 			}
 			wait = d
+		}
+		if span := trace.SpanFromContext(ctx); span.IsRecording() {
+			span.AddEvent(tracing.EventRetry, trace.WithAttributes(
+				attribute.Int("attempt", attempt+1), tracing.ErrorType.String(class),
+				attribute.Int("http.response.status_code", status), attribute.Float64("wait_ms", float64(wait.Microseconds())/1000),
+				tracing.Reason.String(err.Error()),
+			))
 		}
 		if sleep(ctx, wait) != nil {
 			return nil, canceled(ctx, attempt)

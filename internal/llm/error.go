@@ -93,3 +93,7 @@ func cause(err error) string {
 	}
 	return err.Error()
 }
+
+// ErrorClass returns the failure's class, for the error.type of the model
+// call's span.
+func (e *Error) ErrorClass() string { return e.Class }

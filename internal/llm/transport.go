@@ -4,10 +4,15 @@ import (
 	"context"
 	"net/http"
 	"sync"
+
+	"github.com/agentfleet/agentfleet/internal/tracing"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // transport is the http.RoundTripper under go-openai: it adds the
-// configured headers and, for the attempt that its request belongs to,
+// configured headers and the trace context of the model call's span (W3C
+// traceparent), and, for the attempt that its request belongs to,
 // records the response's status and headers. go-openai turns an error
 // response into an *openai.APIError that keeps the status but drops the
 // headers, and Retry-After lives in the headers.
@@ -18,11 +23,15 @@ type transport struct {
 
 // RoundTrip implements http.RoundTripper.
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if len(t.headers) > 0 {
+	traced := trace.SpanContextFromContext(req.Context()).IsValid()
+	if len(t.headers) > 0 || traced {
 		// A RoundTripper must not modify the request it was given.
 		req = req.Clone(req.Context())
 		for k, v := range t.headers {
 			req.Header.Set(k, v)
+		}
+		if traced {
+			tracing.Propagator.Inject(req.Context(), propagation.HeaderCarrier(req.Header))
 		}
 	}
 	resp, err := t.base.RoundTrip(req)

@@ -11,6 +11,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // LengthText is the result of a tool call found in a response that the model
@@ -22,25 +23,32 @@ const LengthText = "Tool call not executed: the model's response was cut off at 
 // the run is aborted; or, when it must be left to another process, until it
 // is suspended.
 type run struct {
-	s       *Session
-	ctx     context.Context
-	cancel  context.CancelCauseFunc
-	id      string
-	turn    int
-	took    []*pending
-	usage   *agentfleet.Usage
-	last    *agentfleet.AssistantMessage
-	resumed bool
-	calls   int // tool calls the run asked for and ran, for the budget
+	s      *Session
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	id     string
+	// span is the run's span, when the session traces (trace.go); tctx is
+	// the context of the current turn, under its span; traceID goes on
+	// every event of a sampled run.
+	span     trace.Span
+	turnSpan trace.Span
+	tctx     context.Context
+	traceID  string
+	turn     int
+	took     []*pending
+	usage    *agentfleet.Usage
+	last     *agentfleet.AssistantMessage
+	resumed  bool
+	calls    int // tool calls the run asked for and ran, for the budget
 
 	mu      sync.Mutex
 	stopErr error // why the run is suspended
 }
 
 // Emit implements agentfleet.EventSink for the pipeline of the current turn.
-func (r *run) Emit(e *agentfleet.Event) { r.s.emit(r.id, r.turn, e) }
+func (r *run) Emit(e *agentfleet.Event) { r.s.emit(r.id, r.turn, r.traceID, e) }
 
-func (r *run) emit(e *agentfleet.Event) { r.s.emit(r.id, r.turn, e) }
+func (r *run) emit(e *agentfleet.Event) { r.s.emit(r.id, r.turn, r.traceID, e) }
 
 // store hands m to the store; false means it was not stored and the run is
 // suspended.
@@ -92,6 +100,20 @@ func (r *run) suspended() error {
 	return nil
 }
 
+// takeSteering takes the steering input queued, linking the run's span to
+// the trace context each was sent with.
+func (r *run) takeSteering() {
+	ps := r.s.takeSteering()
+	if r.traced() {
+		for _, p := range ps {
+			if p.parent.IsValid() {
+				r.span.AddLink(trace.Link{SpanContext: p.parent})
+			}
+		}
+	}
+	r.take(ps)
+}
+
 func (r *run) take(ps []*pending) {
 	for _, p := range ps {
 		r.took = append(r.took, p)
@@ -111,6 +133,7 @@ func (r *run) execute(first []*pending) *agentfleet.AssistantMessage {
 			break
 		}
 	}
+	r.startSpan(first)
 	if r.resumed {
 		r.emit(&agentfleet.Event{Type: agentfleet.EventRunResumed})
 	} else {
@@ -132,12 +155,14 @@ func (r *run) execute(first []*pending) *agentfleet.AssistantMessage {
 	}
 	if err := r.suspended(); err != nil {
 		r.emit(&agentfleet.Event{Type: agentfleet.EventRunSuspended, ErrorMessage: err.Error()})
+		r.endSpan(nil, err)
 		if r.s.cfg.OnSuspend != nil {
 			r.s.cfg.OnSuspend(r.id, err)
 		}
 		return nil
 	}
 	r.emit(&agentfleet.Event{Type: agentfleet.EventRunEnd, StopReason: final.StopReason, Message: final})
+	r.endSpan(final, nil)
 	if r.s.cfg.OnRunEnded != nil {
 		r.s.cfg.OnRunEnded(final)
 	}
@@ -160,7 +185,7 @@ func (r *run) steps(first []*pending) *agentfleet.AssistantMessage {
 			return r.synthetic(agentfleet.StopReasonMaxTurns, fmt.Sprintf("the run reached its limit of %d turns", cfg.MaxTurns))
 		}
 		// Step 1 of spec section 6: steering enters before every model call.
-		r.take(r.s.takeSteering())
+		r.takeSteering()
 		if r.ctx.Err() != nil {
 			return r.aborted()
 		}
@@ -168,14 +193,14 @@ func (r *run) steps(first []*pending) *agentfleet.AssistantMessage {
 			return final
 		}
 		r.turn++
-		r.emit(&agentfleet.Event{Type: agentfleet.EventTurnStart})
+		r.beginTurn()
 		msg, calls, final := r.callModel()
 		if final != nil {
-			r.emit(&agentfleet.Event{Type: agentfleet.EventTurnEnd})
+			r.endTurn()
 			return final
 		}
 		if len(calls) == 0 {
-			r.emit(&agentfleet.Event{Type: agentfleet.EventTurnEnd})
+			r.endTurn()
 			if r.s.hasSteering() {
 				continue
 			}
@@ -183,15 +208,15 @@ func (r *run) steps(first []*pending) *agentfleet.AssistantMessage {
 		}
 		if msg.StopReason == agentfleet.StopReasonLength {
 			r.refuse(calls)
-			r.emit(&agentfleet.Event{Type: agentfleet.EventTurnEnd})
+			r.endTurn()
 			return finalOf(msg)
 		}
 		if final := r.overToolCalls(calls); final != nil {
-			r.emit(&agentfleet.Event{Type: agentfleet.EventTurnEnd})
+			r.endTurn()
 			return final
 		}
 		batch := r.runTools(msg, calls)
-		r.emit(&agentfleet.Event{Type: agentfleet.EventTurnEnd})
+		r.endTurn()
 		switch {
 		case batch.Terminate:
 			return r.terminated(msg, batch.Messages)
@@ -297,6 +322,8 @@ func (r *run) request(st *State, reason string) (*Request, *agentfleet.Assistant
 
 // complete calls the model, turning a panic into an error.
 func (r *run) complete(req *Request) (msg *agentfleet.AssistantMessage, err error) {
+	ctx, span := r.chatSpan(req)
+	defer func() { endChat(span, msg, err) }() // after the recover below
 	defer func() {
 		if v := recover(); v != nil {
 			msg, err = nil, fmt.Errorf("model panicked: %v", v)
@@ -305,7 +332,7 @@ func (r *run) complete(req *Request) (msg *agentfleet.AssistantMessage, err erro
 	if r.s.cfg.Model == nil {
 		return nil, errors.New("no model configured")
 	}
-	msg, err = r.s.cfg.Model.Complete(r.ctx, req, func(delta string) {
+	msg, err = r.s.cfg.Model.Complete(ctx, req, func(delta string) {
 		if delta != "" {
 			r.emit(&agentfleet.Event{Type: agentfleet.EventMessageUpdate, Delta: delta})
 		}
@@ -341,7 +368,7 @@ func (r *run) runBatch(msg *agentfleet.AssistantMessage, calls []agentfleet.Tool
 		}
 	}
 	pctx := &pipeline.Context{SystemPrompt: cfg.SystemPrompt, Messages: r.s.view(), Tools: cfg.Tools}
-	batch := pipeline.New(pc).Run(r.ctx, pctx, msg, calls)
+	batch := pipeline.New(pc).Run(r.tctx, pctx, msg, calls)
 	for _, m := range batch.Messages {
 		r.s.record(r.id, m)
 	}

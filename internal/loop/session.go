@@ -15,6 +15,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/tools"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // DefaultMaxTurns bounds the turns of one run when Config.MaxTurns is zero.
@@ -74,6 +75,11 @@ type Config struct {
 	// after its run.end event was emitted (to answer whoever waits on it:
 	// an answer never overtakes the event).
 	OnRunEnded func(final *agentfleet.AssistantMessage)
+	// Tracer, if set, records each run as a span, with a span for each of
+	// its turns, model calls and tool calls (trace.go). A run's span is a
+	// child of the trace context its first input was sent with
+	// (SendContext).
+	Tracer trace.Tracer
 	// OnSuspend, if set, is called when a run is suspended, with the reason.
 	OnSuspend func(runID string, err error)
 	// Unexecuted, if set, reports whether a tool call of a resumed run is
@@ -140,6 +146,8 @@ type pending struct {
 	// resume names the run that took msg before a restart: msg is in the
 	// history already, and that run goes on.
 	resume string
+	// parent is the trace context msg was sent with, if any.
+	parent trace.SpanContext
 }
 
 // ErrAborted is the cause of a run's context when Abort ends it.
@@ -178,14 +186,27 @@ func New(cfg Config) *Session {
 // run; otherwise the message waits for the active run to end. The returned
 // channel receives the final message of the run that took the message.
 func (s *Session) Send(m *agentfleet.UserMessage) <-chan *agentfleet.AssistantMessage {
-	return s.enqueue(m, false)
+	return s.enqueue(m, false, trace.SpanContext{})
+}
+
+// SendContext is Send for a message sent under the span of ctx: the run
+// that takes it is traced as that span's child (or linked to it, when the
+// run took an earlier message too).
+func (s *Session) SendContext(ctx context.Context, m *agentfleet.UserMessage) <-chan *agentfleet.AssistantMessage {
+	return s.enqueue(m, false, trace.SpanContextFromContext(ctx))
 }
 
 // Steer queues a steering message: it enters the active run before its next
 // model call, or starts a run when the session is idle. The returned channel
 // receives the final message of the run that took the message.
 func (s *Session) Steer(m *agentfleet.UserMessage) <-chan *agentfleet.AssistantMessage {
-	return s.enqueue(m, true)
+	return s.enqueue(m, true, trace.SpanContext{})
+}
+
+// SteerContext is Steer for a message sent under the span of ctx; a run it
+// joins is linked to that span.
+func (s *Session) SteerContext(ctx context.Context, m *agentfleet.UserMessage) <-chan *agentfleet.AssistantMessage {
+	return s.enqueue(m, true, trace.SpanContextFromContext(ctx))
 }
 
 // Resume continues the run runID, which the history (Config.History) holds
@@ -217,8 +238,8 @@ func Interrupted(history []Entry, ended func(runID string) bool) []string {
 	return out
 }
 
-func (s *Session) enqueue(m *agentfleet.UserMessage, steer bool) <-chan *agentfleet.AssistantMessage {
-	return s.enqueuePending(&pending{msg: m, reply: make(chan *agentfleet.AssistantMessage, 1)}, steer)
+func (s *Session) enqueue(m *agentfleet.UserMessage, steer bool, parent trace.SpanContext) <-chan *agentfleet.AssistantMessage {
+	return s.enqueuePending(&pending{msg: m, reply: make(chan *agentfleet.AssistantMessage, 1), parent: parent}, steer)
 }
 
 func (s *Session) enqueuePending(p *pending, steer bool) <-chan *agentfleet.AssistantMessage {
@@ -471,14 +492,14 @@ func (s *Session) entries() []Entry {
 
 // emit fills the envelope of e and hands it to the sink. Sequence numbers are
 // assigned under the same lock as delivery, so the sink sees them in order.
-func (s *Session) emit(runID string, turn int, e *agentfleet.Event) {
+func (s *Session) emit(runID string, turn int, traceID string, e *agentfleet.Event) {
 	if s.cfg.Sink == nil {
 		return
 	}
 	s.emitMu.Lock()
 	defer s.emitMu.Unlock()
 	s.seq++
-	e.Agent, e.Session, e.RunID, e.Turn, e.Seq = s.cfg.Agent, s.cfg.Session, runID, turn, s.seq
+	e.Agent, e.Session, e.RunID, e.Turn, e.Seq, e.TraceID = s.cfg.Agent, s.cfg.Session, runID, turn, s.seq, traceID
 	if e.Time.IsZero() {
 		e.Time = time.Now().UTC()
 	}

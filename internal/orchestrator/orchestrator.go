@@ -24,6 +24,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/tools"
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config configures an Orchestrator. Model is required; every other field is
@@ -54,6 +55,11 @@ type Config struct {
 	Before pipeline.BeforeHook
 	After  pipeline.AfterHook
 	Logger *slog.Logger
+	// Tracer, if set, records every run as a trace (see loop.Config and
+	// package tracing); TraceContent puts tool arguments and results on
+	// the spans of tool calls.
+	Tracer       trace.Tracer
+	TraceContent bool
 	// Observer, if set, receives the orchestrator's measurements.
 	Observer Observer
 	// Durable turns on JetStream: input through a durable consumer, session

@@ -14,6 +14,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/history"
 	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // DefaultSessionQueue bounds the input one session holds waiting for runs.
@@ -241,7 +242,9 @@ func (s *session) config(entries []loop.Entry) loop.Config {
 		Pipeline: pipeline.Config{
 			Mode: pipeline.Mode(p.Mode), MaxParallel: p.MaxParallel, DefaultTimeout: p.toolTimeout,
 			Executor: o.client, Before: before, After: o.cfg.After,
+			TraceContent: o.cfg.TraceContent,
 		},
+		Tracer:     o.cfg.Tracer,
 		Unexecuted: s.gate.Unexecuted,
 		Sink:       o.sink(),
 		History:    entries,
@@ -468,10 +471,14 @@ func (s *session) handleLocked(in *bus.Inbound, scanned bool) {
 			m.tickets = append(m.tickets, in)
 			s.waiting++
 		}
+		ctx := context.Background()
+		if in.Trace.IsValid() {
+			ctx = trace.ContextWithRemoteSpanContext(ctx, in.Trace)
+		}
 		if in.Kind == bus.KindSteer {
-			s.loop.Steer(in.Message)
+			s.loop.SteerContext(ctx, in.Message)
 		} else {
-			s.loop.Send(in.Message)
+			s.loop.SendContext(ctx, in.Message)
 		}
 	case Attach:
 		m := s.msgs[id]

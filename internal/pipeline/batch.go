@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // SkippedText is the text of the result of a call that never ran because the
@@ -72,6 +73,7 @@ func (p *Pipeline) parallel(pctx *Context, calls []agentfleet.ToolCall) bool {
 func (p *Pipeline) runSequential(ctx context.Context, pctx *Context, assistant *agentfleet.AssistantMessage, calls []agentfleet.ToolCall, outs []*Outcome) {
 	for i, call := range calls {
 		at := time.Now()
+		cctx, span := p.traceCall(ctx, call)
 		// With a before-tool-call hook, which may take its time (or ask a
 		// person), the call has started for whoever watches.
 		early := p.cfg.Before != nil
@@ -79,17 +81,17 @@ func (p *Pipeline) runSequential(ctx context.Context, pctx *Context, assistant *
 			p.emitStart(call)
 		}
 		if ctx.Err() != nil {
-			outs[i] = p.end(at, !early, errorOutcome(call, Skipped, SkippedText))
+			outs[i] = p.end(at, !early, span, errorOutcome(call, Skipped, SkippedText))
 			continue
 		}
-		prep, out := p.Prepare(ctx, pctx, assistant, call)
+		prep, out := p.Prepare(cctx, pctx, assistant, call)
 		if out != nil {
-			outs[i] = p.end(at, !early, out)
+			outs[i] = p.end(at, !early, span, out)
 			continue
 		}
 		prep.start.p, prep.start.out = p, early
-		out = p.Finalize(ctx, pctx, assistant, prep, p.Execute(ctx, prep))
-		outs[i] = p.end(at, false, out)
+		out = p.Finalize(cctx, pctx, assistant, prep, p.Execute(cctx, prep))
+		outs[i] = p.end(at, false, span, out)
 	}
 }
 
@@ -107,14 +109,15 @@ func (p *Pipeline) runParallel(ctx context.Context, pctx *Context, assistant *ag
 	var wg sync.WaitGroup
 	for i, call := range calls {
 		at := time.Now()
+		cctx, span := p.traceCall(ctx, call)
 		p.emitStart(call)
 		if ctx.Err() != nil {
-			outs[i] = p.end(at, false, errorOutcome(call, Skipped, SkippedText))
+			outs[i] = p.end(at, false, span, errorOutcome(call, Skipped, SkippedText))
 			continue
 		}
-		prep, out := p.prepare(ctx, pctx, call)
+		prep, out := p.prepare(cctx, pctx, call)
 		if out != nil {
-			outs[i] = p.end(at, false, out)
+			outs[i] = p.end(at, false, span, out)
 			continue
 		}
 		wg.Add(1)
@@ -122,26 +125,26 @@ func (p *Pipeline) runParallel(ctx context.Context, pctx *Context, assistant *ag
 			defer wg.Done()
 			// The before hook may wait for a person: each call waits on
 			// its own, and holds no slot meanwhile.
-			if out := p.before(ctx, pctx, assistant, prep); out != nil {
-				outs[i] = p.end(at, false, out)
+			if out := p.before(cctx, pctx, assistant, prep); out != nil {
+				outs[i] = p.end(at, false, span, out)
 				return
 			}
 			select {
 			case sem <- struct{}{}:
 				defer func() { <-sem }()
 			case <-ctx.Done():
-				outs[i] = p.end(at, false, errorOutcome(call, Aborted, AbortedText))
+				outs[i] = p.end(at, false, span, errorOutcome(call, Aborted, AbortedText))
 				return
 			}
-			outs[i] = p.end(at, false, p.Finalize(ctx, pctx, assistant, prep, p.Execute(ctx, prep)))
+			outs[i] = p.end(at, false, span, p.Finalize(cctx, pctx, assistant, prep, p.Execute(cctx, prep)))
 		}()
 	}
 	wg.Wait()
 }
 
 // end publishes the call's tool.end, after its tool.start if start says
-// that is not out yet.
-func (p *Pipeline) end(at time.Time, start bool, out *Outcome) *Outcome {
+// that is not out yet, and ends its span.
+func (p *Pipeline) end(at time.Time, start bool, span trace.Span, out *Outcome) *Outcome {
 	if start {
 		p.emitStart(out.Call)
 	}
@@ -155,5 +158,6 @@ func (p *Pipeline) end(at time.Time, start bool, out *Outcome) *Outcome {
 		DurationMS: float64(out.Duration.Microseconds()) / 1000,
 		Worker:     out.Result.Worker, Attempt: out.Result.Attempts, Outcome: string(out.Kind),
 	})
+	p.endCall(span, out)
 	return out
 }

@@ -149,6 +149,9 @@ type Config struct {
 	Sink agentfleet.EventSink
 	// Agent, Session and RunID are copied into every Prepared call.
 	Agent, Session, RunID string
+	// TraceContent puts each call's arguments and result text on its span,
+	// when calls are traced (they may hold personal data).
+	TraceContent bool
 	// OnOutcome, if set, is called with each call's outcome as the call
 	// ends, before its tool.end event, from the goroutine that ran it (in
 	// parallel mode several at once); the loop stores each result there, so

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -35,6 +36,8 @@ type Provider struct {
 	// (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true); they may
 	// hold personal data, so they are left out by default.
 	Content bool
+
+	log *slog.Logger
 }
 
 // TracerProvider returns the provider for instrumented code.
@@ -134,7 +137,24 @@ func FromEnv(ctx context.Context, d Defaults, log *slog.Logger) (*Provider, erro
 	if log != nil {
 		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Warn("tracing", "err", err) }))
 	}
-	return &Provider{tp: tp, Content: content}, nil
+	if log != nil {
+		log.Info("exporting traces over OTLP", "protocol", proto, "endpoint", firstSet(os.Getenv(EnvTracesEndpoint), os.Getenv(EnvEndpoint), "(the exporter's default)"), "content", content)
+	}
+	return &Provider{tp: tp, Content: content, log: log}, nil
+}
+
+// Close exports the spans still buffered, within timeout, and stops the
+// exporter; a failure is logged, since it must not fail the process's
+// stop. A nil Provider does nothing.
+func (p *Provider) Close(timeout time.Duration) {
+	if p == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := p.tp.Shutdown(ctx); err != nil && p.log != nil {
+		p.log.Warn("tracing: the last spans may not have been exported", "err", err)
+	}
 }
 
 func envBool(getenv func(string) string, key string) (bool, error) {

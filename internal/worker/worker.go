@@ -17,6 +17,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/script"
 	"github.com/agentfleet/agentfleet/internal/scripts"
 	"github.com/agentfleet/agentfleet/internal/tools/builtin"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config configures a worker; the zero value serves every built-in tool
@@ -51,6 +52,8 @@ type Config struct {
 	MCPStderr io.Writer
 	// MCPTimeout, when set, is the call timeout of every MCP tool.
 	MCPTimeout time.Duration
+	// Tracer, if set, records each call as a span (bus.ServerConfig).
+	Tracer trace.Tracer
 }
 
 // Worker is a running worker.
@@ -97,7 +100,7 @@ func Start(nc *bus.Conn, cfg Config) (*Worker, error) {
 	if len(ts) > 0 || len(cfg.MCP) == 0 {
 		srv, err := bus.Serve(nc, bus.ServerConfig{
 			Name: cfg.Name, Prefix: cfg.Prefix, Tools: ts, Concurrency: cfg.Concurrency,
-			Heartbeat: cfg.Heartbeat, Logger: cfg.Logger, Observe: cfg.Observe,
+			Heartbeat: cfg.Heartbeat, Logger: cfg.Logger, Observe: cfg.Observe, Tracer: cfg.Tracer,
 		})
 		if err != nil {
 			return nil, err
