@@ -16,7 +16,7 @@ import (
 // role of deploy/nats/nats.conf. The actions are shown only when the user
 // may publish messages and aborts, and never with --read-only.
 func (m *Main) dashboard(ctx context.Context) error {
-	d, err := dashboard.Open(ctx, m.nc, m.subjects, dashboard.Options{ReadOnly: m.ReadOnly, Config: dashboard.Config{Logger: m.logger}})
+	d, err := dashboard.Open(ctx, m.nc, m.subjects, dashboard.Options{ReadOnly: m.ReadOnly, Config: dashboard.Config{Logger: m.logger, TraceURL: m.TraceURL}})
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,8 @@ import (
 
 // TestDashboardCommand runs agentctl dashboard: it serves the page and
 // the event stream on --http, without actions under --read-only (and
-// with them otherwise), until its context ends.
+// with them otherwise), with the --trace-url given, until its context
+// ends.
 func TestDashboardCommand(t *testing.T) {
 	url := startFleet(t)
 	for _, tc := range []struct {
@@ -23,6 +24,7 @@ func TestDashboardCommand(t *testing.T) {
 	}{
 		{[]string{"dashboard", "--http", "127.0.0.1:0", "--read-only"}, `"read_only":true`},
 		{[]string{"dashboard", "--http", "127.0.0.1:0"}, `"read_only":false`},
+		{[]string{"dashboard", "--http", "127.0.0.1:0", "--trace-url", "http://localhost:16686/trace/{trace_id}"}, `"trace_url":"http://localhost:16686/trace/{trace_id}"`},
 	} {
 		p := newProg(t, url, nil, tc.args...)
 		ctx, cancel := context.WithCancel(context.Background())
@@ -70,5 +72,20 @@ func TestDashboardCommand(t *testing.T) {
 	}
 	if err := NewMain().ParseFlags([]string{"ask", "--read-only", "default", "x", "hi"}); err == nil || !strings.Contains(err.Error(), "read-only") {
 		t.Errorf("--read-only on ask: err = %v", err)
+	}
+	if err := NewMain().ParseFlags([]string{"ask", "--trace-url", "http://localhost:16686/trace/{trace_id}", "default", "x", "hi"}); err == nil || !strings.Contains(err.Error(), "trace-url") {
+		t.Errorf("--trace-url on ask: err = %v", err)
+	}
+	if err := NewMain().ParseFlags([]string{"dashboard", "--trace-url", "http://localhost:16686/trace/"}); err == nil ||
+		!strings.Contains(err.Error(), `agentctl dashboard: --trace-url: "http://localhost:16686/trace/" holds no {trace_id}`) {
+		t.Errorf("--trace-url without {trace_id}: err = %v", err)
+	}
+	t.Setenv("AGENTFLEET_TRACE_URL", "javascript:alert('{trace_id}')")
+	if err := NewMain().ParseFlags([]string{"dashboard"}); err == nil || !strings.Contains(err.Error(), "$AGENTFLEET_TRACE_URL (the default of --trace-url)") {
+		t.Errorf("a bad $AGENTFLEET_TRACE_URL: err = %v, want one naming it", err)
+	}
+	// Only the dashboard reads it.
+	if err := NewMain().ParseFlags([]string{"ask", "default", "x", "hi"}); err != nil {
+		t.Errorf("ask with a bad $AGENTFLEET_TRACE_URL: %v", err)
 	}
 }

@@ -36,6 +36,7 @@ import (
 
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/cli"
+	"github.com/agentfleet/agentfleet/internal/dashboard"
 )
 
 func main() {
@@ -104,6 +105,9 @@ type Main struct {
 	// ReadOnly makes the dashboard show no actions whatever the NATS user
 	// may do.
 	ReadOnly bool
+	// TraceURL links the dashboard's trace ids to a tracing UI
+	// (dashboard.Config.TraceURL).
+	TraceURL string
 	// Reject, Reason and Args shape the decision of approve: a rejection
 	// instead of an approval, its reason, and edited arguments (JSON).
 	Reject bool
@@ -148,7 +152,7 @@ type command struct {
 	json, id          bool // takes --json, --id
 	revision, replace bool // takes --revision, --replace
 	since             bool // takes --since
-	dashboard         bool // takes --http, --read-only
+	dashboard         bool // takes --http, --read-only, --trace-url
 	decision          bool // takes --reject, --reason, --args
 	check             func(m *Main, pos []string) error
 	run               func(m *Main, ctx context.Context) error
@@ -168,7 +172,7 @@ func (c *command) takes(name string) bool {
 		return c.replace
 	case "since":
 		return c.since
-	case "http", "read-only":
+	case "http", "read-only", "trace-url":
 		return c.dashboard
 	case "reject", "reason", "args":
 		return c.decision
@@ -191,7 +195,7 @@ func (c *command) anyTakes(name string) bool {
 }
 
 // commandFlags are the flags that only some commands take.
-var commandFlags = []string{"json", "id", "revision", "replace", "since", "http", "read-only", "reject", "reason", "args"}
+var commandFlags = []string{"json", "id", "revision", "replace", "since", "http", "read-only", "trace-url", "reject", "reason", "args"}
 
 // toolsCommands are the subcommands of tools, which manage the scripted
 // tools in the KV bucket.
@@ -264,6 +268,8 @@ Command flags:
   --replace       replace a scripted tool of the same name (tools import)
   --http addr     the dashboard's address, default 127.0.0.1:8081 (dashboard)
   --read-only     show no actions (dashboard)
+  --trace-url url link trace ids to a tracing UI, {trace_id} replaced by
+                  the id; default $AGENTFLEET_TRACE_URL (dashboard)
   --reject        reject the call (approve)
   --reason text   why, for the model (approve)
   --args json     approve with these arguments instead (approve)
@@ -352,6 +358,7 @@ func (m *Main) ParseFlags(args []string) error {
 	if m.cmd.anyTakes("http") {
 		fs.StringVar(&m.HTTP, "http", "127.0.0.1:8081", "address the dashboard serves on")
 		fs.BoolVar(&m.ReadOnly, "read-only", false, "show no actions, even when the NATS user may send messages and aborts")
+		fs.StringVar(&m.TraceURL, "trace-url", os.Getenv("AGENTFLEET_TRACE_URL"), "link trace ids to this tracing UI URL, {trace_id} replaced by the id, e.g. http://localhost:16686/trace/{trace_id} (default $AGENTFLEET_TRACE_URL)")
 	}
 	if m.cmd.anyTakes("reject") {
 		fs.BoolVar(&m.Reject, "reject", false, "reject the call instead of approving it")
@@ -390,6 +397,11 @@ func (m *Main) ParseFlags(args []string) error {
 	})
 	if wrong != "" {
 		return fmt.Errorf("agentctl %s: flag provided but not defined: -%s", name, wrong)
+	}
+	if chosen.takes("trace-url") {
+		if err := dashboard.CheckTraceURL(m.TraceURL); err != nil {
+			return fmt.Errorf("agentctl %s: %s: %w", name, cli.FlagSource(fs, "trace-url", "AGENTFLEET_TRACE_URL"), err)
+		}
 	}
 	if m.subjects, err = bus.NewSubjects(m.Prefix); err != nil {
 		return fmt.Errorf("agentctl %s: --prefix: %w", name, err)

@@ -19,7 +19,7 @@ func (m *Main) startDashboard(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m.dash, err = dashboard.Open(ctx, m.nc, subjects, dashboard.Options{Config: dashboard.Config{Logger: m.logger}})
+	m.dash, err = dashboard.Open(ctx, m.nc, subjects, dashboard.Options{Config: dashboard.Config{Logger: m.logger, TraceURL: m.TraceURL}})
 	if err != nil {
 		if ctx.Err() != nil {
 			// A signal came while the dashboard started: the orchestrator

@@ -69,6 +69,7 @@ type Main struct {
 	MCPToken      string
 	MCP           bool
 	Dashboard     bool
+	TraceURL      string
 	Elect         bool
 	LeaseTTL      time.Duration
 	llmCfg        llm.Config
@@ -98,6 +99,7 @@ func (m *Main) ParseFlags(args []string) error {
 	m.Log.Register(fs)
 	fs.StringVar(&m.HTTP, "http", "127.0.0.1:8080", `address of the dashboard (/), /mcp, /metrics, /healthz and /readyz ("" turns it off)`)
 	fs.BoolVar(&m.Dashboard, "dashboard", true, "serve the browser dashboard at / of --http")
+	fs.StringVar(&m.TraceURL, "trace-url", os.Getenv("AGENTFLEET_TRACE_URL"), "link the dashboard's trace ids to this tracing UI URL, {trace_id} replaced by the id, e.g. http://localhost:16686/trace/{trace_id} (default $AGENTFLEET_TRACE_URL)")
 	fs.BoolVar(&m.MCP, "serve-mcp", true, "serve the fleet as an MCP server (streamable HTTP, stateless) at /mcp of --http")
 	fs.StringVar(&m.MCPToken, "mcp-token", os.Getenv("AGENTFLEET_MCP_TOKEN"), "bearer token that requests to /mcp must carry (default $AGENTFLEET_MCP_TOKEN; empty: none, so keep --http on loopback)")
 	fs.StringVar(&m.Listen, "listen", "127.0.0.1:4222", "address of the embedded NATS server (when --nats-url is not given)")
@@ -138,6 +140,9 @@ func (m *Main) ParseFlags(args []string) error {
 	}
 	if m.Workers < 0 {
 		return fmt.Errorf("--workers %d: must not be negative", m.Workers)
+	}
+	if err := dashboard.CheckTraceURL(m.TraceURL); err != nil {
+		return fmt.Errorf("%s: %w", cli.FlagSource(fs, "trace-url", "AGENTFLEET_TRACE_URL"), err)
 	}
 	var err error
 	if m.logger, err = m.Log.Logger(m.Stderr); err != nil {

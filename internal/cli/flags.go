@@ -98,3 +98,16 @@ func (f *LogFlags) Logger(w io.Writer) (*slog.Logger, error) {
 		return nil, fmt.Errorf("--log-format %q: want text or json", f.Format)
 	}
 }
+
+// FlagSource names where the value of the flag name on the parsed fs came
+// from, for an error about the value: "--name" when the command line gave
+// it, else "$envName (the default of --name)" when that environment
+// variable is set, since the flag's default came from it.
+func FlagSource(fs *flag.FlagSet, name, envName string) string {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	if !given && os.Getenv(envName) != "" {
+		return "$" + envName + " (the default of --" + name + ")"
+	}
+	return "--" + name
+}

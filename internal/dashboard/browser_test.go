@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/dashboard"
 	"github.com/chromedp/chromedp"
 	"github.com/nats-io/nats.go"
@@ -317,6 +319,125 @@ func TestDashboardStaysResponsive(t *testing.T) {
 	evalJS[chromedp.Void](t, ctx, `document.querySelector('#sessions tbody tr').click(); undefined`)
 	waitJS(t, ctx, "the chosen run", `document.querySelector('#run[data-status="stop"] .tool')`, 5*time.Second)
 	t.Logf("a click on a session showed its run in %v", time.Since(t0).Round(time.Millisecond))
+}
+
+// TestDashboardTraceLink opens two dashboards of one fleet, one with a
+// TraceURL and one without, on runs whose events carry a trace_id (as an
+// orchestrator that records traces publishes them), and checks the run
+// view: with the TraceURL the short trace id links to the run's trace in a
+// new tab; without it the id is text; an id that is not 32 lowercase hex
+// digits, markup included, is not shown on either, and runs nothing.
+func TestDashboardTraceLink(t *testing.T) {
+	const traceURL = "http://localhost:16686/trace/{trace_id}?from=dashboard"
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	f := startFleet(t, dashboard.Options{ReadOnly: true, Config: dashboard.Config{TraceURL: traceURL}})
+	subjects, _ := bus.NewSubjects("")
+	plain, err := dashboard.Open(context.Background(), bustest.MustConnect(t, f.srv), subjects, dashboard.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plainURL := httptestServer(t, plain)
+	t.Cleanup(func() { plain.Close() }) // before the server's Close, which waits for the event streams
+	ctx := browser(t)
+
+	publishTracedRun(t, f.nc, "linked", traceID)
+	publishTracedRun(t, f.nc, "none", "")
+	publishTracedRun(t, f.nc, "markup", traceID[:16]+`"><script>window.__pwned = 3</script>`)
+	publishTracedRun(t, f.nc, "upper", strings.ToUpper(traceID))
+	publishTracedRun(t, f.nc, "short", traceID[:31])
+
+	type fact struct {
+		Text   string `json:"text"`
+		ID     string `json:"id"`
+		Links  int    `json:"links"`
+		Href   string `json:"href"`
+		Target string `json:"target"`
+		Rel    string `json:"rel"`
+	}
+	// look shows the session's run and returns its trace fact; Text is ""
+	// when the run shows none.
+	look := func(t *testing.T, session string) fact {
+		t.Helper()
+		evalJS[chromedp.Void](t, ctx, `location.hash = encodeURIComponent('otel/`+session+`'); undefined`)
+		waitJS(t, ctx, "the run of "+session, `document.querySelector('#run[data-session="`+session+`"][data-status="stop"]')`, 10*time.Second)
+		return evalJS[fact](t, ctx, `(() => {
+			const f = document.querySelector('#run .trace');
+			const a = document.querySelector('#run a');
+			return {
+				text: f ? f.textContent : '', id: f ? f.dataset.traceId : '',
+				links: document.querySelectorAll('#run a').length,
+				href: a ? a.getAttribute('href') : '', target: a ? a.target : '', rel: a ? a.rel : '',
+			};
+		})()`)
+	}
+	notShown := func(t *testing.T, session string) {
+		t.Helper()
+		if got := look(t, session); got != (fact{}) {
+			t.Errorf("%s: the run shows a trace: %+v", session, got)
+		}
+		if text := evalJS[string](t, ctx, `document.querySelector('#run').textContent`); contains(text, "trace") || contains(text, "script") || contains(text, "4bf9") {
+			t.Errorf("%s: the run view shows %q", session, text)
+		}
+		if n := evalJS[int](t, ctx, `document.querySelectorAll('main script, main img').length + (window.__pwned || 0)`); n != 0 {
+			t.Errorf("%s: the trace id became elements or ran (%d)", session, n)
+		}
+	}
+	for _, page := range []struct {
+		name, url string
+		link      bool
+	}{{"with a trace URL", f.url, true}, {"without", plainURL, false}} {
+		t.Run(page.name, func(t *testing.T) {
+			if err := chromedp.Do(ctx, chromedp.Navigate(page.url+"/")); err != nil {
+				t.Fatal(err)
+			}
+			waitJS(t, ctx, "the replay", `document.body.dataset.replayed === 'true'`, 10*time.Second)
+			got := look(t, "linked")
+			if got.Text != "trace 4bf92f35…" || got.ID != traceID {
+				t.Errorf("the trace fact shows %q (id %q), want %q (id %s)", got.Text, got.ID, "trace 4bf92f35…", traceID)
+			}
+			if page.link {
+				want := fact{Text: got.Text, ID: got.ID, Links: 1, Href: "http://localhost:16686/trace/" + traceID + "?from=dashboard", Target: "_blank", Rel: "noopener"}
+				if got != want {
+					t.Errorf("the trace link = %+v, want %+v", got, want)
+				}
+			} else if got.Links != 0 {
+				t.Errorf("without a trace URL the run shows %d links (%q), want the id as text", got.Links, got.Href)
+			}
+			for _, session := range []string{"none", "markup", "upper", "short"} {
+				notShown(t, session)
+			}
+		})
+	}
+}
+
+// publishTracedRun publishes a made-up run of one turn of agent otel on
+// agent.events.otel.<session>.<type>, every event with traceID ("" for
+// none), as an orchestrator that records traces would.
+func publishTracedRun(t *testing.T, nc *nats.Conn, session, traceID string) {
+	t.Helper()
+	seq := uint64(0)
+	pub := func(e agentfleet.Event) {
+		seq++
+		e.Agent, e.Session, e.RunID, e.Seq, e.Time, e.TraceID = "otel", session, "run-"+session, seq, time.Now().UTC(), traceID
+		b, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := nc.Publish("agent.events.otel."+session+"."+string(e.Type), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	answer := &agentfleet.AssistantMessage{Role: "assistant", Content: []agentfleet.Content{agentfleet.Text("done")}, StopReason: agentfleet.StopReasonStop,
+		Usage: &agentfleet.Usage{InputTokens: 10, OutputTokens: 2, TotalTokens: 12}}
+	pub(agentfleet.Event{Type: agentfleet.EventRunStart, Orchestrator: "otel"})
+	pub(agentfleet.Event{Type: agentfleet.EventTurnStart, Turn: 1})
+	pub(agentfleet.Event{Type: agentfleet.EventMessageStart, Turn: 1})
+	pub(agentfleet.Event{Type: agentfleet.EventMessageEnd, Turn: 1, Message: answer})
+	pub(agentfleet.Event{Type: agentfleet.EventTurnEnd, Turn: 1})
+	pub(agentfleet.Event{Type: agentfleet.EventRunEnd, Turn: 1, StopReason: agentfleet.StopReasonStop, Message: answer})
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // publishRuns publishes n made-up runs of 20 events each, as an

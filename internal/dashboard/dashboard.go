@@ -67,6 +67,13 @@ type Config struct {
 	Since time.Duration
 	// MaxBody bounds the body of an action request. Optional; default 64 KiB.
 	MaxBody int64
+	// TraceURL links a run's trace id (the trace_id of its events) to a
+	// tracing UI: an http or https URL in which the page replaces
+	// {trace_id} with the id, such as
+	// http://localhost:16686/trace/{trace_id} for Jaeger (see
+	// CheckTraceURL). Optional; default none: the page shows the id as
+	// text.
+	TraceURL string
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 }
@@ -87,10 +94,13 @@ type Handler struct {
 }
 
 // New starts following the feed and returns the handler. It fails when the
-// feed cannot be followed.
+// feed cannot be followed or cfg.TraceURL is not a trace URL template.
 func New(ctx context.Context, cfg Config) (*Handler, error) {
 	if cfg.Feed == nil {
 		return nil, errors.New("dashboard: no event feed")
+	}
+	if err := CheckTraceURL(cfg.TraceURL); err != nil {
+		return nil, fmt.Errorf("dashboard: trace URL %w", err)
 	}
 	if cfg.ClientBuffer <= 0 {
 		cfg.ClientBuffer = 8192

@@ -26,6 +26,8 @@ type hello struct {
 	Fleet    bool   `json:"fleet"`
 	MaxRuns  int    `json:"max_runs"`
 	Since    string `json:"since"`
+	// TraceURL is Config.TraceURL, for the page to link trace ids.
+	TraceURL string `json:"trace_url,omitempty"`
 }
 
 // serveEvents streams the fleet's events as Server-Sent Events (see
@@ -52,7 +54,7 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request) {
 	replay := h.cfg.Feed.Retained()
 	s.write([]byte("retry: 1000\n\n"))
 	s.control("hello", hello{Replay: replay, ReadOnly: h.ReadOnly(), Fleet: h.cfg.Fleet != nil,
-		MaxRuns: h.maxRuns(r), Since: h.cfg.Since.String()})
+		MaxRuns: h.maxRuns(r), Since: h.cfg.Since.String(), TraceURL: h.cfg.TraceURL})
 	n := 0
 	if replay && (from.After > 0 || !from.Since.IsZero()) && last > 0 {
 		err := h.cfg.Feed.Replay(r.Context(), "", from, last, func(e bus.FeedEvent) {

@@ -10,6 +10,7 @@ const MAX_TEXT = 100000;     // characters of streamed text kept per turn
 const MAX_UPDATES = 20;      // progress updates kept per tool call
 const MAX_ERRORS = 50;       // errors kept, fleet-wide and per run
 const FOLD = 160;            // characters of a value shown before it is folded
+const TRACE_ID = /^[0-9a-f]{32}$/; // a W3C trace id; anything else is not shown
 
 const state = {
   maxRuns: Number(params.get('max_runs')) || 200,
@@ -22,6 +23,7 @@ const state = {
   lastId: 0,
   readOnly: true,
   fleet: false,
+  traceURL: '',          // the server's trace URL template, or '' for no links
   replayed: false,
   dirty: { sessions: true, run: true, errors: true },
   workers: new Map(),    // worker id -> {w, seen, lost, prev}
@@ -61,6 +63,7 @@ function connect() {
     state.maxRuns = h.max_runs;
     state.readOnly = h.read_only;
     state.fleet = h.fleet;
+    state.traceURL = traceURLOf(h.trace_url);
     $('send').hidden = h.read_only;
     $('tab-fleet').hidden = !h.fleet;
     document.body.dataset.readOnly = String(h.read_only);
@@ -109,6 +112,7 @@ function ingest(ev) {
   let run = state.runs.get(ev.run_id);
   if (!run) run = newRun(ev);
   run.last = ev.time || run.last;
+  if (typeof ev.trace_id === 'string' && TRACE_ID.test(ev.trace_id)) run.traceId = ev.trace_id;
   switch (ev.type) {
     case 'run.start':
     case 'run.resumed':
@@ -191,7 +195,7 @@ function newRun(ev) {
   const run = {
     id: ev.run_id, agent: ev.agent, session: ev.session, status: 'running',
     start: ev.time, last: ev.time, end: null, turns: new Map(), calls: new Map(),
-    usage: null, errors: [], errorMessage: '', orchestrator: '',
+    usage: null, errors: [], errorMessage: '', orchestrator: '', traceId: '',
   };
   state.runs.set(run.id, run);
   // The cap: drop the oldest runs, never the one on screen.
@@ -357,6 +361,7 @@ function renderRun() {
   const head = el('div', { className: 'run-head' },
     el('h2', {}, run.agent + '/' + run.session),
     el('span', { className: 'fact' }, 'run ', el('code', {}, run.id)),
+    run.traceId && traceFact(run.traceId),
     el('span', { className: 'fact' }, 'stop reason ', el('span', { className: 'stop-reason status status-' + run.status }, run.status)),
     el('span', { className: 'fact tokens' }, tokenText(run)),
     el('span', { className: 'fact' }, durationText(run.start, run.end || run.last)),
@@ -420,6 +425,22 @@ function renderCall(c, t0, t1) {
   if (c.updates.length) div.append(el('div', { className: 'progress' }, 'progress: ' + shorten(json(c.updates[c.updates.length - 1]), FOLD)));
   if (c.result) div.append(fold('result', resultText(c.result) || json(c.result), 'tool-result'));
   return div;
+}
+
+// traceFact shows a run's trace id, shortened, as a link to the tracing UI
+// when the server names one. The id has passed TRACE_ID.
+function traceFact(id) {
+  const short = el('code', {}, id.slice(0, 8) + '…');
+  const shown = state.traceURL
+    ? el('a', { href: state.traceURL.split('{trace_id}').join(encodeURIComponent(id)), target: '_blank', rel: 'noopener' }, short)
+    : short;
+  return el('span', { className: 'fact trace', title: 'trace ' + id, 'data-trace-id': id }, 'trace ', shown);
+}
+
+// traceURLOf returns the trace URL template of hello if it is one the page
+// may link to (the server checked it already), else ''.
+function traceURLOf(u) {
+  return typeof u === 'string' && /^https?:\/\//i.test(u) && u.includes('{trace_id}') ? u : '';
 }
 
 // renderApproval shows what became of a call that waits for approval:
