@@ -214,3 +214,41 @@ func Dump(spans []Span) string {
 	}
 	return out
 }
+
+// Tree indexes spans by their parent.
+type Tree map[string][]*Span
+
+// NewTree indexes spans by parent span id.
+func NewTree(spans []Span) Tree {
+	t := Tree{}
+	for i := range spans {
+		s := &spans[i]
+		t[s.ParentSpanID] = append(t[s.ParentSpanID], s)
+	}
+	for _, c := range t {
+		slices.SortFunc(c, func(a, b *Span) int { return a.Start.Compare(b.Start) })
+	}
+	return t
+}
+
+// Children returns the children of the span parent named name, in the
+// order they started.
+func (t Tree) Children(parent, name string) []*Span {
+	var out []*Span
+	for _, s := range t[parent] {
+		if s.Name == name {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// ByAttr returns the child of parent whose attribute key is value, or nil.
+func (t Tree) ByAttr(parent, key string, value any) *Span {
+	for _, s := range t[parent] {
+		if s.Attrs[key] == value {
+			return s
+		}
+	}
+	return nil
+}
