@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -43,10 +44,12 @@ func TestDeployFilesParse(t *testing.T) {
 
 	var compose struct {
 		Services map[string]struct {
-			Build   any      `yaml:"build"`
-			Image   string   `yaml:"image"`
-			Command []string `yaml:"command"`
-			Deploy  struct {
+			Build       any               `yaml:"build"`
+			Image       string            `yaml:"image"`
+			Command     []string          `yaml:"command"`
+			Environment map[string]string `yaml:"environment"`
+			Profiles    []string          `yaml:"profiles"`
+			Deploy      struct {
 				Replicas int `yaml:"replicas"`
 			} `yaml:"deploy"`
 		} `yaml:"services"`
@@ -62,6 +65,14 @@ func TestDeployFilesParse(t *testing.T) {
 	}
 	if got := compose.Services["toolworker"].Deploy.Replicas; got != 3 {
 		t.Errorf("toolworker replicas = %d, want 3", got)
+	}
+	for _, name := range []string{"orchestrator", "toolworker"} {
+		if v, ok := compose.Services[name].Environment["OTEL_EXPORTER_OTLP_ENDPOINT"]; !ok || v != "${OTEL_EXPORTER_OTLP_ENDPOINT:-}" {
+			t.Errorf("%s does not pass OTEL_EXPORTER_OTLP_ENDPOINT on from the shell: %q", name, v)
+		}
+	}
+	if j, ok := compose.Services["jaeger"]; !ok || !slices.Equal(j.Profiles, []string{"tracing"}) {
+		t.Errorf("docker-compose.yml has no jaeger service in the tracing profile")
 	}
 	if cmd := strings.Join(compose.Services["nats"].Command, " "); !strings.Contains(cmd, "-js") {
 		t.Errorf("nats runs without JetStream: %s", cmd)
