@@ -39,6 +39,9 @@ type composeService struct {
 	Healthcheck *struct {
 		Test []string `yaml:"test"`
 	} `yaml:"healthcheck"`
+	// Profiles name the optional services (Jaeger, in "tracing"): they
+	// start only when asked for, and nothing of the system waits on them.
+	Profiles []string `yaml:"profiles"`
 }
 
 func loadCompose(t *testing.T) map[string]composeService {
@@ -79,6 +82,14 @@ func TestComposeServes(t *testing.T) {
 	services := loadCompose(t)
 	scripts := false
 	for name, s := range services {
+		if len(s.Profiles) > 0 {
+			for other, o := range services {
+				if _, ok := o.DependsOn[name]; ok {
+					t.Errorf("compose service %s depends on %s, which starts only with --profile %s", other, name, s.Profiles[0])
+				}
+			}
+			continue
+		}
 		if s.Healthcheck == nil || len(s.Healthcheck.Test) == 0 {
 			t.Errorf("compose service %s has no healthcheck", name)
 		}
@@ -137,7 +148,7 @@ func TestComposeServes(t *testing.T) {
 		t.Errorf("the orchestrator's --http port %s is neither published nor exposed (ports %v, expose %v)", port, o.Ports, o.Expose)
 	}
 	for name, s := range services {
-		if len(s.Healthcheck.Test) > 1 && s.Healthcheck.Test[0] == "CMD" && strings.HasPrefix(s.Healthcheck.Test[1], "/usr/local/bin/") {
+		if s.Healthcheck != nil && len(s.Healthcheck.Test) > 1 && s.Healthcheck.Test[0] == "CMD" && strings.HasPrefix(s.Healthcheck.Test[1], "/usr/local/bin/") {
 			// A binary of the image: the Dockerfile must put it there.
 			bin := strings.TrimPrefix(s.Healthcheck.Test[1], "/usr/local/bin/")
 			df, err := os.ReadFile("../../Dockerfile")
