@@ -286,6 +286,9 @@ func TestTraces(t *testing.T) {
 		"gen_ai.usage.input_tokens": int64(30),
 	})
 
+	if id, _ := run.Attrs["agentfleet.orchestrator.id"].(string); id == "" {
+		t.Errorf("the run's span names no orchestrator: %v", run.Attrs)
+	}
 	turns := tree.Children(run.SpanID, "turn")
 	if len(turns) != 3 {
 		t.Fatalf("the run has %d turn spans, want 3:\n%s", len(turns), dump)

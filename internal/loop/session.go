@@ -15,6 +15,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/tools"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -80,6 +81,9 @@ type Config struct {
 	// child of the trace context its first input was sent with
 	// (SendContext).
 	Tracer trace.Tracer
+	// TraceAttributes go on every run's span besides the loop's own (the
+	// orchestrator's id).
+	TraceAttributes []attribute.KeyValue
 	// OnSuspend, if set, is called when a run is suspended, with the reason.
 	OnSuspend func(runID string, err error)
 	// Unexecuted, if set, reports whether a tool call of a resumed run is

@@ -44,7 +44,7 @@ func (r *run) startSpan(first []*pending) {
 			tracing.GenAIRequestModel.String(cfg.ModelName),
 			tracing.RunID.String(r.id),
 			tracing.RunResumed.Bool(r.resumed),
-		))
+		), trace.WithAttributes(cfg.TraceAttributes...))
 	r.tctx = r.ctx
 	if sc := r.span.SpanContext(); sc.IsSampled() {
 		r.traceID = sc.TraceID().String()

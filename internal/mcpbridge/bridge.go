@@ -23,6 +23,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config configures a Bridge. Spec is required; every other field is
@@ -39,6 +40,8 @@ type Config struct {
 	Heartbeat   time.Duration
 	Logger      *slog.Logger
 	Observe     func(tool, outcome string, d time.Duration)
+	// Tracer is that of bus.ServerConfig: each call a span.
+	Tracer trace.Tracer
 	// Reserved names are never served, typically the tools this process
 	// serves itself.
 	Reserved []string
@@ -306,7 +309,7 @@ func (b *Bridge) refresh(ctx context.Context, sess *mcp.ClientSession) error {
 		var err error
 		next, err = bus.Serve(b.nc, bus.ServerConfig{
 			Name: b.cfg.Name, Prefix: b.cfg.Prefix, Tools: ts, Concurrency: b.cfg.Concurrency,
-			Heartbeat: b.cfg.Heartbeat, Logger: b.cfg.Logger, Observe: b.cfg.Observe,
+			Heartbeat: b.cfg.Heartbeat, Logger: b.cfg.Logger, Observe: b.cfg.Observe, Tracer: b.cfg.Tracer,
 		})
 		if err != nil {
 			return fmt.Errorf("serve its tools: %w", err)

@@ -14,6 +14,8 @@ import (
 	"github.com/agentfleet/agentfleet/internal/history"
 	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
+	"github.com/agentfleet/agentfleet/internal/tracing"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -244,15 +246,16 @@ func (s *session) config(entries []loop.Entry) loop.Config {
 			Executor: o.client, Before: before, After: o.cfg.After,
 			TraceContent: o.cfg.TraceContent,
 		},
-		Tracer:     o.cfg.Tracer,
-		Unexecuted: s.gate.Unexecuted,
-		Sink:       o.sink(),
-		History:    entries,
-		OnAppend:   s.stored,
-		OnRunEnd:   s.ended,
-		OnSummary:  s.summarized,
-		OnRunEnded: s.answer,
-		OnSuspend:  s.suspended,
+		Tracer:          o.cfg.Tracer,
+		TraceAttributes: []attribute.KeyValue{tracing.Orchestrator.String(o.id)},
+		Unexecuted:      s.gate.Unexecuted,
+		Sink:            o.sink(),
+		History:         entries,
+		OnAppend:        s.stored,
+		OnRunEnd:        s.ended,
+		OnSummary:       s.summarized,
+		OnRunEnded:      s.answer,
+		OnSuspend:       s.suspended,
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/script"
 	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // ServerConfig configures a Server; every field is optional and
@@ -31,6 +32,8 @@ type ServerConfig struct {
 	Concurrency int
 	Heartbeat   time.Duration
 	Observe     func(tool, outcome string, d time.Duration)
+	// Tracer is that of ServerConfig: each call a span.
+	Tracer trace.Tracer
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 	// Store configures the bucket of the scripted tools.
@@ -260,6 +263,7 @@ func (s *Server) apply(state map[string]*script.Definition) {
 		next, err = bus.Serve(s.nc, bus.ServerConfig{
 			Name: s.cfg.Name, Version: s.cfg.Version, Prefix: s.subjects.Prefix, Tools: tools,
 			Concurrency: s.cfg.Concurrency, Heartbeat: s.cfg.Heartbeat, Logger: s.log, Observe: s.cfg.Observe,
+			Tracer: s.cfg.Tracer,
 		})
 		if err != nil {
 			s.log.Error("serving scripted tools", "err", err)

@@ -52,7 +52,8 @@ type Config struct {
 	MCPStderr io.Writer
 	// MCPTimeout, when set, is the call timeout of every MCP tool.
 	MCPTimeout time.Duration
-	// Tracer, if set, records each call as a span (bus.ServerConfig).
+	// Tracer, if set, records each call as a span (bus.ServerConfig), of
+	// the built-in, scripted and MCP tools alike.
 	Tracer trace.Tracer
 }
 
@@ -116,7 +117,7 @@ func Start(nc *bus.Conn, cfg Config) (*Worker, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		b, err := mcpbridge.Start(ctx, nc, mcpbridge.Config{
 			Spec: sp, Prefix: cfg.Prefix, Concurrency: cfg.Concurrency, Heartbeat: cfg.Heartbeat,
-			Logger: cfg.Logger, Observe: cfg.Observe, Reserved: reserved, Claims: claims, Stderr: cfg.MCPStderr, Timeout: cfg.MCPTimeout,
+			Logger: cfg.Logger, Observe: cfg.Observe, Reserved: reserved, Claims: claims, Stderr: cfg.MCPStderr, Timeout: cfg.MCPTimeout, Tracer: cfg.Tracer,
 		})
 		cancel()
 		if err != nil {
@@ -132,7 +133,7 @@ func Start(nc *bus.Conn, cfg Config) (*Worker, error) {
 			Prefix: cfg.Prefix, Concurrency: cfg.Concurrency, Heartbeat: cfg.Heartbeat,
 			Logger: cfg.Logger, Observe: cfg.Observe, Env: cfg.ScriptEnv, Reserved: reserved,
 			Isolation: cfg.ScriptIsolation, ChildAddressSpace: cfg.ScriptChildMemory,
-			Store: scripts.StoreConfig{Replicas: cfg.ScriptReplicas},
+			Store: scripts.StoreConfig{Replicas: cfg.ScriptReplicas}, Tracer: cfg.Tracer,
 		})
 		if err != nil {
 			return nil, errors.Join(err, w.Stop())
