@@ -302,7 +302,7 @@ func (r *run) request(st *State, reason string) (*Request, *agentfleet.Assistant
 	if prepare == nil {
 		prepare = r.prepareContext
 	}
-	pctx, err := prepare(r.ctx, st)
+	pctx, err := prepare(r.tctx, st) // a summary's model call is the turn's
 	if err != nil {
 		return nil, r.failed(fmt.Errorf("prepare context: %w", err))
 	}
@@ -322,7 +322,7 @@ func (r *run) request(st *State, reason string) (*Request, *agentfleet.Assistant
 
 // complete calls the model, turning a panic into an error.
 func (r *run) complete(req *Request) (msg *agentfleet.AssistantMessage, err error) {
-	ctx, span := r.chatSpan(req)
+	ctx, span := r.chatSpan(r.tctx, req)
 	defer func() { endChat(span, msg, err) }() // after the recover below
 	defer func() {
 		if v := recover(); v != nil {

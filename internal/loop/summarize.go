@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
+	"github.com/agentfleet/agentfleet/internal/tracing"
 )
 
 // StrategySummarize is the strategy of a ContextPolicy that has the model
@@ -117,7 +118,12 @@ func (r *run) writeSummary(ctx context.Context, st *State, prev string, msgs []a
 		model = st.Model
 	}
 	req := &Request{Model: model, SystemPrompt: SummaryPrompt, Messages: []agentfleet.Message{agentfleet.NewUserMessage(b.String())}, Agent: cfg.Agent, Session: cfg.Session}
-	msg, err := cfg.Model.Complete(ctx, req, nil)
+	cctx, span := r.chatSpan(ctx, req)
+	if span != nil {
+		span.SetAttributes(tracing.Summary.Bool(true))
+	}
+	msg, err := cfg.Model.Complete(cctx, req, nil)
+	endChat(span, msg, err)
 	if err != nil {
 		return nil, err
 	}

@@ -100,11 +100,11 @@ func (r *run) endTurn() {
 
 // chatSpan starts the span of one model call, when the run records; the
 // model adapter injects its context into the request it sends.
-func (r *run) chatSpan(req *Request) (context.Context, trace.Span) {
-	if !r.traced() {
-		return r.tctx, nil
+func (r *run) chatSpan(ctx context.Context, req *Request) (context.Context, trace.Span) {
+	if !r.traced() || !tracing.Recording(ctx) {
+		return ctx, nil
 	}
-	return tracing.Child(r.tctx, spanName(tracing.OpChat, req.Model),
+	return tracing.Child(ctx, spanName(tracing.OpChat, req.Model),
 		trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(
 			tracing.GenAIOperationName.String(tracing.OpChat),
@@ -118,6 +118,9 @@ func endChat(span trace.Span, msg *agentfleet.AssistantMessage, err error) {
 		return
 	}
 	defer span.End()
+	if err == nil && msg == nil {
+		err = errors.New("model returned no message")
+	}
 	if err != nil {
 		span.SetAttributes(tracing.ErrorType.String(errorClass(err)))
 		span.SetStatus(codes.Error, err.Error())

@@ -37,10 +37,13 @@ const (
 
 // agentfleet's own attributes, for what the conventions have no name for.
 const (
-	RunID        = attribute.Key("agentfleet.run.id")
-	RunResumed   = attribute.Key("agentfleet.run.resumed")
-	StopReason   = attribute.Key("agentfleet.run.stop_reason")
-	Turn         = attribute.Key("agentfleet.turn")
+	RunID      = attribute.Key("agentfleet.run.id")
+	RunResumed = attribute.Key("agentfleet.run.resumed")
+	StopReason = attribute.Key("agentfleet.run.stop_reason")
+	Turn       = attribute.Key("agentfleet.turn")
+	// Summary marks the model call that writes a summary of the oldest
+	// messages (the summarize context strategy).
+	Summary      = attribute.Key("agentfleet.summary")
 	Orchestrator = attribute.Key("agentfleet.orchestrator.id")
 	ToolOutcome  = attribute.Key("agentfleet.tool.outcome")
 	ToolAttempt  = attribute.Key("agentfleet.tool.attempt")
