@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -146,10 +148,9 @@ func TestRunTrace(t *testing.T) {
 		}
 		wantAttr(t, turn, tracing.Turn, []string{"1", "2"}[i])
 	}
-	for i, chat := range chats {
+	for i, chat := range chats { // in the order they ended, which is the order of the turns
 		turn := turns[i]
 		if chat.Parent().SpanID() != turn.SpanContext().SpanID() {
-			// chats sorted by end time in rec.Ended: the first ends first.
 			t.Errorf("chat %d parent = %s, want turn %d %s", i+1, chat.Parent().SpanID(), i+1, turn.SpanContext().SpanID())
 		}
 		if chat.SpanKind() != trace.SpanKindClient {
@@ -325,5 +326,87 @@ func TestRunTraceModelError(t *testing.T) {
 				t.Errorf("run parent = %v, want none", run.Parent())
 			}
 		})
+	}
+}
+
+// TestRunTraceSuspended: a run suspended when its response could not be
+// stored ends its span as suspended, with an event saying why, and its
+// turn's span ends too.
+func TestRunTraceSuspended(t *testing.T) {
+	tracer, rec := newRecorder(t)
+	m := &script{steps: []step{use("get {}")}}
+	s, _ := newSession(t, m, loop.Config{Tracer: tracer, OnAppend: func(runID string, msg agentfleet.Message) error {
+		if _, ok := msg.(*agentfleet.AssistantMessage); ok {
+			return errors.New("fenced")
+		}
+		return nil
+	}}, tool("get", false, text("value")))
+	if final := wait(t, s.Send(agentfleet.NewUserMessage("go"))); final != nil {
+		t.Fatalf("final = %+v, want a suspended run", final)
+	}
+	spans := rec.Ended()
+	runs := named(spans, "invoke_agent test")
+	if len(runs) != 1 || len(named(spans, "turn")) != 1 || len(named(spans, "execute_tool get")) != 0 {
+		t.Fatalf("spans:\n%s\nwant the run and its one turn ended, no tool call", dump(spans))
+	}
+	run := runs[0]
+	wantAttr(t, run, tracing.StopReason, "suspended")
+	var reason string
+	for _, e := range run.Events() {
+		if e.Name == "suspended" {
+			for _, kv := range e.Attributes {
+				if kv.Key == tracing.Reason {
+					reason = kv.Value.AsString()
+				}
+			}
+		}
+	}
+	if reason == "" || !strings.Contains(reason, "fenced") {
+		t.Errorf("suspended event reason %q, want the cause (events %+v)", reason, run.Events())
+	}
+	if run.Status().Code == codes.Error {
+		t.Errorf("a suspended run is an error span: %+v", run.Status())
+	}
+}
+
+// TestRunTraceFollowUps queues two messages behind a running run, each
+// sent under a trace of its own: the next run, which takes both, is the
+// child of the first one's span and is linked to the second one's.
+func TestRunTraceFollowUps(t *testing.T) {
+	tracer, rec := newRecorder(t)
+	inTool, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	block := tool("block", false, func(ctx context.Context, c *agentfleet.Call) (*agentfleet.ToolResult, error) {
+		once.Do(func() { close(inTool) })
+		<-release
+		return agentfleet.TextResult("unblocked"), nil
+	})
+	m := &script{steps: []step{use(`block {}`), say("first"), say("second")}}
+	s, _ := newSession(t, m, loop.Config{Tracer: tracer}, block)
+	ctx1, p1 := remoteParent(t, "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331", true)
+	ctx2, p2 := remoteParent(t, "11111111111111111111111111111111", "2222222222222222", true)
+	ctx3, p3 := remoteParent(t, "33333333333333333333333333333333", "4444444444444444", true)
+	first := s.SendContext(ctx1, agentfleet.NewUserMessage("one"))
+	<-inTool
+	second := s.SendContext(ctx2, agentfleet.NewUserMessage("two"))
+	third := s.SendContext(ctx3, agentfleet.NewUserMessage("three"))
+	close(release)
+	wait(t, first)
+	if wait(t, second) != wait(t, third) {
+		t.Fatal("the follow-ups went to different runs")
+	}
+	runs := named(rec.Ended(), "invoke_agent test")
+	if len(runs) != 2 {
+		t.Fatalf("spans:\n%s", dump(rec.Ended()))
+	}
+	if runs[0].Parent().SpanID() != p1.SpanID() || len(runs[0].Links()) != 0 {
+		t.Errorf("first run under %s with links %+v, want under %s with none", runs[0].Parent().SpanID(), runs[0].Links(), p1.SpanID())
+	}
+	next := runs[1]
+	if next.Parent().SpanID() != p2.SpanID() || next.SpanContext().TraceID() != p2.TraceID() {
+		t.Errorf("second run under %s in trace %s, want under %s in %s", next.Parent().SpanID(), next.SpanContext().TraceID(), p2.SpanID(), p2.TraceID())
+	}
+	if links := next.Links(); len(links) != 1 || !links[0].SpanContext.Equal(p3) {
+		t.Errorf("second run links %+v, want one to %v", links, p3)
 	}
 }
