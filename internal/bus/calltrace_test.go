@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -453,5 +454,41 @@ func TestCallTraceLostWorker(t *testing.T) {
 	}
 	if v, _ := spanAttr(second, tracing.ToolAttempt); v.AsInt64() != 2 {
 		t.Errorf("survivor's span attempt %v, want 2", v.Emit())
+	}
+}
+
+// TestCallTraceToolError: a tool that fails makes both spans of the call,
+// the orchestrator's and the worker's, error spans with outcome error.
+func TestCallTraceToolError(t *testing.T) {
+	srv := bustest.MustRunNATS(t)
+	orch, work := newSpanRecorder(t), newSpanRecorder(t)
+	fail := &agentfleet.Tool{ToolDef: agentfleet.ToolDef{Name: "fail", Description: "fails"},
+		Handler: agentfleet.HandlerFunc(func(context.Context, *agentfleet.Call) (*agentfleet.ToolResult, error) {
+			return nil, errors.New("disk full at /var/data")
+		})}
+	serve(t, srv, bus.ServerConfig{Tools: []*agentfleet.Tool{fail}, Tracer: work.tracer()})
+	c := newClient(t, srv, bus.ClientConfig{})
+	ctx, turn := orch.tracer().Start(context.Background(), "turn")
+	out := runTraced(t, ctx, c, fail, `{}`)
+	turn.End()
+	if !out.IsError || !strings.Contains(agentfleet.JoinText(out.Result.Content), "disk full") {
+		t.Fatalf("outcome %s %q, want the tool's error", out.Kind, agentfleet.JoinText(out.Result.Content))
+	}
+	var servers []sdktrace.ReadOnlySpan
+	bustest.Eventually(t, "the worker's span to end", func() bool {
+		servers = work.find("execute_tool fail", trace.SpanKindServer)
+		return len(servers) > 0
+	})
+	clients := orch.find("execute_tool fail", trace.SpanKindInternal)
+	if len(clients) != 1 {
+		t.Fatalf("%d client spans", len(clients))
+	}
+	for _, s := range []sdktrace.ReadOnlySpan{clients[0], servers[0]} {
+		if s.Status().Code != codes.Error {
+			t.Errorf("%v span status %+v, want Error", s.SpanKind(), s.Status())
+		}
+		if v, _ := spanAttr(s, tracing.ToolOutcome); v.AsString() != "error" {
+			t.Errorf("%v span outcome %q, want error", s.SpanKind(), v.AsString())
+		}
 	}
 }
