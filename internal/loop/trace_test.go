@@ -410,3 +410,38 @@ func TestRunTraceFollowUps(t *testing.T) {
 		t.Errorf("second run links %+v, want one to %v", links, p3)
 	}
 }
+
+// TestRunTraceAborted aborts a run in its model call: the call's span ends
+// as canceled, and the run's span ends with stop reason aborted, which is
+// not an error of the run.
+func TestRunTraceAborted(t *testing.T) {
+	tracer, rec := newRecorder(t)
+	inModel := make(chan struct{})
+	m := &script{steps: []step{func(ctx context.Context, req *loop.Request, onDelta loop.DeltaFunc) (*agentfleet.AssistantMessage, error) {
+		close(inModel)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}}}
+	s, _ := newSession(t, m, loop.Config{Tracer: tracer, ModelName: "m1"})
+	reply := s.Send(agentfleet.NewUserMessage("go"))
+	<-inModel
+	if !s.Abort("changed my mind") {
+		t.Fatal("Abort found no run")
+	}
+	if final := wait(t, reply); final.StopReason != agentfleet.StopReasonAborted {
+		t.Fatalf("stop reason %s, want aborted", final.StopReason)
+	}
+	spans := rec.Ended()
+	chats, runs := named(spans, "chat m1"), named(spans, "invoke_agent test")
+	if len(chats) != 1 || len(runs) != 1 || len(named(spans, "turn")) != 1 {
+		t.Fatalf("spans:\n%s", dump(spans))
+	}
+	if chats[0].Status().Code != codes.Error {
+		t.Errorf("chat status %+v, want Error", chats[0].Status())
+	}
+	wantAttr(t, chats[0], tracing.ErrorType, "canceled")
+	wantAttr(t, runs[0], tracing.StopReason, "aborted")
+	if runs[0].Status().Code == codes.Error {
+		t.Errorf("run status %+v: an abort is not a failure of the run", runs[0].Status())
+	}
+}
