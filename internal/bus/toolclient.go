@@ -338,9 +338,11 @@ func (c *ToolClient) execute(ctx context.Context, prep *pipeline.Prepared, attem
 	}
 	defer putBuffer(buf) // NATS copies what it sends
 	data := buf.Bytes()
-	// The call's trace context goes with every request of the attempt.
+	// The call's trace context goes with every request of the attempt; that
+	// of a trace sampled out too, so that the worker does not record the
+	// call as a trace of its own.
 	var hdr nats.Header
-	if trace.SpanFromContext(ctx).IsRecording() {
+	if trace.SpanContextFromContext(ctx).IsValid() {
 		hdr = tracing.Inject(ctx, nil)
 	}
 	// The slot is held through busy refusals and their backoff too: a

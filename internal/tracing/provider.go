@@ -107,6 +107,10 @@ func FromEnv(ctx context.Context, d Defaults, log *slog.Logger) (*Provider, erro
 		return nil, err
 	}
 	proto := firstSet(os.Getenv(EnvTracesProtocol), os.Getenv(EnvProtocol), defaultProtocolEnv)
+	protoVar := EnvProtocol // the variable that chose proto, for the error
+	if firstSet(os.Getenv(EnvTracesProtocol)) != "" {
+		protoVar = EnvTracesProtocol
+	}
 	var exp sdktrace.SpanExporter
 	switch proto {
 	case protocolHTTP:
@@ -114,7 +118,7 @@ func FromEnv(ctx context.Context, d Defaults, log *slog.Logger) (*Provider, erro
 	case protocolGRPC:
 		exp, err = otlptracegrpc.New(ctx)
 	default:
-		return nil, fmt.Errorf("%s=%q: agentfleet exports traces over %q or %q", EnvProtocol, proto, protocolHTTP, protocolGRPC)
+		return nil, fmt.Errorf("%s=%q: agentfleet exports traces over %q or %q", protoVar, proto, protocolHTTP, protocolGRPC)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("trace exporter (%s): %w", proto, err)
