@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -15,6 +17,14 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/tools"
+	"github.com/agentfleet/agentfleet/internal/tracing"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 // BenchmarkCallWithEvents measures one whole tool call as a session makes
@@ -23,10 +33,69 @@ import (
 // client, and a worker serving an echo tool. Its allocations are the
 // call's, both sides together.
 func BenchmarkCallWithEvents(b *testing.B) {
+	benchCallWithEvents(b, context.Background(), nil, nil)
+}
+
+// BenchmarkCallWithEventsTraced is BenchmarkCallWithEvents with tracing
+// set up on both sides as the OTEL_* variables set it up: an SDK tracer
+// provider for each, with a batch span processor and the OTLP/HTTP
+// exporter, both sending to a receiver in this process that decodes what
+// they send. The calls run under one turn's span, started once, so the
+// figures are a call's own cost of tracing: its span in the pipeline, the
+// trace context in its request, the worker's span, and their export.
+//
+//   - on: every span is sampled. spans/op counts the spans the receiver
+//     got per call, 2 when none were dropped.
+//   - sampled-out: both providers sample parentbased_always_off, so the
+//     turn's span does not record: the pipeline starts no span and the
+//     request carries no trace context, and the worker's span, a root,
+//     does not record either.
+func BenchmarkCallWithEventsTraced(b *testing.B) {
+	for _, tc := range []struct {
+		name    string
+		sampler sdktrace.Sampler
+	}{
+		{"on", sdktrace.ParentBased(sdktrace.AlwaysSample())},
+		{"sampled-out", sdktrace.ParentBased(sdktrace.NeverSample())},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			rcv := newOTLPCounter(b)
+			orch := newBenchProvider(b, rcv.url, "bench-orchestrator", tc.sampler)
+			work := newBenchProvider(b, rcv.url, "bench-worker", tc.sampler)
+			ctx, turn := orch.Tracer(tracing.Scope).Start(context.Background(), "turn")
+			b.Cleanup(func() { turn.End() })
+			if got, want := tracing.Recording(ctx), tc.name == "on"; got != want {
+				b.Fatalf("turn span recording = %v, want %v", got, want)
+			}
+			benchCallWithEvents(b, ctx, work.Tracer(tracing.Scope), func(b *testing.B, run func()) {
+				// Whatever a run leaves in the batch processors is
+				// exported before the next begins, outside the timer.
+				flush := func() {
+					for _, tp := range []*sdktrace.TracerProvider{orch, work} {
+						if err := tp.ForceFlush(context.Background()); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				flush()
+				spans0 := rcv.spans.Load()
+				run()
+				b.StopTimer()
+				flush()
+				b.ReportMetric(float64(rcv.spans.Load()-spans0)/float64(b.N), "spans/op")
+			})
+		})
+	}
+}
+
+// benchCallWithEvents measures calls made under ctx through a worker with
+// tracer (nil: the worker does not trace), one after another and 32 at
+// once per CPU. around, if set, runs each measurement.
+func benchCallWithEvents(b *testing.B, ctx context.Context, tracer trace.Tracer, around func(b *testing.B, run func())) {
 	srv := bustest.MustRunNATS(b)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	text := strings.Repeat("x", 200)
-	serveEcho(b, srv)
+	serveEchoTraced(b, srv, tracer)
 	nc := bustest.MustConnect(b, srv)
 	c, err := bus.NewToolClient(nc, bus.ClientConfig{})
 	if err != nil {
@@ -44,26 +113,94 @@ func BenchmarkCallWithEvents(b *testing.B) {
 	args := map[string]any{"text": text}
 	var ids atomic.Uint64
 	call := func() {
-		out := p.Run(context.Background(), pctx, nil, []agentfleet.ToolCall{{ID: "call_" + strconv.FormatUint(ids.Add(1), 36), Name: "echo", Arguments: args}}).Outcomes[0]
+		out := p.Run(ctx, pctx, nil, []agentfleet.ToolCall{{ID: "call_" + strconv.FormatUint(ids.Add(1), 36), Name: "echo", Arguments: args}}).Outcomes[0]
 		if out.IsError || agentfleet.JoinText(out.Result.Content) != text {
 			b.Fatalf("outcome %+v", out.Result)
 		}
 	}
+	if around == nil {
+		around = func(_ *testing.B, run func()) { run() }
+	}
 	b.Run("sequential", func(b *testing.B) {
 		b.ReportAllocs()
-		for b.Loop() {
-			call()
-		}
-	})
-	b.Run("parallel", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetParallelism(32)
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
+		around(b, func() {
+			for b.Loop() {
 				call()
 			}
 		})
 	})
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetParallelism(32)
+		around(b, func() {
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					call()
+				}
+			})
+		})
+	})
+}
+
+// newBenchProvider returns a tracer provider for service, sampling with
+// sampler and exporting in batches over OTLP/HTTP to url, shut down when
+// b ends.
+func newBenchProvider(b *testing.B, url, service string, sampler sdktrace.Sampler) *sdktrace.TracerProvider {
+	b.Helper()
+	exp, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(url+"/v1/traces"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithSampler(sampler),
+		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", service))))
+	b.Cleanup(func() {
+		if err := tp.Shutdown(context.Background()); err != nil {
+			b.Error(err)
+		}
+	})
+	return tp
+}
+
+// otlpCounter is an OTLP/HTTP trace receiver that decodes each export
+// request, as a collector would, and only counts its spans: a benchmark
+// exports far too many to keep.
+type otlpCounter struct {
+	url   string
+	spans atomic.Int64
+}
+
+func newOTLPCounter(b *testing.B) *otlpCounter {
+	b.Helper()
+	r := &otlpCounter{}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/traces", func(w http.ResponseWriter, req *http.Request) {
+		body, err := io.ReadAll(req.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		var ex coltrace.ExportTraceServiceRequest
+		if err := proto.Unmarshal(body, &ex); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		n := 0
+		for _, rs := range ex.GetResourceSpans() {
+			for _, ss := range rs.GetScopeSpans() {
+				n += len(ss.GetSpans())
+			}
+		}
+		// Counted before the answer, so a flush that returns has been
+		// counted.
+		r.spans.Add(int64(n))
+		out, _ := proto.Marshal(&coltrace.ExportTraceServiceResponse{})
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.Write(out)
+	})
+	srv := httptest.NewServer(mux)
+	b.Cleanup(srv.Close)
+	r.url = srv.URL
+	return r
 }
 
 // benchEnvelope fills in the envelope of events as a session does.
