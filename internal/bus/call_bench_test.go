@@ -23,8 +23,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
-	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	"google.golang.org/protobuf/proto"
 )
 
 // BenchmarkCallWithEvents measures one whole tool call as a session makes
@@ -39,29 +37,36 @@ func BenchmarkCallWithEvents(b *testing.B) {
 // BenchmarkCallWithEventsTraced is BenchmarkCallWithEvents with tracing
 // set up on both sides as the OTEL_* variables set it up: an SDK tracer
 // provider for each, with a batch span processor and the OTLP/HTTP
-// exporter, both sending to a receiver in this process that decodes what
-// they send. The calls run under one turn's span, started once, so the
-// figures are a call's own cost of tracing: its span in the pipeline, the
-// trace context in its request, the worker's span, and their export.
+// exporter, both sending to a receiver in this process that reads each
+// request and throws it away (a collector's decoding is not the call's
+// cost). The calls run under one turn's span, started once, so the figures
+// are a call's own cost of tracing: its span in the pipeline, the trace
+// context in its request, the worker's span, and their export.
 //
-//   - on: every span is sampled. spans/op counts the spans the receiver
-//     got per call, 2 when none were dropped.
+//   - on: every span is sampled. spans/op counts the spans exported per
+//     call, 2 when the batch processors dropped none.
 //   - sampled-out: both providers sample parentbased_always_off, so the
 //     turn's span does not record: the pipeline starts no span and the
 //     request carries no trace context, and the worker's span, a root,
 //     does not record either.
+//   - sampled-out,worker-always-on: the worker samples as the SDK does by
+//     default, parentbased_always_on, so it records a root span of its own
+//     for each call of the unsampled turn.
 func BenchmarkCallWithEventsTraced(b *testing.B) {
+	on, off := sdktrace.ParentBased(sdktrace.AlwaysSample()), sdktrace.ParentBased(sdktrace.NeverSample())
 	for _, tc := range []struct {
-		name    string
-		sampler sdktrace.Sampler
+		name         string
+		orch, worker sdktrace.Sampler
 	}{
-		{"on", sdktrace.ParentBased(sdktrace.AlwaysSample())},
-		{"sampled-out", sdktrace.ParentBased(sdktrace.NeverSample())},
+		{"on", on, on},
+		{"sampled-out", off, off},
+		{"sampled-out,worker-always-on", off, on},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			rcv := newOTLPCounter(b)
-			orch := newBenchProvider(b, rcv.url, "bench-orchestrator", tc.sampler)
-			work := newBenchProvider(b, rcv.url, "bench-worker", tc.sampler)
+			url := startOTLPDiscard(b)
+			var exported atomic.Int64
+			orch := newBenchProvider(b, url, "bench-orchestrator", tc.orch, &exported)
+			work := newBenchProvider(b, url, "bench-worker", tc.worker, &exported)
 			ctx, turn := orch.Tracer(tracing.Scope).Start(context.Background(), "turn")
 			b.Cleanup(func() { turn.End() })
 			if got, want := tracing.Recording(ctx), tc.name == "on"; got != want {
@@ -78,11 +83,11 @@ func BenchmarkCallWithEventsTraced(b *testing.B) {
 					}
 				}
 				flush()
-				spans0 := rcv.spans.Load()
+				spans0 := exported.Load()
 				run()
 				b.StopTimer()
 				flush()
-				b.ReportMetric(float64(rcv.spans.Load()-spans0)/float64(b.N), "spans/op")
+				b.ReportMetric(float64(exported.Load()-spans0)/float64(b.N), "spans/op")
 			})
 		})
 	}
@@ -144,14 +149,14 @@ func benchCallWithEvents(b *testing.B, ctx context.Context, tracer trace.Tracer,
 
 // newBenchProvider returns a tracer provider for service, sampling with
 // sampler and exporting in batches over OTLP/HTTP to url, shut down when
-// b ends.
-func newBenchProvider(b *testing.B, url, service string, sampler sdktrace.Sampler) *sdktrace.TracerProvider {
+// b ends. It adds the spans it exports to exported.
+func newBenchProvider(b *testing.B, url, service string, sampler sdktrace.Sampler, exported *atomic.Int64) *sdktrace.TracerProvider {
 	b.Helper()
 	exp, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(url+"/v1/traces"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithSampler(sampler),
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(countingExporter{exp, exported}), sdktrace.WithSampler(sampler),
 		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", service))))
 	b.Cleanup(func() {
 		if err := tp.Shutdown(context.Background()); err != nil {
@@ -161,46 +166,38 @@ func newBenchProvider(b *testing.B, url, service string, sampler sdktrace.Sample
 	return tp
 }
 
-// otlpCounter is an OTLP/HTTP trace receiver that decodes each export
-// request, as a collector would, and only counts its spans: a benchmark
-// exports far too many to keep.
-type otlpCounter struct {
-	url   string
-	spans atomic.Int64
+// countingExporter counts the spans its exporter sent.
+type countingExporter struct {
+	sdktrace.SpanExporter
+	spans *atomic.Int64
 }
 
-func newOTLPCounter(b *testing.B) *otlpCounter {
+func (e countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	err := e.SpanExporter.ExportSpans(ctx, spans)
+	if err == nil {
+		e.spans.Add(int64(len(spans)))
+	}
+	return err
+}
+
+// startOTLPDiscard starts an OTLP/HTTP trace receiver that reads each
+// request to its end, throws it away and accepts every span; it returns
+// its base URL.
+func startOTLPDiscard(b *testing.B) string {
 	b.Helper()
-	r := &otlpCounter{}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/traces", func(w http.ResponseWriter, req *http.Request) {
-		body, err := io.ReadAll(req.Body)
-		if err != nil {
+		if _, err := io.Copy(io.Discard, req.Body); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		var ex coltrace.ExportTraceServiceRequest
-		if err := proto.Unmarshal(body, &ex); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		n := 0
-		for _, rs := range ex.GetResourceSpans() {
-			for _, ss := range rs.GetScopeSpans() {
-				n += len(ss.GetSpans())
-			}
-		}
-		// Counted before the answer, so a flush that returns has been
-		// counted.
-		r.spans.Add(int64(n))
-		out, _ := proto.Marshal(&coltrace.ExportTraceServiceResponse{})
+		// An empty ExportTraceServiceResponse.
 		w.Header().Set("Content-Type", "application/x-protobuf")
-		w.Write(out)
+		w.WriteHeader(http.StatusOK)
 	})
 	srv := httptest.NewServer(mux)
 	b.Cleanup(srv.Close)
-	r.url = srv.URL
-	return r
+	return srv.URL
 }
 
 // benchEnvelope fills in the envelope of events as a session does.
