@@ -21,6 +21,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/tools"
 	"github.com/vmihailenco/msgpack/v5"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // DispatchConfig configures the dispatch benchmark.
@@ -43,8 +44,8 @@ type DispatchConfig struct {
 	// WorkerConcurrency is the worker's limit; it exceeds the largest
 	// in-flight count so that no call is refused.
 	WorkerConcurrency int `json:"worker_concurrency"`
-	// Methods lists the methods to measure; all four by default. One
-	// method alone is for profiling it.
+	// Methods lists the methods to measure: all but prod-traced by
+	// default. One method alone is for profiling it.
 	Methods []string `json:"methods"`
 
 	inFlight, methods string
@@ -59,7 +60,7 @@ func (c *DispatchConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.inFlight, "in-flight", "1,16,64", "comma-separated calls in flight of the throughput runs")
 	fs.IntVar(&c.Payload, "payload", 200, "bytes of the text argument, and so of the result")
 	fs.IntVar(&c.WorkerConcurrency, "worker-concurrency", 256, "concurrency limit of the worker")
-	fs.StringVar(&c.methods, "methods", "raw,nats,full,prod,local", "comma-separated methods to measure (raw, nats, full, prod, local); one alone is for profiling it")
+	fs.StringVar(&c.methods, "methods", strings.Join(defaultMethods, ","), "comma-separated methods to measure (raw, nats, full, prod, prod-traced, local); one alone is for profiling it")
 }
 
 func (c *DispatchConfig) check() error {
@@ -70,13 +71,13 @@ func (c *DispatchConfig) check() error {
 	c.Methods = nil
 	for _, f := range strings.Split(c.methods, ",") {
 		switch f = strings.TrimSpace(f); f {
-		case methodRaw, methodNATS, methodFull, methodProd, methodLocal:
+		case methodRaw, methodNATS, methodFull, methodProd, methodProdTraced, methodLocal:
 			if slices.Contains(c.Methods, f) {
 				return fmt.Errorf("--methods: %q twice", f)
 			}
 			c.Methods = append(c.Methods, f)
 		default:
-			return fmt.Errorf("--methods: %q is not one of raw, nats, full, prod, local", f)
+			return fmt.Errorf("--methods: %q is not one of raw, nats, full, prod, prod-traced, local", f)
 		}
 	}
 	switch {
@@ -116,10 +117,20 @@ const (
 	methodFull  = "full"  // (b) pipeline + ToolClient + events, worker process
 	methodProd  = "prod"  // (b) as an orchestrator runs it: its sink, metrics, logging at info
 	methodLocal = "local" // (c) pipeline + in-process handler + events
+	// methodProdTraced is prod with tracing on in both processes
+	// (trace.go); it is measured only when --methods names it.
+	methodProdTraced = "prod-traced"
 )
 
+// defaultMethods are the methods measured unless --methods says otherwise.
+var defaultMethods = []string{methodRaw, methodNATS, methodFull, methodProd, methodLocal}
+
 // allMethods is the order in which the report lists the methods.
-var allMethods = []string{methodRaw, methodNATS, methodFull, methodProd, methodLocal}
+var allMethods = []string{methodRaw, methodNATS, methodFull, methodProd, methodProdTraced, methodLocal}
+
+// pipelineMethods are the methods whose calls go through the pipeline and
+// publish events.
+var pipelineMethods = []string{methodFull, methodProd, methodProdTraced, methodLocal}
 
 // dispatchBench holds the three methods of the dispatch benchmark.
 type dispatchBench struct {
@@ -130,9 +141,14 @@ type dispatchBench struct {
 	remotePipe *pipeline.Pipeline
 	prodPipe   *pipeline.Pipeline
 	localPipe  *pipeline.Pipeline
-	remoteCtx  *pipeline.Context
-	localCtx   *pipeline.Context
-	assistant  *agentfleet.AssistantMessage
+	// tracedPipe is prodPipe's twin for prod-traced, and turn the recording
+	// span its calls run under, as a turn's tool calls do.
+	tracedPipe  *pipeline.Pipeline
+	turn        trace.Span
+	tracedCalls atomic.Int64
+	remoteCtx   *pipeline.Context
+	localCtx    *pipeline.Context
+	assistant   *agentfleet.AssistantMessage
 }
 
 func (d *dispatchBench) nextID() string { return "call_" + strconv.FormatUint(d.ids.Add(1), 36) }
@@ -171,6 +187,18 @@ func (d *dispatchBench) prod(ctx context.Context) error {
 	b := d.prodPipe.Run(ctx, d.remoteCtx, d.assistant, []agentfleet.ToolCall{{ID: d.nextID(), Name: toolEcho, Arguments: d.args}})
 	o := b.Outcomes[0]
 	return d.check(methodProd, o.Result, o.IsError)
+}
+
+// prodTraced is prod with tracing on: the call runs under a turn's
+// recording span, so the pipeline starts the call's span, the request
+// carries its trace context, and the traced worker starts its own span.
+// Every call is under the same turn, so what it adds is the call's own
+// tracing.
+func (d *dispatchBench) prodTraced(ctx context.Context) error {
+	d.tracedCalls.Add(1)
+	b := d.tracedPipe.Run(trace.ContextWithSpan(ctx, d.turn), d.remoteCtx, d.assistant, []agentfleet.ToolCall{{ID: d.nextID(), Name: toolEcho, Arguments: d.args}})
+	o := b.Outcomes[0]
+	return d.check(methodProdTraced, o.Result, o.IsError)
 }
 
 // local is method (c): the same pipeline, the tool run in-process.
@@ -260,20 +288,28 @@ func (m *Main) runDispatch(ctx context.Context) (_ report, err error) {
 	sink := &envelope{agent: "bench", session: "dispatch", runID: "dispatch-run", next: pub}
 
 	// The prod method's parts, as cmd/orchestrator builds them.
-	prodMetrics := metrics.NewOrchestrator()
-	prodClient, err := bus.NewToolClient(nc, bus.ClientConfig{Observe: func(tool, outcome, _ string) {
-		if outcome == "busy" {
-			busy.Add(1)
+	newProd := func(prefix string) (*pipeline.Pipeline, *bus.ToolClient, error) {
+		prodMetrics := metrics.NewOrchestrator()
+		prodClient, err := bus.NewToolClient(nc, bus.ClientConfig{Prefix: prefix, Observe: func(tool, outcome, _ string) {
+			if outcome == "busy" {
+				busy.Add(1)
+			}
+			prodMetrics.ToolAttempt(tool, outcome)
+		}})
+		if err != nil {
+			return nil, nil, err
 		}
-		prodMetrics.ToolAttempt(tool, outcome)
-	}})
+		prodLog := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		prodSink := &envelope{agent: "bench", session: "dispatch", runID: "dispatch-run",
+			next: orchestrator.NewSink("fleetbench", prodMetrics, pub, prodLog)}
+		return pipeline.New(pipeline.Config{Mode: pipeline.Parallel, Executor: prodClient, Sink: prodSink,
+			Agent: prodSink.agent, Session: prodSink.session, RunID: prodSink.runID}), prodClient, nil
+	}
+	prodPipe, prodClient, err := newProd("")
 	if err != nil {
 		return nil, err
 	}
 	defer prodClient.Close()
-	prodLog := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	prodSink := &envelope{agent: "bench", session: "dispatch", runID: "dispatch-run",
-		next: orchestrator.NewSink("fleetbench", prodMetrics, pub, prodLog)}
 
 	var g gauge
 	remoteStore := tools.NewStore("bench")
@@ -288,12 +324,26 @@ func (m *Main) runDispatch(ctx context.Context) (_ report, err error) {
 	d := &dispatchBench{
 		nc: nc, text: text, args: map[string]any{"text": text},
 		remotePipe: pipeline.New(pipeline.Config{Executor: client, Sink: sink, Agent: sink.agent, Session: sink.session, RunID: sink.runID}),
-		prodPipe: pipeline.New(pipeline.Config{Mode: pipeline.Parallel, Executor: prodClient, Sink: prodSink,
-			Agent: prodSink.agent, Session: prodSink.session, RunID: prodSink.runID}),
-		localPipe: pipeline.New(pipeline.Config{Sink: sink, Agent: sink.agent, Session: sink.session, RunID: sink.runID}),
-		remoteCtx: &pipeline.Context{Tools: remoteStore},
-		localCtx:  &pipeline.Context{Tools: localStore},
-		assistant: &agentfleet.AssistantMessage{Role: agentfleet.RoleAssistant},
+		prodPipe:   prodPipe,
+		localPipe:  pipeline.New(pipeline.Config{Sink: sink, Agent: sink.agent, Session: sink.session, RunID: sink.runID}),
+		remoteCtx:  &pipeline.Context{Tools: remoteStore},
+		localCtx:   &pipeline.Context{Tools: localStore},
+		assistant:  &agentfleet.AssistantMessage{Role: agentfleet.RoleAssistant},
+	}
+	var traced *tracedProd
+	if slices.Contains(c.Methods, methodProdTraced) {
+		// The same parts as prod's, on a prefix of their own where only the
+		// traced worker serves.
+		pipe, client, err := newProd(tracedPrefix)
+		if err != nil {
+			return nil, err
+		}
+		defer client.Close()
+		if traced, err = m.startTracedProd(ctx, c.WorkerConcurrency); err != nil {
+			return nil, err
+		}
+		defer func() { err = errors.Join(err, traced.finish()) }()
+		d.tracedPipe, d.turn = pipe, traced.turn
 	}
 	var methods []dispatchMethod
 	for _, name := range c.Methods {
@@ -311,6 +361,8 @@ func (m *Main) runDispatch(ctx context.Context) (_ report, err error) {
 			methods = append(methods, harnessMethod(name, d.full, cpuMeter{[]*child{worker}}))
 		case methodProd:
 			methods = append(methods, harnessMethod(name, d.prod, cpuMeter{[]*child{worker}}))
+		case methodProdTraced:
+			methods = append(methods, harnessMethod(name, d.prodTraced, cpuMeter{[]*child{traced.worker}}))
 		case methodLocal:
 			methods = append(methods, harnessMethod(name, d.local, cpuMeter{}))
 		}
@@ -341,7 +393,7 @@ func (m *Main) runDispatch(ctx context.Context) (_ report, err error) {
 				return nil, fmt.Errorf("%s: %w", mt.name, err)
 			}
 			round.Latency[mt.name] = summarize(ds)
-			if mt.name == methodFull || mt.name == methodProd || mt.name == methodLocal {
+			if slices.Contains(pipelineMethods, mt.name) {
 				pipelineCalls += int64(len(ds))
 			}
 		}
@@ -362,7 +414,7 @@ func (m *Main) runDispatch(ctx context.Context) (_ report, err error) {
 				cpu := CPUPerCall{Self: ratio(us(self1-self0), calls), Child: ratio(us(child1-child0), calls), Server: ratio(us(srv1-srv0), calls)}
 				cpu.Total = cpu.Self + cpu.Child + cpu.Server
 				rr.PerSec[mt.name], rr.CPU[mt.name] = rate.PerSec, cpu
-				if mt.name == methodFull || mt.name == methodProd || mt.name == methodLocal {
+				if slices.Contains(pipelineMethods, mt.name) {
 					pipelineCalls += rate.Calls
 				}
 				if mt.name == methodFull {
@@ -375,6 +427,14 @@ func (m *Main) runDispatch(ctx context.Context) (_ report, err error) {
 		rep.Rounds = append(rep.Rounds, round)
 	}
 	rep.EventsPerCall = ratio(float64(pub.Published()-ev0), float64(pipelineCalls))
+	if traced != nil {
+		// Every span out, the worker's too, before they are counted.
+		if err := traced.finish(); err != nil {
+			return nil, err
+		}
+		rep.TraceExport = &traced.export
+		rep.TraceExport.Calls = d.tracedCalls.Load()
+	}
 	rep.summarize(busyAt)
 	return rep, nil
 }

@@ -34,8 +34,15 @@ type DispatchReport struct {
 	RecheckRatio map[string]Spread `json:"latency_ratio_nats_raw"`
 	// ProdRatio is prod/raw for each percentile: what an orchestrator's
 	// call costs against the raw one.
-	ProdRatio  map[string]Spread `json:"latency_ratio_prod_raw"`
-	Throughput []DispatchRate    `json:"throughput"`
+	ProdRatio map[string]Spread `json:"latency_ratio_prod_raw"`
+	// TracedProdRatio is prod-traced/prod for each percentile, the cost of
+	// tracing a call, and TracedRawRatio prod-traced/raw; when prod-traced
+	// was measured.
+	TracedProdRatio map[string]Spread `json:"latency_ratio_prod_traced_prod,omitempty"`
+	TracedRawRatio  map[string]Spread `json:"latency_ratio_prod_traced_raw,omitempty"`
+	// TraceExport is what prod-traced exported, when it was measured.
+	TraceExport *TraceExport   `json:"trace_export,omitempty"`
+	Throughput  []DispatchRate `json:"throughput"`
 	// EventsPerCall is the number of events the full and local paths
 	// published per call.
 	EventsPerCall float64         `json:"events_per_call"`
@@ -63,20 +70,25 @@ type RoundRate struct {
 // DispatchRate is the throughput of each method at one in-flight count:
 // medians over the rounds, and the range of the per-round ratios.
 type DispatchRate struct {
-	InFlight      int     `json:"in_flight"`
-	Raw           float64 `json:"raw_per_sec"`
-	NATS          float64 `json:"nats_per_sec"`
-	Full          float64 `json:"full_per_sec"`
-	Prod          float64 `json:"prod_per_sec"`
-	Local         float64 `json:"local_per_sec"`
-	RatioFullRaw  float64 `json:"ratio_full_raw"`
-	RatioFullLoc  float64 `json:"ratio_full_local"`
-	RangeFullRaw  Spread  `json:"ratio_full_raw_range"`
-	RangeFullLoc  Spread  `json:"ratio_full_local_range"`
-	RangeNATSRaw  Spread  `json:"ratio_nats_raw_range"`
-	RangeProdRaw  Spread  `json:"ratio_prod_raw_range"`
-	BusyRefusals  int64   `json:"busy_refusals"`
-	FullCallsDone int64   `json:"full_calls"`
+	InFlight     int     `json:"in_flight"`
+	Raw          float64 `json:"raw_per_sec"`
+	NATS         float64 `json:"nats_per_sec"`
+	Full         float64 `json:"full_per_sec"`
+	Prod         float64 `json:"prod_per_sec"`
+	Local        float64 `json:"local_per_sec"`
+	ProdTraced   float64 `json:"prod_traced_per_sec,omitempty"`
+	RatioFullRaw float64 `json:"ratio_full_raw"`
+	RatioFullLoc float64 `json:"ratio_full_local"`
+	RangeFullRaw Spread  `json:"ratio_full_raw_range"`
+	RangeFullLoc Spread  `json:"ratio_full_local_range"`
+	RangeNATSRaw Spread  `json:"ratio_nats_raw_range"`
+	RangeProdRaw Spread  `json:"ratio_prod_raw_range"`
+	// RangeTracedProd and RangeTracedRaw are prod-traced/prod and
+	// prod-traced/raw, when prod-traced was measured.
+	RangeTracedProd Spread `json:"ratio_prod_traced_prod_range,omitzero"`
+	RangeTracedRaw  Spread `json:"ratio_prod_traced_raw_range,omitzero"`
+	BusyRefusals    int64  `json:"busy_refusals"`
+	FullCallsDone   int64  `json:"full_calls"`
 	// CPU is the median CPU time each method used per call, by this
 	// process (client, events, and an embedded NATS server), by its child
 	// process (responder or worker) and by a NATS server child process.
@@ -85,6 +97,8 @@ type DispatchRate struct {
 	// the raw one's, and RangeCPU its range.
 	RatioCPU float64 `json:"ratio_cpu_full_raw"`
 	RangeCPU Spread  `json:"ratio_cpu_full_raw_range"`
+	// RangeCPUTraced is prod-traced's total CPU per call over prod's.
+	RangeCPUTraced Spread `json:"ratio_cpu_prod_traced_prod_range,omitzero"`
 }
 
 // CPUPerCall is CPU time per call, in microseconds.
@@ -139,6 +153,7 @@ func (r *DispatchReport) summarize(busy []int64) {
 	}
 	r.LatencyRatioRange, r.RecheckRatio = latRatio(methodFull, methodRaw), latRatio(methodNATS, methodRaw)
 	r.ProdRatio = latRatio(methodProd, methodRaw)
+	r.TracedProdRatio, r.TracedRawRatio = latRatio(methodProdTraced, methodProd), latRatio(methodProdTraced, methodRaw)
 	r.LatencyRatio = map[string]float64{}
 	for p, s := range r.LatencyRatioRange {
 		r.LatencyRatio[p] = s.Median
@@ -151,6 +166,7 @@ func (r *DispatchReport) summarize(busy []int64) {
 		}
 		rate := func(name string) float64 { return median(at(func(t RoundRate) float64 { return t.PerSec[name] })) }
 		row.Raw, row.NATS, row.Full, row.Prod, row.Local = rate(methodRaw), rate(methodNATS), rate(methodFull), rate(methodProd), rate(methodLocal)
+		row.ProdTraced = rate(methodProdTraced)
 		rateRatio := func(a, b string) Spread {
 			if !r.has(a) || !r.has(b) {
 				return Spread{}
@@ -159,6 +175,7 @@ func (r *DispatchReport) summarize(busy []int64) {
 		}
 		row.RangeFullRaw, row.RangeFullLoc, row.RangeNATSRaw = rateRatio(methodFull, methodRaw), rateRatio(methodFull, methodLocal), rateRatio(methodNATS, methodRaw)
 		row.RangeProdRaw = rateRatio(methodProd, methodRaw)
+		row.RangeTracedProd, row.RangeTracedRaw = rateRatio(methodProdTraced, methodProd), rateRatio(methodProdTraced, methodRaw)
 		row.RatioFullRaw, row.RatioFullLoc = row.RangeFullRaw.Median, row.RangeFullLoc.Median
 		for _, name := range r.Config.Methods {
 			cpu := func(f func(CPUPerCall) float64) float64 {
@@ -172,6 +189,9 @@ func (r *DispatchReport) summarize(busy []int64) {
 		if r.has(methodFull) && r.has(methodRaw) {
 			row.RangeCPU = spreadOf(at(func(t RoundRate) float64 { return ratio(t.CPU[methodFull].Total, t.CPU[methodRaw].Total) }))
 			row.RatioCPU = row.RangeCPU.Median
+		}
+		if r.has(methodProdTraced) && r.has(methodProd) {
+			row.RangeCPUTraced = spreadOf(at(func(t RoundRate) float64 { return ratio(t.CPU[methodProdTraced].Total, t.CPU[methodProd].Total) }))
 		}
 		for _, rd := range r.Rounds {
 			row.FullCallsDone += rd.Throughput[i].FullCalls
@@ -210,6 +230,9 @@ func (r *DispatchReport) writeTables(w io.Writer) {
 	fmt.Fprintln(w, "  nats  = raw re-checked: plain nats.go, nc.Request in a loop / in goroutines, request encoded once, same responder")
 	fmt.Fprintln(w, "  full  = pipeline prepare/execute/finalize + ToolClient + events, worker process")
 	fmt.Fprintln(w, "  prod  = full as an orchestrator runs it: parallel mode, its event sink with metrics, JSON log at info")
+	if r.has(methodProdTraced) {
+		fmt.Fprintln(w, "  prod-traced = prod with tracing on: OTLP/HTTP batch export from this process and a traced worker process, calls under a recording turn span")
+	}
 	fmt.Fprintln(w, "  local = the same pipeline and events, tool run in-process")
 	var orders []string
 	for _, rd := range r.Rounds {
@@ -230,7 +253,8 @@ func (r *DispatchReport) writeTables(w io.Writer) {
 	for _, rr := range []struct {
 		name string
 		s    map[string]Spread
-	}{{"full/raw", r.LatencyRatioRange}, {"prod/raw", r.ProdRatio}, {"nats/raw", r.RecheckRatio}} {
+	}{{"full/raw", r.LatencyRatioRange}, {"prod/raw", r.ProdRatio}, {"nats/raw", r.RecheckRatio},
+		{"prod-traced/raw", r.TracedRawRatio}, {"prod-traced/prod", r.TracedProdRatio}} {
 		if rr.s != nil {
 			fmt.Fprintf(tw, "%s\t\t%s\t%s\t%s\t\t\t\n", rr.name, rr.s["p50"].x(2), rr.s["p90"].x(2), rr.s["p99"].x(2))
 		}
@@ -240,10 +264,19 @@ func (r *DispatchReport) writeTables(w io.Writer) {
 
 	fmt.Fprintln(w, "\nThroughput (calls/s, median over rounds)")
 	tw = table(w)
-	fmt.Fprintln(tw, "in flight\traw\tnats\tfull\tprod\tlocal\tfull/raw\tprod/raw\tfull/local\tnats/raw\tbusy refusals\t")
+	traced := r.has(methodProdTraced)
+	head := "in flight\traw\tnats\tfull\tprod\tlocal\tfull/raw\tprod/raw\tfull/local\tnats/raw\t"
+	if traced {
+		head += "prod-traced\tprod-traced/raw\tprod-traced/prod\t"
+	}
+	fmt.Fprintln(tw, head+"busy refusals\t")
 	for _, t := range r.Throughput {
-		fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%s\t%s\t%s\t%s\t%d\t\n", t.InFlight, t.Raw, t.NATS, t.Full, t.Prod, t.Local,
-			t.RangeFullRaw.x(2), t.RangeProdRaw.x(2), t.RangeFullLoc.x(3), t.RangeNATSRaw.x(2), t.BusyRefusals)
+		fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%s\t%s\t%s\t%s\t", t.InFlight, t.Raw, t.NATS, t.Full, t.Prod, t.Local,
+			t.RangeFullRaw.x(2), t.RangeProdRaw.x(2), t.RangeFullLoc.x(3), t.RangeNATSRaw.x(2))
+		if traced {
+			fmt.Fprintf(tw, "%.0f\t%s\t%s\t", t.ProdTraced, t.RangeTracedRaw.x(2), t.RangeTracedProd.x(2))
+		}
+		fmt.Fprintf(tw, "%d\t\n", t.BusyRefusals)
 	}
 	tw.Flush()
 	who := "this process + child process"
@@ -254,7 +287,11 @@ func (r *DispatchReport) writeTables(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\nCPU per call during the throughput runs (µs, median over rounds: %s)\n", who)
 	tw = table(w)
-	fmt.Fprintln(tw, "in flight\traw\tnats\tfull\tprod\tlocal\tfull/raw\t")
+	head = "in flight\traw\tnats\tfull\tprod\tlocal\tfull/raw\t"
+	if traced {
+		head += "prod-traced\tprod-traced/prod\t"
+	}
+	fmt.Fprintln(tw, head)
 	for _, t := range r.Throughput {
 		cell := func(name string) string {
 			c := t.CPU[name]
@@ -263,9 +300,20 @@ func (r *DispatchReport) writeTables(w io.Writer) {
 			}
 			return fmt.Sprintf("%.1f + %.1f", c.Self, c.Child)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", t.InFlight, cell(methodRaw), cell(methodNATS), cell(methodFull), cell(methodProd), cell(methodLocal), t.RangeCPU.x(2))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t", t.InFlight, cell(methodRaw), cell(methodNATS), cell(methodFull), cell(methodProd), cell(methodLocal), t.RangeCPU.x(2))
+		if traced {
+			fmt.Fprintf(tw, "%s\t%s\t", cell(methodProdTraced), t.RangeCPUTraced.x(2))
+		}
+		fmt.Fprintln(tw)
 	}
 	tw.Flush()
+	if traced {
+		fmt.Fprintln(w, "prod-traced: the CPU of the trace receiver, in this process, counts as this process's")
+	}
 	fmt.Fprintf(w, "events published per pipeline call: %.2f\n", r.EventsPerCall)
+	if e := r.TraceExport; e != nil {
+		fmt.Fprintf(w, "spans exported per prod-traced call: %.2f (%d spans, %d calls, warmup included; %d export requests, %.0f bytes per span)\n",
+			ratio(float64(e.Spans), float64(e.Calls)), e.Spans, e.Calls, e.Requests, ratio(float64(e.Bytes), float64(e.Spans)))
+	}
 	writeTargets(w, r.Targets)
 }

@@ -98,6 +98,48 @@ func TestDispatchServerProcess(t *testing.T) {
 	}
 }
 
+// TestDispatchTraced measures prod-traced side by side with prod, and
+// checks that every call's two spans, the pipeline's and the worker's,
+// reached the receiver.
+func TestDispatchTraced(t *testing.T) {
+	var rep DispatchReport
+	tables := runBench(t, &rep, "dispatch", "--samples", "30", "--rounds", "2", "--warmup", "2",
+		"--duration", "100ms", "--in-flight", "1,4", "--methods", "raw,prod,prod-traced")
+	for i, rd := range rep.Rounds {
+		if got, want := rd.Latency[methodProdTraced].N, 30; got != want {
+			t.Errorf("round %d: prod-traced latency samples = %d, want %d", i, got, want)
+		}
+	}
+	for _, ratios := range []map[string]Spread{rep.TracedProdRatio, rep.TracedRawRatio} {
+		for _, p := range []string{"p50", "p90", "p99"} {
+			if s := ratios[p]; s.Min <= 0 || s.Min > s.Median || s.Median > s.Max {
+				t.Errorf("%s ratio = %+v, want 0 < min <= median <= max", p, s)
+			}
+		}
+	}
+	for _, row := range rep.Throughput {
+		if row.ProdTraced <= 0 || row.RangeTracedProd.Median <= 0 || row.RangeCPUTraced.Median <= 0 {
+			t.Errorf("throughput at %d in flight = %+v, want prod-traced calls and ratios", row.InFlight, row)
+		}
+	}
+	e := rep.TraceExport
+	if e == nil || e.Calls == 0 {
+		t.Fatalf("trace export = %+v, want the prod-traced calls", e)
+	}
+	// Two spans a call, and the turn's.
+	if got, want := e.Spans, 2*e.Calls+1; got != want {
+		t.Errorf("spans exported = %d, want %d for %d calls", got, want, e.Calls)
+	}
+	if got, want := rep.EventsPerCall, 2.0; got != want {
+		t.Errorf("events per call = %v, want %v (tool.start and tool.end)", got, want)
+	}
+	for _, want := range []string{"prod-traced/prod", "prod-traced/raw", "spans exported per prod-traced call"} {
+		if !strings.Contains(tables, want) {
+			t.Errorf("tables lack %q:\n%s", want, tables)
+		}
+	}
+}
+
 // checkDispatch checks a dispatch report of every method, samples calls
 // per method per round and the given number of rounds.
 func checkDispatch(t *testing.T, rep *DispatchReport, tables string, samples, rounds int) {
@@ -106,10 +148,10 @@ func checkDispatch(t *testing.T, rep *DispatchReport, tables string, samples, ro
 		t.Fatalf("rounds = %d, want %d", got, rounds)
 	}
 	for i, rd := range rep.Rounds {
-		if got := len(rd.Order); got != len(allMethods) {
+		if got := len(rd.Order); got != len(defaultMethods) {
 			t.Errorf("round %d order = %v, want every method", i, rd.Order)
 		}
-		for _, name := range allMethods {
+		for _, name := range defaultMethods {
 			if got := rd.Latency[name].N; got != samples {
 				t.Errorf("round %d: %s latency samples = %d, want %d", i, name, got, samples)
 			}
@@ -118,7 +160,7 @@ func checkDispatch(t *testing.T, rep *DispatchReport, tables string, samples, ro
 			t.Errorf("round %d: throughput rows = %d, want %d", i, len(rd.Throughput), len(rep.Config.InFlight))
 		}
 	}
-	for _, name := range allMethods {
+	for _, name := range defaultMethods {
 		l := rep.Latency[name]
 		if got, want := l.N, samples*rounds; got != want {
 			t.Errorf("%s latency samples = %d, want %d", name, got, want)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/tracing"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // WorkerConfig configures the worker child process: a bus.ToolServer serving
@@ -22,6 +24,11 @@ type WorkerConfig struct {
 	Delay      time.Duration
 	Heartbeat  time.Duration
 	CPUProfile string
+	// Prefix is the subject prefix of the tools; default bus.DefaultPrefix.
+	Prefix string
+	// OTLPEndpoint, if set, is the base URL of an OTLP/HTTP receiver: the
+	// worker traces the calls it runs and exports the spans there.
+	OTLPEndpoint string
 }
 
 func (c *WorkerConfig) register(fs *flag.FlagSet) {
@@ -30,6 +37,8 @@ func (c *WorkerConfig) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Delay, "delay", 0, "if positive, the duration of every bench_sleep call, whatever its arguments")
 	fs.DurationVar(&c.Heartbeat, "heartbeat", time.Second, "interval of heartbeat frames during a call")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile of the worker to this file")
+	fs.StringVar(&c.Prefix, "prefix", "", "subject prefix of the tools (default "+bus.DefaultPrefix+")")
+	fs.StringVar(&c.OTLPEndpoint, "otlp-endpoint", "", "if set, trace the calls and export the spans over OTLP/HTTP to this base URL")
 }
 
 // WorkerStats is a worker's answer on its stats subject.
@@ -65,13 +74,23 @@ func (m *Main) runWorker(ctx context.Context) (err error) {
 		return err
 	}
 	defer nc.Close()
+	var tracer trace.Tracer
+	if c.OTLPEndpoint != "" {
+		tp, terr := newTracerProvider(ctx, c.OTLPEndpoint, "fleetbench-worker")
+		if terr != nil {
+			return terr
+		}
+		// After the drain below, so that the last calls' spans go too.
+		defer func() { err = errors.Join(err, shutdownTracer(tp)) }()
+		tracer = tp.Tracer(tracing.Scope)
+	}
 	var (
 		g    gauge
 		busy atomic.Uint64
 	)
 	srv, err := bus.Serve(nc, bus.ServerConfig{
-		Name: c.Name, Tools: benchTools(&g, c.Delay), Concurrency: c.Concurrency,
-		Heartbeat: c.Heartbeat, Logger: m.logger,
+		Name: c.Name, Prefix: c.Prefix, Tools: benchTools(&g, c.Delay), Concurrency: c.Concurrency,
+		Heartbeat: c.Heartbeat, Logger: m.logger, Tracer: tracer,
 		Observe: func(_, outcome string, _ time.Duration) {
 			if outcome == "busy" {
 				busy.Add(1)

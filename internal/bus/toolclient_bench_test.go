@@ -14,6 +14,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/nats-io/nats-server/v2/server"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // startEchoFleet starts a NATS server, a worker serving an echo tool and a
@@ -34,6 +35,12 @@ func startEchoFleet(b *testing.B) *bus.ToolClient {
 // argument, until the benchmark ends.
 func serveEcho(b *testing.B, srv *server.Server) {
 	b.Helper()
+	serveEchoTraced(b, srv, nil)
+}
+
+// serveEchoTraced is serveEcho with the worker's tracer set to tracer.
+func serveEchoTraced(b *testing.B, srv *server.Server, tracer trace.Tracer) {
+	b.Helper()
 	echo := &agentfleet.Tool{
 		ToolDef: agentfleet.ToolDef{Name: "echo", Description: "echo", Parallel: true},
 		Handler: agentfleet.HandlerFunc(func(ctx context.Context, c *agentfleet.Call) (*agentfleet.ToolResult, error) {
@@ -43,7 +50,7 @@ func serveEcho(b *testing.B, srv *server.Server) {
 	}
 	w, err := bus.Serve(bustest.MustConnect(b, srv), bus.ServerConfig{
 		Name: "bench", Tools: []*agentfleet.Tool{echo}, Concurrency: 1024,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Tracer: tracer,
 	})
 	if err != nil {
 		b.Fatal(err)
