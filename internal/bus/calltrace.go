@@ -46,6 +46,10 @@ func (c *call) endSpan() {
 		return
 	}
 	c.span = nil
+	if !span.IsRecording() {
+		span.End() // sampled out: nothing to write on it
+		return
+	}
 	end := time.Now()
 	began := c.began
 	if began.IsZero() {
