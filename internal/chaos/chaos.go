@@ -92,6 +92,10 @@ type Config struct {
 	KeepWorkDir bool
 	// Logf, if set, receives progress lines.
 	Logf func(format string, args ...any)
+	// TraceEndpoint, if set, is the OTLP/HTTP endpoint the orchestrators
+	// and tool workers export their traces to; Report.StoredRuns then
+	// says what the spans must agree with.
+	TraceEndpoint string
 }
 
 func (c *Config) defaults() error {
@@ -294,6 +298,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		rep.QuiesceError = qerr.Error()
 	}
 	rep.Faults = injected
+	rep.StoredRuns = storedRuns(hist)
 	rep.recoveries(hist)
 	rep.Exits = fl.exits
 	rep.ModelRequests, rep.ModelFailures = model.counts()

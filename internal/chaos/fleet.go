@@ -63,6 +63,7 @@ func newFleet(cfg *Config, dir, modelURL string) (*fleet, error) {
 			argv: []string{cfg.Toolworker, "--nats-url", f.url, "--tools", ToolEcho + "," + ToolSleep,
 				"--heartbeat", "100ms", "--http", "127.0.0.1:" + strconv.Itoa(port), "--log-level", "warn",
 				"--drain-timeout", "1s"},
+			env:   traceEnv(cfg),
 			ready: httpReady("http://127.0.0.1:" + strconv.Itoa(port) + "/readyz"),
 		})
 	}
@@ -88,7 +89,7 @@ func newFleet(cfg *Config, dir, modelURL string) (*fleet, error) {
 				"--log-level", "info", "--workers", "0", "--llm-stream=false", "--max-retry-delay", "1s",
 				"--ack-wait", cfg.AckWait.String(), "--stream-replicas", strconv.Itoa(cfg.NATSNodes),
 				"--shutdown-timeout", "500ms", "--data-dir", filepath.Join(dir, name+"-data")}, orchFlags...),
-			env:    []string{"OPENAI_BASE_URL=" + modelURL, "OPENAI_API_KEY=x", "OPENAI_MODEL=chaos"},
+			env:    append([]string{"OPENAI_BASE_URL=" + modelURL, "OPENAI_API_KEY=x", "OPENAI_MODEL=chaos"}, traceEnv(cfg)...),
 			marker: "orchestrator serving", unmarker: "lost the lead",
 			ready: httpReady("http://127.0.0.1:" + strconv.Itoa(port) + "/readyz"),
 		})
@@ -247,4 +248,13 @@ func orchestratorFlags(cfg *Config) ([]string, error) {
 		flags = append(flags, "--lease-ttl", cfg.LeaseTTL.String())
 	}
 	return flags, nil
+}
+
+// traceEnv is the environment that has a process export its traces to
+// cfg.TraceEndpoint, or none.
+func traceEnv(cfg *Config) []string {
+	if cfg.TraceEndpoint == "" {
+		return nil
+	}
+	return []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + cfg.TraceEndpoint, "OTEL_BSP_SCHEDULE_DELAY=100"}
 }

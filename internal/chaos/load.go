@@ -155,6 +155,7 @@ func publish(ctx context.Context, js jetstream.JetStream, p *plan, logf func(str
 func publishOne(ctx context.Context, js jetstream.JetStream, sem chan struct{}, session, id string, withHeader bool) error {
 	msg := nats.NewMsg(subjectIn(session))
 	msg.Data = payload(id)
+	msg.Header.Set("traceparent", traceparentOf(id))
 	if withHeader {
 		msg.Header.Set(jetstream.MsgIDHeader, id)
 	}

@@ -129,8 +129,10 @@ type Report struct {
 	BatchedRuns int `json:"batched_runs"`
 	// Quiesced says whether every message had a run that ended before the
 	// quiesce bound; QuiesceError says what was missing otherwise.
-	Quiesced     bool   `json:"quiesced"`
-	QuiesceError string `json:"quiesce_error,omitempty"`
+	// StoredRuns are the runs of the history, by run id.
+	StoredRuns   map[string]*StoredRun `json:"-"`
+	Quiesced     bool                  `json:"quiesced"`
+	QuiesceError string                `json:"quiesce_error,omitempty"`
 	// Violations, one entry per class, in Classes order.
 	Violations []*Violations `json:"violations"`
 	Faults     []*Fault      `json:"faults"`
