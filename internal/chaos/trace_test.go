@@ -15,10 +15,11 @@ var flagTraceSeed = flag.Uint64("chaos.trace.seed", 3, "seed of the traced chaos
 // worker exporting traces to an OTLP receiver, and checks the run spans it
 // got against the stored history: every span names a stored run; an ended
 // span's stop reason is the stored end's (no span ends a run the history
-// does not end, nor differently); a run that is not a resumed one is the
-// child of the traceparent of the first message it took, whichever
-// orchestrator took it; and most ended runs have their span (spans of a
-// process killed with SIGKILL before it exported them are lost).
+// does not end, nor differently); a run's span, and that of a run resumed
+// from the history by another orchestrator too, is the child of the
+// traceparent of the first message the run took; and most ended runs have
+// their span (spans of a process killed with SIGKILL before it exported
+// them are lost).
 func TestChaosTraces(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos: real processes and faults; skipped with -short")
@@ -64,8 +65,7 @@ func TestChaosTraces(t *testing.T) {
 			spanned[runID] = true
 		}
 		if r, _ := s.Attrs["agentfleet.run.resumed"].(bool); r {
-			resumed++
-			continue
+			resumed++ // taken over from the history: the same parent
 		}
 		if len(sr.Inputs) == 0 {
 			t.Errorf("run %s: a span, but no user message in the history", runID)

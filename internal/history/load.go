@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/tracing"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Record is one stored entry of a session: a message of a run, or the end of
@@ -33,6 +35,9 @@ type Record struct {
 	Decision *agentfleet.ApprovalDecision
 	// Summary is the summary of a summary record; nil otherwise.
 	Summary *agentfleet.ContextSummary
+	// Trace is the trace context a user message was sent with, if it
+	// came with one (Writer.AppendTraced).
+	Trace trace.SpanContext
 }
 
 // Skipped is a record that could not be decoded.
@@ -146,6 +151,9 @@ func (st *Loaded) addRecord(seq uint64, h nats.Header, data []byte) {
 		return
 	}
 	r.Writer = h.Get(HeaderWriter)
+	if _, ok := r.Message.(*agentfleet.UserMessage); ok {
+		r.Trace = tracing.Remote(h)
+	}
 	st.Records = append(st.Records, r)
 }
 

@@ -11,9 +11,11 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/tracing"
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Writer appends to one session's history, fenced: each append expects the
@@ -46,11 +48,18 @@ func (s *Store) Writer(agent, session string, last uint64, fence func() error) *
 // are retried with backoff until ctx ends; the append returns only once the
 // record is stored, ctx ended, or the writer is fenced.
 func (w *Writer) Append(ctx context.Context, runID string, m agentfleet.Message) (uint64, error) {
+	return w.AppendTraced(ctx, runID, m, trace.SpanContext{})
+}
+
+// AppendTraced is Append for a message that came with the trace context
+// sc (a user message sent with a traceparent): the record keeps it, so
+// that a run resumed from the history stays in the sender's trace.
+func (w *Writer) AppendTraced(ctx context.Context, runID string, m agentfleet.Message, sc trace.SpanContext) (uint64, error) {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return 0, fmt.Errorf("history: encode %s message: %w", m.MessageRole(), err)
 	}
-	return w.write(ctx, runID, "", b)
+	return w.writeTraced(ctx, runID, "", b, sc)
 }
 
 // AppendRunEnd records that run runID ended with final.
@@ -112,6 +121,10 @@ const (
 )
 
 func (w *Writer) write(ctx context.Context, runID, kind string, data []byte) (uint64, error) {
+	return w.writeTraced(ctx, runID, kind, data, trace.SpanContext{})
+}
+
+func (w *Writer) writeTraced(ctx context.Context, runID, kind string, data []byte, sc trace.SpanContext) (uint64, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil {
@@ -134,7 +147,7 @@ func (w *Writer) write(ctx context.Context, runID, kind string, data []byte) (ui
 			w.err = fmt.Errorf("%w: %w", ErrFenced, err)
 			return 0, w.err
 		default:
-			seq, err = w.attempt(ctx, id, runID, kind, data)
+			seq, err = w.attempt(ctx, id, runID, kind, data, sc)
 		}
 		if err == nil {
 			w.last = seq
@@ -159,10 +172,13 @@ func (w *Writer) write(ctx context.Context, runID, kind string, data []byte) (ui
 }
 
 // attempt publishes the record once, conditional on w.last.
-func (w *Writer) attempt(ctx context.Context, id, runID, kind string, data []byte) (uint64, error) {
+func (w *Writer) attempt(ctx context.Context, id, runID, kind string, data []byte, sc trace.SpanContext) (uint64, error) {
 	msg := nats.NewMsg(w.subject)
 	msg.Data = data
 	msg.Header.Set(HeaderRunID, runID)
+	if sc.IsValid() {
+		tracing.Inject(trace.ContextWithRemoteSpanContext(context.Background(), sc), msg.Header)
+	}
 	if kind != "" {
 		msg.Header.Set(HeaderRecord, kind)
 	}

@@ -94,10 +94,13 @@ type Config struct {
 	Unexecuted func(callID string) bool
 }
 
-// Entry is one message of a history with the run that added it.
+// Entry is one message of a history with the run that added it, and, for
+// a user message, the trace context it was sent with, if any: a run
+// resumed from the history is traced under that of its first message.
 type Entry struct {
 	RunID   string
 	Message agentfleet.Message
+	Trace   trace.SpanContext
 }
 
 // ErrSuspended is the cause of a run that stopped before its end, to be
@@ -141,6 +144,10 @@ type Session struct {
 	idle     chan struct{} // closed when the session becomes idle
 	lastIdle time.Time
 	runs     atomic.Uint64
+	// parents holds, for each run of the history, the trace context of its
+	// first message that came with one: the parent of the run's span if
+	// it is resumed.
+	parents map[string]trace.SpanContext
 }
 
 type pending struct {
@@ -178,6 +185,14 @@ func New(cfg Config) *Session {
 	for _, e := range orderResults(slices.Clone(cfg.History)) {
 		s.history = append(s.history, e.Message)
 		s.runOf = append(s.runOf, e.RunID)
+		if e.Trace.IsValid() && cfg.Tracer != nil {
+			if s.parents == nil {
+				s.parents = map[string]trace.SpanContext{}
+			}
+			if _, ok := s.parents[e.RunID]; !ok {
+				s.parents[e.RunID] = e.Trace
+			}
+		}
 		if a, ok := e.Message.(*agentfleet.AssistantMessage); ok {
 			s.spentTok += tokensOf(a.Usage)
 		}
@@ -222,7 +237,7 @@ func (s *Session) SteerContext(ctx context.Context, m *agentfleet.UserMessage) <
 // call. The returned channel receives the run's final message (nil if it is
 // suspended again).
 func (s *Session) Resume(runID string) <-chan *agentfleet.AssistantMessage {
-	return s.enqueuePending(&pending{resume: runID, reply: make(chan *agentfleet.AssistantMessage, 1)}, false)
+	return s.enqueuePending(&pending{resume: runID, reply: make(chan *agentfleet.AssistantMessage, 1), parent: s.parents[runID]}, false)
 }
 
 // Interrupted returns the runs of the history that have messages but did

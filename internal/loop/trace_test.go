@@ -445,3 +445,46 @@ func TestRunTraceAborted(t *testing.T) {
 		t.Errorf("run status %+v: an abort is not a failure of the run", runs[0].Status())
 	}
 }
+
+// TestRunTraceResumed resumes a run from a history whose user message
+// holds the trace context it was sent with: the resumed run's span is the
+// child of that context, in the sender's trace, marked resumed, and its
+// events carry that trace id. Without a stored context the resumed run
+// starts a trace of its own.
+func TestRunTraceResumed(t *testing.T) {
+	for _, stored := range []bool{true, false} {
+		tracer, rec := newRecorder(t)
+		_, sc := remoteParent(t, "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7", true)
+		history := entries("run-1", agentfleet.NewUserMessage("go"))
+		if stored {
+			history[0].Trace = sc
+		}
+		var events []*agentfleet.Event
+		var mu sync.Mutex
+		sink := agentfleet.EventSinkFunc(func(e *agentfleet.Event) {
+			mu.Lock()
+			events = append(events, e)
+			mu.Unlock()
+		})
+		s, _ := newSession(t, &script{steps: []step{say("done")}}, loop.Config{Tracer: tracer, History: history, Sink: sink})
+		if final := wait(t, s.Resume("run-1")); final == nil || final.RunID != "run-1" {
+			t.Fatalf("final = %+v", final)
+		}
+		runs := named(rec.Ended(), "invoke_agent test")
+		if len(runs) != 1 {
+			t.Fatalf("spans:\n%s\nwant one run", dump(rec.Ended()))
+		}
+		run := runs[0]
+		wantAttr(t, run, tracing.RunResumed, "true")
+		wantAttr(t, run, tracing.RunID, "run-1")
+		inTrace := run.Parent().Equal(sc) && run.SpanContext().TraceID() == sc.TraceID()
+		if inTrace != stored {
+			t.Errorf("stored context %v: the resumed run's parent is %v (trace %s)", stored, run.Parent(), run.SpanContext().TraceID())
+		}
+		for _, e := range events {
+			if e.TraceID != run.SpanContext().TraceID().String() {
+				t.Errorf("%s event has trace_id %q, want the run's %s", e.Type, e.TraceID, run.SpanContext().TraceID())
+			}
+		}
+	}
+}

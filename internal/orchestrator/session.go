@@ -53,9 +53,10 @@ type session struct {
 
 // msgInfo is what a session knows of one message id.
 type msgInfo struct {
-	run     string         // the run that took it; "" while it is queued
-	seq     uint64         // its input stream sequence, if known
-	tickets []*bus.Inbound // deliveries waiting on its run
+	run     string            // the run that took it; "" while it is queued
+	seq     uint64            // its input stream sequence, if known
+	trace   trace.SpanContext // the trace context it was sent with
+	tickets []*bus.Inbound    // deliveries waiting on its run
 	// delivered: a delivery of it (not a copy read from the stream at load)
 	// reached this process, so the next one is a duplicate.
 	delivered bool
@@ -206,7 +207,7 @@ func (s *session) restore(st *history.Loaded) ([]loop.Entry, *agentfleet.Context
 				s.run(r.RunID).ids = append(s.run(r.RunID).ids, u.ID)
 			}
 		}
-		entries = append(entries, loop.Entry{RunID: r.RunID, Message: r.Message})
+		entries = append(entries, loop.Entry{RunID: r.RunID, Message: r.Message, Trace: r.Trace})
 	}
 	// The calls of runs that go on, and that have no result yet, wait
 	// again or act on their stored decision when their run resumes.
@@ -281,19 +282,24 @@ func (s *session) fence() error {
 // is stored, retrying errors that can pass; an error means the session is
 // no longer this orchestrator's to write.
 func (s *session) stored(runID string, m agentfleet.Message) error {
+	var sc trace.SpanContext
 	if u, ok := m.(*agentfleet.UserMessage); ok && u.ID != "" {
 		s.mu.Lock()
-		if m := s.msg(u.ID); m.run == "" {
-			m.run = runID
+		info := s.msg(u.ID)
+		if info.run == "" {
+			info.run = runID
 			r := s.run(runID)
 			r.ids = append(r.ids, u.ID)
 		}
+		sc = info.trace
 		s.mu.Unlock()
 	}
 	if s.writer == nil {
 		return nil
 	}
-	if _, err := s.writer.Append(s.ctx, runID, m); err != nil {
+	// A user message keeps the trace context it came with, for a run
+	// resumed elsewhere.
+	if _, err := s.writer.AppendTraced(s.ctx, runID, m, sc); err != nil {
 		return s.fenced(err)
 	}
 	return nil
@@ -464,6 +470,7 @@ func (s *session) handleLocked(in *bus.Inbound, scanned bool) {
 		}
 		m := s.msg(id)
 		m.seq = in.Seq
+		m.trace = in.Trace
 		if !scanned {
 			m.delivered = true
 			o.observeInput("accepted")
