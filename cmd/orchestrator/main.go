@@ -417,12 +417,12 @@ func (m *Main) Close() error {
 	}
 	if m.orch != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), m.ShutdownWait)
-		errs = append(errs, m.orch.Close(ctx))
+		errs = append(errs, wrapErr("orchestrator", m.orch.Close(ctx)))
 		cancel()
 	}
 	for _, w := range m.workers {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		errs = append(errs, w.Drain(ctx))
+		errs = append(errs, wrapErr("in-process worker "+w.Name(), w.Drain(ctx)))
 		cancel()
 	}
 	// Close alone writes out the buffers but confirms nothing; the
@@ -443,11 +443,19 @@ func (m *Main) Close() error {
 	}
 	if m.http != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		errs = append(errs, m.http.Shutdown(ctx))
+		errs = append(errs, wrapErr("http "+m.HTTPAddr(), m.http.Shutdown(ctx)))
 		cancel()
 	}
 	m.tracer.Close(5 * time.Second) // after the runs' spans ended
 	return errors.Join(errs...)
+}
+
+// wrapErr names what err, if any, is the error of.
+func wrapErr(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }
 
 func orDefault(s, def string) string {

@@ -34,6 +34,13 @@ type Server struct {
 	serveErr chan error // the error of Serve, once it returns
 	once     sync.Once
 	err      error
+
+	// fresh are the connections that have sent no request yet (a client's
+	// spare connection, a browser's preconnect): Shutdown closes them at
+	// once, where http.Server would wait up to 5 s for each.
+	connMu   sync.Mutex
+	fresh    map[net.Conn]struct{}
+	stopping bool
 }
 
 // Listen binds addr at once and serves g's metrics and the probes on it in
@@ -70,6 +77,7 @@ func Listen(addr, flag string, g prometheus.Gatherer, ready func() error) (*Serv
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
+		ConnState:         s.connState,
 	}
 	go func() { s.serveErr <- s.srv.Serve(ln) }()
 	return s, nil
@@ -141,6 +149,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	return s.stop(func() error {
+		s.closeFresh()
 		err := s.srv.Shutdown(ctx)
 		if err != nil {
 			err = errors.Join(err, s.srv.Close())
@@ -166,4 +175,35 @@ func (s *Server) stop(f func() error) error {
 		s.err = err
 	})
 	return s.err
+}
+
+// connState keeps the set of connections that have sent no request.
+func (s *Server) connState(c net.Conn, st http.ConnState) {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	if st != http.StateNew {
+		delete(s.fresh, c)
+		return
+	}
+	if s.stopping {
+		c.Close()
+		return
+	}
+	if s.fresh == nil {
+		s.fresh = map[net.Conn]struct{}{}
+	}
+	s.fresh[c] = struct{}{}
+}
+
+// closeFresh closes the connections that have sent no request, and any
+// that comes from now on: a stopping server has nothing to serve them,
+// and waiting for them would hold its shutdown for no request at all.
+func (s *Server) closeFresh() {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	s.stopping = true
+	for c := range s.fresh {
+		c.Close()
+	}
+	clear(s.fresh)
 }

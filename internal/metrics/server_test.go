@@ -3,12 +3,15 @@ package metrics_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/agentfleet/agentfleet/internal/metrics"
 )
@@ -117,5 +120,56 @@ func TestShutdownFreesPort(t *testing.T) {
 	}
 	if err := s2.Close(); err != nil {
 		t.Errorf("close: %v", err)
+	}
+}
+
+// TestShutdownClosesConnectionsWithoutRequests opens a connection that
+// sends nothing (a client's spare one, a browser's preconnect) beside a
+// request in flight: Shutdown, bounded by 2 s, lets the request finish and
+// returns nil, where http.Server alone waits 5 s for such a connection and
+// fails with the deadline.
+func TestShutdownClosesConnectionsWithoutRequests(t *testing.T) {
+	s, err := metrics.Listen("127.0.0.1:0", "http", metrics.NewWorker().Registry(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entered, release := make(chan struct{}), make(chan struct{})
+	s.Handle("GET /slow", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		close(entered)
+		<-release
+		w.Write([]byte("done"))
+	}))
+	idle, err := net.Dial("tcp", s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	body := make(chan string, 1)
+	go func() {
+		resp, err := http.Get("http://" + s.Addr() + "/slow")
+		if err != nil {
+			body <- "error: " + err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		body <- string(b)
+	}()
+	<-entered
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- s.Shutdown(ctx) }()
+	close(release) // the request in flight ends while the server stops
+	if err := <-done; err != nil {
+		t.Errorf("shutdown: %v", err)
+	}
+	if got := <-body; got != "done" {
+		t.Errorf("the request in flight got %q, want done", got)
+	}
+	// The silent connection was closed by the server.
+	idle.SetReadDeadline(time.Now().Add(time.Second))
+	if _, err := idle.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("the connection without a request is still open after Shutdown (read: %v)", err)
 	}
 }
