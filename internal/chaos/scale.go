@@ -367,9 +367,10 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 	}
 	const probeID = "probe-input"
 	acked := make(chan error, 1)
+	r := rep // not the result: an early return below sets that to nil
 	go func() {
 		err := load.send(ctx, probeSession, probeID)
-		rep.InputAcked = time.Since(down)
+		r.InputAcked = time.Since(down)
 		acked <- err
 	}()
 	// A scheduled outage, not a wait for a condition.
