@@ -140,6 +140,9 @@ func Start(ctx context.Context, nc *nats.Conn, cfg Config) (*Bridge, error) {
 		b.stop()
 		return nil, fmt.Errorf("mcp server %s: %w", cfg.Spec.Name, err)
 	}
+	// The session is the bridge's before refresh serves its tools: a call
+	// may come as soon as they are served.
+	b.setSession(sess, nil)
 	if err := b.refresh(ctx, sess); err != nil {
 		b.stop()
 		return nil, errors.Join(fmt.Errorf("mcp server %s: %w", cfg.Spec.Name, err), sess.Close())
@@ -228,6 +231,7 @@ func (b *Bridge) reconnect(delay *time.Duration) *mcp.ClientSession {
 		*delay = min(*delay*2, b.cfg.MaxBackoff)
 		sess, err := b.connect(b.life)
 		if err == nil {
+			b.setSession(sess, nil) // before its tools are served again
 			ctx, cancel := context.WithTimeout(b.life, b.cfg.ConnectTimeout)
 			err = b.refresh(ctx, sess)
 			cancel()
