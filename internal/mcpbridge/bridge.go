@@ -231,7 +231,6 @@ func (b *Bridge) reconnect(delay *time.Duration) *mcp.ClientSession {
 		*delay = min(*delay*2, b.cfg.MaxBackoff)
 		sess, err := b.connect(b.life)
 		if err == nil {
-			b.setSession(sess, nil) // before its tools are served again
 			ctx, cancel := context.WithTimeout(b.life, b.cfg.ConnectTimeout)
 			err = b.refresh(ctx, sess)
 			cancel()
