@@ -168,9 +168,9 @@ func TestDashboardInBrowser(t *testing.T) {
 		waitJS(t, ctx, "the running sleep", `document.querySelector('#run[data-session="slow"][data-status="running"] .tool[data-tool="sleep"]') && document.querySelector('#abort-button')`, 10*time.Second)
 		waitJS(t, ctx, "its progress", `document.querySelector('#run[data-session="slow"] .tool[data-tool="sleep"] .progress')`, 5*time.Second)
 		start := time.Now()
-		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#abort-button"))); err != nil {
-			t.Fatal(err)
-		}
+		// Clicked in the page: the sleep's progress rebuilds the run view,
+		// which would leave a node found by chromedp stale before its click.
+		evalJS[chromedp.Void](t, ctx, `document.querySelector('#abort-button').click(); undefined`)
 		waitJS(t, ctx, "the aborted run", `document.querySelector('#run[data-session="slow"][data-status="aborted"]')`, 10*time.Second)
 		t.Logf("aborted %v after the click", time.Since(start).Round(time.Millisecond))
 		if s := evalJS[string](t, ctx, `document.querySelector('#run[data-session="slow"] .stop-reason').textContent`); s != "aborted" {
