@@ -12,7 +12,11 @@ import (
 // bombEnv are the limits the bombs run under: a small time limit, so that
 // a bomb that is not stopped inside its builtin shows as a wall time far
 // beyond it (longer under the race detector, see raceSlowdown).
-var bombEnv = Env{Timeout: 500 * time.Millisecond * raceSlowdown, MaxMemory: 64 << 20}
+// bombEnv's time limit is far above what any bomb takes to reach its
+// memory budget on an idle machine (under 100ms): on a busy one, copying
+// the tens of MiB a bomb makes before its budget stops it took 700ms, and
+// the time limit fired first.
+var bombEnv = Env{Timeout: 5 * time.Second * raceSlowdown, MaxMemory: 64 << 20}
 
 // bombs are scripts that take far more memory, time or stack in one step
 // than their step count suggests. Each must end in a clear error of kind,
