@@ -127,6 +127,10 @@ type Input struct {
 	// Check, if set, vets a relayed message before it is stored (an
 	// unknown agent is refused at once, not by the owner later).
 	Check func(*Inbound) error
+	// Replies decides which reply subjects are answered; input whose reply
+	// it refuses is rejected, unanswered. Optional; the zero value answers
+	// inboxes under DefaultInbox.
+	Replies ReplyGuard
 
 	js jetstream.JetStream // set by Relayed
 }
@@ -209,7 +213,18 @@ func (in *Input) parse(m *nats.Msg) (*Inbound, error) {
 	if m.Header != nil {
 		msgID = m.Header.Get(nats.MsgIdHdr)
 	}
-	return in.build(m, kind, agent, session, m.Reply, msgID, err)
+	reply := m.Reply
+	if reply != "" {
+		if rerr := in.Replies.Check(reply); rerr != nil {
+			// Nothing is published on it, not even the refusal: the
+			// error event says what was refused.
+			reply = ""
+			if err == nil {
+				err = rerr
+			}
+		}
+	}
+	return in.build(m, kind, agent, session, reply, msgID, err)
 }
 
 // parseStored parses a message of the input stream: in and steer as
@@ -231,7 +246,7 @@ func (in *Input) parseStored(m *nats.Msg) (*Inbound, error) {
 		case kind != KindAsk && kind != KindAbort && kind != KindApprove:
 			err = fmt.Errorf("relayed input of subject %q: header %s is %q, want %s, %s or %s", m.Subject, HeaderKind, kind, KindAsk, KindAbort, KindApprove)
 		case reply != "":
-			if rerr := in.subjects.checkReply(reply); rerr != nil {
+			if rerr := in.Replies.Check(reply); rerr != nil {
 				err = fmt.Errorf("relayed input of subject %q: header %s: %w", m.Subject, HeaderReply, rerr)
 				reply = ""
 			}

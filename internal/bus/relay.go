@@ -2,9 +2,7 @@ package bus
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/agentfleet/agentfleet/internal/tracing"
@@ -40,8 +38,8 @@ const relayTimeout = 5 * time.Second
 func (in *Input) relay(m *nats.Msg, msg *Inbound) {
 	h := nats.Header{}
 	h.Set(HeaderKind, msg.Kind)
-	if m.Reply != "" {
-		h.Set(HeaderReply, m.Reply)
+	if msg.replyTo != "" { // checked by parse
+		h.Set(HeaderReply, msg.replyTo)
 	}
 	if m.Header != nil {
 		if id := m.Header.Get(nats.MsgIdHdr); id != "" {
@@ -76,25 +74,6 @@ func (in *Input) relayFailed(m *nats.Msg, msg *Inbound, err error) {
 		in.OnInput("retried")
 	}
 	in.reject(m, msg, fmt.Errorf("%s could not be stored for the session's orchestrator: %v; try again", msg.Kind, err))
-}
-
-// checkReply validates a stored reply subject before anything is published
-// on it: it must be a plain subject, not a system or JetStream API subject,
-// and not one of the fleet's own.
-func (s Subjects) checkReply(reply string) error {
-	switch {
-	case reply == "":
-		return errors.New("empty reply subject")
-	case len(reply) > 512:
-		return fmt.Errorf("reply subject is %d bytes long, the limit is 512", len(reply))
-	case strings.ContainsAny(reply, " \t\r\n*>"):
-		return fmt.Errorf("reply subject %q is not a plain subject", reply)
-	case strings.HasPrefix(reply, "$"):
-		return fmt.Errorf("reply subject %q is a system subject", reply)
-	case strings.HasPrefix(reply, s.Prefix+"."):
-		return fmt.Errorf("reply subject %q is under the fleet's prefix %s", reply, s.Prefix)
-	}
-	return nil
 }
 
 // Relayed tells an input that its ask, abort and approve subjects are relayed

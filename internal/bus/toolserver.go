@@ -57,6 +57,7 @@ type ToolServer struct {
 	svc      micro.Service
 	id       string
 	log      *slog.Logger
+	replies  ReplyGuard
 	// name is Name(), and cancelSubject the subject of cancels to this
 	// worker: in every ack, built once.
 	name, cancelSubject string
@@ -132,8 +133,9 @@ func Serve(nc *nats.Conn, cfg ServerConfig) (*ToolServer, error) {
 	}
 	s := &ToolServer{
 		nc: nc, cfg: cfg, subjects: subjects, log: cfg.Logger,
-		slots: make(chan struct{}, cfg.Concurrency),
-		idle:  make(chan *call), stopped: make(chan struct{}),
+		replies: ReplyGuard{}.WithOwn(OwnInbox(nc)),
+		slots:   make(chan struct{}, cfg.Concurrency),
+		idle:    make(chan *call), stopped: make(chan struct{}),
 		calls: make(map[callKey]*call),
 	}
 	s.svc, err = micro.AddService(nc, micro.Config{
@@ -325,11 +327,13 @@ func (s *ToolServer) observe(tool, outcome string, d time.Duration) {
 func (s *ToolServer) handler(t *agentfleet.Tool) micro.Handler {
 	return micro.HandlerFunc(func(req micro.Request) {
 		start := time.Now()
-		if req.Reply() == "" {
+		if err := s.replies.Check(req.Reply()); err != nil {
 			// Nobody could read the result, nor tell the call to stop: a
 			// call without a reply subject is a mistake or an attack, and
-			// running it would only spend a slot.
-			s.refuseNoReply(t)
+			// running it would only spend a slot. A reply outside inbox
+			// space is an attack: the frames would be published with the
+			// worker's rights on a subject of the sender's choosing.
+			s.refuseNoReply(t, err)
 			s.observe(t.Name, "no_reply", time.Since(start))
 			return
 		}
@@ -380,7 +384,7 @@ type callKey struct{ id, inbox string }
 const HeaderBusy = "Agentfleet-Busy"
 
 // NoReply returns the number of requests refused because they had no reply
-// subject.
+// subject, or one that the server's ReplyGuard refused.
 func (s *ToolServer) NoReply() uint64 { return s.noReply.n.Load() }
 
 // BadCancels returns the number of messages on the cancel subject that were
@@ -402,9 +406,9 @@ func (l *rateLog) count() (warn bool, n uint64) {
 	return now-last >= int64(time.Second) && l.last.CompareAndSwap(last, now), n
 }
 
-func (s *ToolServer) refuseNoReply(t *agentfleet.Tool) {
+func (s *ToolServer) refuseNoReply(t *agentfleet.Tool, err error) {
 	if warn, n := s.noReply.count(); warn {
-		s.log.Warn("refused a call request without a reply subject; not run", "tool", t.Name, "refused_so_far", n)
+		s.log.Warn("refused a call request; not run, not answered", "tool", t.Name, "err", err, "refused_so_far", n)
 	}
 }
 

@@ -98,8 +98,8 @@ func (o *Orchestrator) Ask(ctx context.Context, agentName, session, text string,
 // orchestrator answers as well as another.
 func (o *Orchestrator) answerCalls() (*nats.Subscription, error) {
 	sub, err := o.nc.QueueSubscribe(o.subjects.CallWildcard(), bus.QueueInput, func(m *nats.Msg) {
-		if m.Reply == "" {
-			return
+		if !o.mayAnswer(m) {
+			return // the call is not run
 		}
 		go o.answerCall(m)
 	})

@@ -122,8 +122,9 @@ type Orchestrator struct {
 	history  *history.Store
 	table    *partition.Table // with durable input: the partitions this one owns
 	agents   map[string]*agent
-	id       string        // this instance, in the records it writes
-	loads    chan struct{} // bounds the sessions loading at once
+	id       string         // this instance, in the records it writes
+	loads    chan struct{}  // bounds the sessions loading at once
+	replies  bus.ReplyGuard // which reply subjects are answered
 
 	closeOnce sync.Once
 	closeErr  error
@@ -181,7 +182,7 @@ func New(nc *bus.Conn, cfg Config) (*Orchestrator, error) {
 		return nil, fmt.Errorf("orchestrator: %w", err)
 	}
 	o := &Orchestrator{
-		nc: nc, cfg: cfg, subjects: subjects, log: cfg.Logger,
+		nc: nc, cfg: cfg, subjects: subjects, log: cfg.Logger, replies: bus.ReplyGuard{}.WithOwn(bus.OwnInbox(nc)),
 		agents: map[string]*agent{}, sessions: map[string]*session{},
 		id: uuid.NewString(), loads: make(chan struct{}, 16),
 	}

@@ -44,6 +44,7 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 		return errors.Join(fmt.Errorf("orchestrator: %w", err), o.client.Close())
 	}
 	o.input = bus.NewInput(o.nc, o.subjects, o, o.pub, o.log)
+	o.input.Replies = o.replies
 	if o.cfg.Observer != nil {
 		o.input.OnInput = o.cfg.Observer.Input
 	}

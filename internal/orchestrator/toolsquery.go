@@ -28,7 +28,7 @@ type ToolsReply struct {
 // well as another; the queue group has one of them answer.
 func (o *Orchestrator) answerTools() (*nats.Subscription, error) {
 	sub, err := o.nc.QueueSubscribe(o.subjects.AgentToolsWildcard(), bus.QueueInput, func(m *nats.Msg) {
-		if m.Reply == "" {
+		if !o.mayAnswer(m) {
 			return
 		}
 		b, _ := json.Marshal(o.toolsReply(m.Subject))
@@ -53,4 +53,18 @@ func (o *Orchestrator) toolsReply(subject string) *ToolsReply {
 			Error: fmt.Sprintf("unknown agent %q (agents: %s)", name, strings.Join(slices.Sorted(maps.Keys(o.agents)), ", "))}
 	}
 	return &ToolsReply{Agent: name, Tools: defs, Agents: o.Agents()}
+}
+
+// mayAnswer reports whether the orchestrator may answer m on its reply
+// subject (see bus.ReplyGuard); a request whose reply is refused is dropped
+// with a log line, and nothing is published on that subject.
+func (o *Orchestrator) mayAnswer(m *nats.Msg) bool {
+	if m.Reply == "" {
+		return false
+	}
+	if err := o.replies.Check(m.Reply); err != nil {
+		o.log.Warn("request not answered", "subject", m.Subject, "err", err)
+		return false
+	}
+	return true
 }

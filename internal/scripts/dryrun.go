@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/script"
 	"github.com/nats-io/nats.go"
 )
@@ -134,7 +135,14 @@ func RemoteDryRun(nc *nats.Conn, prefix string) script.DryRunner {
 // server's limits, and ends when the server closes.
 func (s *Server) serveDryRuns(ctx context.Context) error {
 	slots := make(chan struct{}, max(s.cfg.Concurrency, 1))
+	replies := bus.ReplyGuard{}.WithOwn(bus.OwnInbox(s.nc))
 	sub, err := s.nc.QueueSubscribe(DryRunSubject(s.subjects.Prefix), DryRunQueue, func(m *nats.Msg) {
+		if err := replies.Check(m.Reply); err != nil {
+			// Not run, not answered: the answer would be published with
+			// the worker's rights on a subject of the sender's choosing.
+			s.log.Warn("dry run refused", "err", err)
+			return
+		}
 		var req dryRunRequest
 		if err := json.Unmarshal(m.Data, &req); err != nil || req.Definition == nil {
 			m.Respond(encodeError(fmt.Errorf(`dry run: the request is not {"definition": {...}}: %v`, err)))
