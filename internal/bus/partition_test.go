@@ -137,7 +137,7 @@ func TestRelay(t *testing.T) {
 	if err != nil {
 		t.Fatal("no error event for a forged reply subject")
 	}
-	if !strings.Contains(string(e.Data), "is a system subject") {
+	if !strings.Contains(string(e.Data), "reply subject refused") {
 		t.Errorf("error event %s", e.Data)
 	}
 	if m, err := api.NextMsg(200 * time.Millisecond); err == nil {

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/nats-io/nats.go"
 )
 
 // DefaultInbox is the inbox prefix of nats.go and of the other NATS
@@ -13,6 +11,15 @@ import (
 // inbox prefixes live under it (_INBOX.<user>), so that one publish right,
 // _INBOX.>, lets the fleet answer every user.
 const DefaultInbox = "_INBOX"
+
+// ServiceImportReply is the prefix under which nats-server maps the reply
+// subject of a request that crossed accounts through a service import
+// (_R_.<token>...): an answer there goes back to the requester's own reply
+// subject in the requester's account, and nowhere in the fleet's.
+const ServiceImportReply = "_R_"
+
+// DefaultReplyInboxes are the inbox prefixes a zero ReplyGuard answers.
+var DefaultReplyInboxes = []string{DefaultInbox, ServiceImportReply}
 
 // maxReplyLen bounds a reply subject; inboxes are tens of bytes.
 const maxReplyLen = 512
@@ -28,34 +35,19 @@ var ErrReplyRefused = errors.New("reply subject refused")
 // the request, and the process publishes on it with its own rights, which
 // may reach streams, KV buckets, other sessions' subjects and the JetStream
 // API; so only inbox space is answered: subjects under one of Inboxes, of
-// plain tokens, and not under the process's own inboxes.
+// plain tokens.
 //
-// The zero value answers replies under DefaultInbox. Check is a pure
+// The zero value answers replies under DefaultReplyInboxes. Check is a pure
 // function of its receiver and argument, safe for concurrent use.
 type ReplyGuard struct {
 	// Inboxes are the inbox prefixes that replies may be under; each is
 	// one or more plain tokens, none a system subject or under the
-	// fleet's prefix. Optional; default [DefaultInbox], which the fleet's
-	// programs use: per-user inbox prefixes must lie under it.
+	// fleet's prefix. Optional; default DefaultReplyInboxes: the fleet's
+	// programs use DefaultInbox, per-user inbox prefixes must lie under
+	// it, and clients in an account of their own reach the fleet through
+	// service imports, whose replies the server maps under
+	// ServiceImportReply.
 	Inboxes []string
-	// Own are inbox prefixes of the process's own connections (OwnInbox),
-	// where the answers to its own requests arrive: a request whose reply
-	// names one would have the process answer itself, feeding its own
-	// calls frames that it did not ask for. Optional.
-	Own []string
-}
-
-// WithOwn returns g that also refuses replies under own.
-func (g ReplyGuard) WithOwn(own ...string) ReplyGuard {
-	g.Own = append(append([]string(nil), g.Own...), own...)
-	return g
-}
-
-// OwnInbox returns the prefix of nc's reply inboxes (those of nc.Request and
-// of every ToolClient on nc), for ReplyGuard.Own.
-func OwnInbox(nc *nats.Conn) string {
-	r := nc.NewRespInbox()
-	return r[:strings.LastIndexByte(r, '.')]
 }
 
 // Check returns nil if reply may be answered, else an error wrapping
@@ -69,14 +61,9 @@ func (g ReplyGuard) Check(reply string) error {
 	case !plainSubject(reply):
 		return fmt.Errorf("%w: reply subject %q is not a plain subject (tokens of letters, digits, '-' and '_', no wildcard)", ErrReplyRefused, clip(reply))
 	}
-	for _, own := range g.Own {
-		if under(reply, own) {
-			return fmt.Errorf("%w: reply subject %q is an inbox of this process", ErrReplyRefused, reply)
-		}
-	}
 	inboxes := g.Inboxes
 	if len(inboxes) == 0 {
-		inboxes = []string{DefaultInbox}
+		inboxes = DefaultReplyInboxes
 	}
 	for _, in := range inboxes {
 		if under(reply, in) {

@@ -6,12 +6,10 @@ import (
 	"testing"
 
 	"github.com/agentfleet/agentfleet/internal/bus"
-	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 )
 
 func TestReplyGuardCheck(t *testing.T) {
-	own := "_INBOX.OWNCONN"
-	g := bus.ReplyGuard{}.WithOwn(own)
+	var g bus.ReplyGuard
 	cases := []struct {
 		name, reply string
 		ok          bool
@@ -20,6 +18,8 @@ func TestReplyGuardCheck(t *testing.T) {
 		{"nats.go inbox", "_INBOX.X7b2kQ9wz1", true, ""},
 		{"nats.go response mux", "_INBOX.X7b2kQ9wz1.a8Kz", true, ""},
 		{"per-user inbox", "_INBOX.alice.Zq81", true, ""},
+		{"service import reply", "_R_.a8Kz9Q.T7", true, ""},
+		{"bare service import prefix", "_R_", false, "not an inbox"},
 		{"empty", "", false, "no reply subject"},
 		{"bare inbox prefix", "_INBOX", false, "not an inbox"},
 		{"inbox prefix with dot", "_INBOX.", false, "not a plain subject"},
@@ -44,8 +44,6 @@ func TestReplyGuardCheck(t *testing.T) {
 		{"space", "_INBOX.x y", false, "not a plain subject"},
 		{"newline (protocol injection)", "_INBOX.x\r\nPUB agent.out.default.v 2\r\nhi", false, "not a plain subject"},
 		{"non-ASCII", "_INBOX.ü", false, "not a plain subject"},
-		{"own connection's inbox", own + ".abc", false, "an inbox of this process"},
-		{"own connection's response mux", own + ".abc.9", false, "an inbox of this process"},
 		{"too long", "_INBOX." + strings.Repeat("a", 600), false, "the limit is 512"},
 	}
 	for _, c := range cases {
@@ -81,20 +79,5 @@ func TestReplyGuardInboxes(t *testing.T) {
 		if err := g.Check(reply); (err == nil) != ok {
 			t.Errorf("Check(%q) = %v, want ok %v", reply, err, ok)
 		}
-	}
-}
-
-func TestOwnInbox(t *testing.T) {
-	nc := bustest.MustConnect(t, bustest.MustRunNATS(t))
-	own := bus.OwnInbox(nc)
-	if !strings.HasPrefix(own, bus.DefaultInbox+".") || strings.HasSuffix(own, ".") {
-		t.Fatalf("OwnInbox = %q, want _INBOX.<token>", own)
-	}
-	g := bus.ReplyGuard{}.WithOwn(own)
-	if err := g.Check(nc.NewRespInbox()); err == nil {
-		t.Errorf("the guard answers the connection's own response inbox")
-	}
-	if err := g.Check(nc.NewInbox()); err != nil {
-		t.Errorf("the guard refuses another inbox of the same client library: %v", err)
 	}
 }

@@ -54,7 +54,7 @@ type ToolServer struct {
 	nc       *nats.Conn
 	cfg      ServerConfig
 	subjects Subjects
-	svc      micro.Service
+	svc      *service
 	id       string
 	log      *slog.Logger
 	replies  ReplyGuard
@@ -133,12 +133,12 @@ func Serve(nc *nats.Conn, cfg ServerConfig) (*ToolServer, error) {
 	}
 	s := &ToolServer{
 		nc: nc, cfg: cfg, subjects: subjects, log: cfg.Logger,
-		replies: ReplyGuard{}.WithOwn(OwnInbox(nc)),
+		replies: ReplyGuard{},
 		slots:   make(chan struct{}, cfg.Concurrency),
 		idle:    make(chan *call), stopped: make(chan struct{}),
 		calls: make(map[callKey]*call),
 	}
-	s.svc, err = micro.AddService(nc, micro.Config{
+	s.svc, err = newService(nc, serviceConfig{
 		Name:        cfg.Name,
 		Version:     cfg.Version,
 		Description: "agentfleet tool worker",
@@ -149,30 +149,29 @@ func Serve(nc *nats.Conn, cfg ServerConfig) (*ToolServer, error) {
 			MetaConcurrency: fmt.Sprint(cfg.Concurrency),
 			MetaBeat:        fmt.Sprint(cfg.Beat.Milliseconds()),
 		},
+		Replies: s.replies,
 		// $SRV.STATS carries the worker's calls in flight (over all its
 		// tools) in each endpoint's data, for dashboards.
-		StatsHandler: func(*micro.Endpoint) any { return WorkerLoad{InFlight: s.InFlight()} },
+		StatsData: func() any { return WorkerLoad{InFlight: s.InFlight()} },
+		Logger:    cfg.Logger,
+		Refused:   &s.noReply,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("tool server: %w", err)
 	}
-	s.id = s.svc.Info().ID
+	s.id = s.svc.identity.ID
 	s.name, s.cancelSubject = cfg.Name+"/"+s.id, subjects.Cancel(s.id)
 	s.cancelSub, err = nc.Subscribe(s.cancelSubject, s.onCancel)
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("tool server: %w", err), s.svc.Stop())
+		return nil, errors.Join(fmt.Errorf("tool server: %w", err), s.svc.stop())
 	}
 	for _, t := range cfg.Tools {
-		err := s.svc.AddEndpoint(t.Name, s.handler(t),
-			micro.WithEndpointSubject(subjects.Tool(t.Name)),
-			micro.WithEndpointMetadata(ToolMetadata(&t.ToolDef)),
-			micro.WithEndpointQueueGroup(QueueGroup))
-		if err != nil {
-			return nil, errors.Join(fmt.Errorf("tool server: tool %q: %w", t.Name, err), s.svc.Stop())
+		if err := s.svc.addEndpoint(t.Name, subjects.Tool(t.Name), ToolMetadata(&t.ToolDef), s.handler(t)); err != nil {
+			return nil, errors.Join(fmt.Errorf("tool server: tool %q: %w", t.Name, err), s.svc.stop(), s.cancelSub.Unsubscribe())
 		}
 	}
 	if err := nc.Flush(); err != nil {
-		return nil, errors.Join(fmt.Errorf("tool server: %w", err), s.svc.Stop())
+		return nil, errors.Join(fmt.Errorf("tool server: %w", err), s.svc.stop(), s.cancelSub.Unsubscribe())
 	}
 	s.announce("joined")
 	s.beatStop, s.beatDone = make(chan struct{}), make(chan struct{})
@@ -256,7 +255,7 @@ func (s *ToolServer) drain(ctx context.Context, force bool) error {
 	s.mu.Unlock()
 	// Stop drains the endpoints' subscriptions: the requests they already
 	// hold still reach the handler after it returns, and are refused.
-	err := s.svc.Stop()
+	err := s.svc.stop()
 	s.stopBeat()
 	s.announce("left")
 	done := make(chan struct{})
@@ -321,13 +320,14 @@ func (s *ToolServer) observe(tool, outcome string, d time.Duration) {
 	}
 }
 
-// handler returns the micro handler of one tool. micro calls it from the
+// handler returns the handler of one tool's endpoint. It runs on the
 // endpoint's subscription, one request at a time, so it only checks the
-// request and a free slot, and runs the call in a goroutine (see call).
-func (s *ToolServer) handler(t *agentfleet.Tool) micro.Handler {
-	return micro.HandlerFunc(func(req micro.Request) {
+// request and a free slot, and runs the call in a goroutine (see call). It
+// returns the error it answered with, for the endpoint's stats.
+func (s *ToolServer) handler(t *agentfleet.Tool) func(req *nats.Msg) (answeredErr string) {
+	return func(req *nats.Msg) (answeredErr string) {
 		start := time.Now()
-		if err := s.replies.Check(req.Reply()); err != nil {
+		if err := s.replies.Check(req.Reply); err != nil {
 			// Nobody could read the result, nor tell the call to stop: a
 			// call without a reply subject is a mistake or an attack, and
 			// running it would only spend a slot. A reply outside inbox
@@ -335,24 +335,24 @@ func (s *ToolServer) handler(t *agentfleet.Tool) micro.Handler {
 			// worker's rights on a subject of the sender's choosing.
 			s.refuseNoReply(t, err)
 			s.observe(t.Name, "no_reply", time.Since(start))
-			return
+			return ""
 		}
-		creq, err := DecodeRequest(req.Data())
+		creq, err := DecodeRequest(req.Data)
 		if err == nil && creq.Tool != t.Name {
 			err = fmt.Errorf("call request names tool %q but was sent to the endpoint of %q", creq.Tool, t.Name)
 		}
 		if err != nil {
-			s.respondError(req, "", CodeBadRequest, err.Error())
+			s.sendError(req.Reply, "", CodeBadRequest, err.Error())
 			s.observe(t.Name, "bad_request", time.Since(start))
-			return
+			return HeaderValue(err.Error())
 		}
 		select {
 		case s.slots <- struct{}{}:
 		default:
 			s.refuse(req, t, creq, "worker busy", start)
-			return
+			return ""
 		}
-		c := s.newCall(t, creq, req.Reply(), nats.Header(req.Headers()), start)
+		c := s.newCall(t, creq, req.Reply, req.Header, start)
 		s.mu.Lock()
 		if s.draining {
 			// The call was sent before the server took our unsubscription.
@@ -364,7 +364,7 @@ func (s *ToolServer) handler(t *agentfleet.Tool) micro.Handler {
 			c.endSpan()
 			<-s.slots
 			s.refuse(req, t, creq, "worker draining", start)
-			return
+			return ""
 		}
 		// Calls are keyed by id and reply inbox: ids come from models and
 		// may repeat across sessions; the inbox is unique per attempt.
@@ -373,7 +373,8 @@ func (s *ToolServer) handler(t *agentfleet.Tool) micro.Handler {
 		s.mu.Unlock()
 		s.inFlight.Add(1)
 		s.start(c)
-	})
+		return ""
+	}
 }
 
 // callKey names a call on the worker: its id and its reply inbox.
@@ -416,18 +417,20 @@ func (s *ToolServer) refuseNoReply(t *agentfleet.Tool, err error) {
 // A refusal is flow control, not a failure of the service: it is answered
 // without micro's error headers, which would count it in the endpoint's
 // num_errors (`nats micro stats`).
-func (s *ToolServer) refuse(req micro.Request, t *agentfleet.Tool, creq *CallRequest, why string, start time.Time) {
+func (s *ToolServer) refuse(req *nats.Msg, t *agentfleet.Tool, creq *CallRequest, why string, start time.Time) {
 	buf, _ := encodeFrameBuf(&Frame{T: FrameBusy, ID: creq.ID, Worker: s.name, InFlight: s.InFlight(), Limit: s.cfg.Concurrency})
-	if err := req.Respond(buf.Bytes(), micro.WithHeaders(micro.Headers{HeaderBusy: {HeaderValue(why)}})); err != nil {
+	m := nats.NewMsg(req.Reply)
+	m.Data = buf.Bytes()
+	m.Header.Set(HeaderBusy, HeaderValue(why))
+	if err := s.nc.PublishMsg(m); err != nil {
 		s.log.Warn("send busy frame", "err", err)
 	}
 	putFrameBuf(buf)
 	s.observe(t.Name, "busy", time.Since(start))
 }
 
-// sendError sends a final error frame from the call's goroutine, with the
-// micro error headers. (micro.Request.Error may only be called from the
-// handler itself.)
+// sendError sends a final error frame with the micro error headers, which
+// `nats micro` and other micro clients read.
 func (s *ToolServer) sendError(reply, id, code, msg string) {
 	buf, _ := encodeFrameBuf(&Frame{T: FrameError, ID: id, Worker: s.name, Error: msg, Code: code})
 	m := nats.NewMsg(reply)
@@ -435,14 +438,6 @@ func (s *ToolServer) sendError(reply, id, code, msg string) {
 	m.Header.Set(micro.ErrorHeader, HeaderValue(msg))
 	m.Header.Set(micro.ErrorCodeHeader, code)
 	if err := s.nc.PublishMsg(m); err != nil {
-		s.log.Warn("send error frame", "err", err)
-	}
-	putFrameBuf(buf)
-}
-
-func (s *ToolServer) respondError(req micro.Request, id, code, msg string) {
-	buf, _ := encodeFrameBuf(&Frame{T: FrameError, ID: id, Worker: s.name, Error: msg, Code: code})
-	if err := req.Error(code, HeaderValue(msg), buf.Bytes()); err != nil {
 		s.log.Warn("send error frame", "err", err)
 	}
 	putFrameBuf(buf)

@@ -182,7 +182,7 @@ func New(nc *bus.Conn, cfg Config) (*Orchestrator, error) {
 		return nil, fmt.Errorf("orchestrator: %w", err)
 	}
 	o := &Orchestrator{
-		nc: nc, cfg: cfg, subjects: subjects, log: cfg.Logger, replies: bus.ReplyGuard{}.WithOwn(bus.OwnInbox(nc)),
+		nc: nc, cfg: cfg, subjects: subjects, log: cfg.Logger, replies: bus.ReplyGuard{},
 		agents: map[string]*agent{}, sessions: map[string]*session{},
 		id: uuid.NewString(), loads: make(chan struct{}, 16),
 	}

@@ -135,7 +135,7 @@ func RemoteDryRun(nc *nats.Conn, prefix string) script.DryRunner {
 // server's limits, and ends when the server closes.
 func (s *Server) serveDryRuns(ctx context.Context) error {
 	slots := make(chan struct{}, max(s.cfg.Concurrency, 1))
-	replies := bus.ReplyGuard{}.WithOwn(bus.OwnInbox(s.nc))
+	replies := bus.ReplyGuard{}
 	sub, err := s.nc.QueueSubscribe(DryRunSubject(s.subjects.Prefix), DryRunQueue, func(m *nats.Msg) {
 		if err := replies.Check(m.Reply); err != nil {
 			// Not run, not answered: the answer would be published with
