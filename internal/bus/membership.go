@@ -58,7 +58,10 @@ func memberFromInfo(info *micro.Info, subjects Subjects) (*member, []skippedEndp
 	if ms, err := strconv.ParseInt(info.Metadata[MetaBeat], 10, 64); err == nil && ms > 0 {
 		m.beat = clampBeat(time.Duration(ms) * time.Millisecond)
 	}
-	var skipped []skippedEndpoint
+	var (
+		skipped []skippedEndpoint
+		over    []string // endpoints past MaxWorkerTools
+	)
 	for _, ep := range info.Endpoints {
 		name, ok := strings.CutPrefix(ep.Subject, subjects.Prefix+".tool.")
 		switch {
@@ -70,7 +73,7 @@ func memberFromInfo(info *micro.Info, subjects Subjects) (*member, []skippedEndp
 			continue
 		}
 		if len(m.tools) >= MaxWorkerTools {
-			skipped = append(skipped, skippedEndpoint{info.ID, ep.Name, &BoundError{Tool: name, Bound: "tool count", Limit: MaxWorkerTools}})
+			over = append(over, ep.Name)
 			continue
 		}
 		def, err := ToolFromMetadata(name, ep.Metadata)
@@ -82,6 +85,11 @@ func memberFromInfo(info *micro.Info, subjects Subjects) (*member, []skippedEndp
 			continue
 		}
 		m.tools[name] = def
+	}
+	if len(over) > 0 {
+		// One report for them all: a worker of a million endpoints must not
+		// write a million log lines.
+		skipped = append(skipped, skippedEndpoint{info.ID, over[0], &BoundError{Tool: fmt.Sprintf("%s and %d after it", over[0], len(over)-1), Bound: "tool count", Limit: MaxWorkerTools}})
 	}
 	return m, skipped
 }

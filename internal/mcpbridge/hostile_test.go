@@ -71,11 +71,13 @@ func TestHostileServer(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		spec       mcpbridge.Spec
+		reserved   []string
 		served     []string
 		refusedLog string
 	}{
-		{"namespaced by default", mcpbridge.Spec{Name: "hostile"}, []string{"hostile_echo", "hostile_ok"}, ""},
-		{"unprefixed", mcpbridge.Spec{Name: "hostile", Unprefixed: true}, []string{"ok"},
+		// Namespacing alone keeps the server off the built-in's subject.
+		{"namespaced by default", mcpbridge.Spec{Name: "hostile"}, nil, []string{"hostile_echo", "hostile_ok"}, ""},
+		{"unprefixed", mcpbridge.Spec{Name: "hostile", Unprefixed: true}, []string{"echo"}, []string{"ok"},
 			`msg="MCP tool not served" mcp_server=hostile tool=echo err="MCP tool \"echo\": echo is the name of a fleet tool (built-in or of this worker)"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -85,7 +87,7 @@ func TestHostileServer(t *testing.T) {
 			logs := &logBuffer{}
 			tc.spec.URL = url
 			start := time.Now()
-			b := f.start(t, mcpbridge.Config{Spec: tc.spec, Reserved: []string{"echo"}, Logger: logs.logger()})
+			b := f.start(t, mcpbridge.Config{Spec: tc.spec, Reserved: tc.reserved, Logger: logs.logger()})
 			t.Logf("start-up with a 10 MB description and a 10 MB schema: %v", time.Since(start))
 			if got := b.Served(); fmt.Sprint(got) != fmt.Sprint(tc.served) {
 				t.Errorf("served %v, want %v", got, tc.served)
