@@ -44,7 +44,9 @@ func TestUnprefixedMCPCannotTakeABuiltinName(t *testing.T) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "m", Version: "1"}, nil)
 	for _, name := range []string{"echo", "calculator", "lookup"} {
 		srv.AddTool(&mcp.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)},
-			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
 	}
 	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	t.Cleanup(hs.Close)
