@@ -86,10 +86,11 @@ func Start(nc *bus.Conn, cfg Config) (*Worker, error) {
 	return StartContext(context.Background(), nc, cfg)
 }
 
-// StartContext serves the configured tools on nc. ctx bounds the start:
-// connecting to the MCP servers and listing their tools (each also within
-// 30s), and opening the scripted tools' bucket; when it ends, StartContext
-// stops what it started and returns an error that says where it was.
+// StartContext serves the configured tools on nc. ctx bounds connecting
+// to the MCP servers and listing their tools (each also within 30s), what
+// a server that is slow or hostile can make long; when it ends,
+// StartContext stops what it started and returns an error that says which
+// server it was at.
 //
 // The tools of an MCP server never take the name of a built-in tool (any
 // of them, served here or not) or of a tool this worker serves: such a
@@ -147,7 +148,9 @@ func StartContext(ctx context.Context, nc *bus.Conn, cfg Config) (*Worker, error
 	}
 	if cfg.Scripts {
 		var err error
-		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		// Not ctx: the fleet's own bucket opens within its timeout, and a
+		// worker that has announced its built-in tools finishes its start.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		w.Scripts, err = scripts.Serve(ctx, nc, scripts.ServerConfig{
 			Prefix: cfg.Prefix, Concurrency: cfg.Concurrency, Heartbeat: cfg.Heartbeat,
