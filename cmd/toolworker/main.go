@@ -111,7 +111,7 @@ func (m *Main) ParseFlags(args []string) error {
 		m.MCP = append(m.MCP, sp)
 		return nil
 	})
-	fs.Func("mcp-prefix", "NAME=PREFIX: serve the tools of --mcp server NAME as PREFIX<tool>; repeatable", func(v string) error {
+	fs.Func("mcp-prefix", "NAME=PREFIX: serve the tools of --mcp server NAME as PREFIX<tool> (default NAME_<tool>); NAME= serves them unprefixed, refusing the names of the fleet's built-in tools; repeatable", func(v string) error {
 		name, prefix, err := mcpbridge.ParsePrefix(v)
 		if err != nil {
 			return err
@@ -129,7 +129,7 @@ func (m *Main) ParseFlags(args []string) error {
 		found := false
 		for i := range m.MCP {
 			if m.MCP[i].Name == name {
-				m.MCP[i].Prefix, found = prefix, true
+				m.MCP[i].Prefix, m.MCP[i].Unprefixed, found = prefix, prefix == "", true
 			}
 		}
 		if !found {
@@ -179,7 +179,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if m.nc, err = bus.Connect(m.NATS.Config(m.Name, m.logger)); err != nil {
 		return err
 	}
-	m.server, err = worker.Start(m.nc, worker.Config{
+	m.server, err = worker.StartContext(ctx, m.nc, worker.Config{
 		Name: m.Name, Prefix: m.Prefix, Tools: worker.ParseToolList(m.Tools), Concurrency: m.Concurrency,
 		Heartbeat: m.Heartbeat, Logger: m.logger,
 		Builtin: builtin.Options{AllowPrivate: m.AllowPrivate, WeatherURL: m.WeatherURL},
@@ -189,6 +189,9 @@ func (m *Main) Run(ctx context.Context) error {
 	})
 	if err != nil {
 		m.nc.Close()
+		if ctx.Err() != nil {
+			return fmt.Errorf("stopped during start-up: %w", err)
+		}
 		return err
 	}
 	wm.SetCapacity(m.server.InFlight, m.server.Concurrency)

@@ -35,6 +35,27 @@ func TestMCPFlags(t *testing.T) {
 	}
 }
 
+// TestMCPPrefixFlags: the tools of an MCP server are namespaced as
+// NAME_<tool> unless --mcp-prefix says otherwise; NAME= asks for none.
+func TestMCPPrefixFlags(t *testing.T) {
+	for _, tt := range []struct{ args, want string }{
+		{"--mcp fs=x", "fs_"},
+		{"--mcp fs=x --mcp-prefix fs=files_", "files_"},
+		{"--mcp fs=x --mcp-prefix fs=", ""},
+	} {
+		t.Run(tt.args, func(t *testing.T) {
+			m := NewMain()
+			m.Stderr = new(strings.Builder)
+			if err := m.ParseFlags(strings.Fields(tt.args)); err != nil {
+				t.Fatal(err)
+			}
+			if got := m.MCP[0].ToolPrefix(); got != tt.want {
+				t.Errorf("tool prefix = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
 // TestMCPWorker runs the toolworker program with --mcp on the reference
 // MCP server: its tools, with the prefix, are the worker's only ones.
 func TestMCPWorker(t *testing.T) {

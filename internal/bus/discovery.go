@@ -24,8 +24,8 @@ type FleetTool struct {
 // Discover asks every micro service on nc for its info ($SRV.INFO) once and
 // returns the tools that workers of this prefix serve, by name. It waits up
 // to wait for the first answer and then until answers stop coming for a
-// short while. Between definitions of one tool it chooses as the Fleet
-// watcher does.
+// short while. Between definitions of one tool, and between workers of
+// different kinds, it chooses as the Fleet watcher does.
 func Discover(ctx context.Context, nc *nats.Conn, subjects Subjects, wait time.Duration) (map[string]*FleetTool, error) {
 	members := map[string]*member{}
 	err := infoRound(ctx, nc, wait, min(wait, 100*time.Millisecond), func(info *micro.Info) {
@@ -36,7 +36,8 @@ func Discover(ctx context.Context, nc *nats.Conn, subjects Subjects, wait time.D
 	if err != nil {
 		return nil, err
 	}
-	return resolve(members), nil
+	tools, _ := resolve(members)
+	return tools, nil
 }
 
 // infoRound publishes one $SRV.INFO request and hands each answer to fn, in

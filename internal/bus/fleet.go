@@ -78,6 +78,7 @@ type Fleet struct {
 	sig      string
 	caps     map[string]int
 	chosen   map[string]string
+	clashes  map[string]bool // conflicts logged, by key, while they last
 	ready    bool
 }
 
@@ -352,9 +353,23 @@ func (f *Fleet) publish() {
 	f.notifyMu.Lock()
 	defer f.notifyMu.Unlock()
 	f.mu.Lock()
-	tools := resolve(f.members)
+	tools, conflicts := resolve(f.members)
 	chosen := chosenVersions(f.members, tools)
 	f.mu.Unlock()
+	clashes := make(map[string]bool, len(conflicts))
+	for _, c := range conflicts {
+		clashes[c.key()] = true
+		if f.clashes[c.key()] {
+			continue
+		}
+		if c.refused {
+			f.cfg.Logger.Warn("fleet: a worker of a lower kind serves a tool name the fleet has; it is refused: not offered, not counted (its subscription may still take calls: give workers credentials for their own tool subjects only)",
+				"tool", c.tool, "kept", c.kept, "refused", c.other)
+		} else {
+			f.cfg.Logger.Warn("fleet: different services serve different definitions of a tool; one is offered, both take its calls",
+				"tool", c.tool, "kept", c.kept, "other", c.other)
+		}
+	}
 	sig := signature(tools)
 	caps := capacities(tools)
 	changed := sig != f.sig
@@ -364,7 +379,7 @@ func (f *Fleet) publish() {
 			f.cfg.Logger.Info("fleet: workers serve different definitions of a tool; the newest version's is used", "tool", name, "version", c)
 		}
 	}
-	f.tools, f.sig, f.caps, f.chosen, f.ready = tools, sig, caps, chosen, true
+	f.tools, f.sig, f.caps, f.chosen, f.clashes, f.ready = tools, sig, caps, chosen, clashes, true
 	if changed && f.cfg.OnChange != nil {
 		f.cfg.OnChange(defsOf(tools))
 	}

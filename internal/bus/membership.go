@@ -17,6 +17,8 @@ import (
 // $SRV.INFO said, and when it was last heard from.
 type member struct {
 	id, service, version string
+	// kind is the service's MetaKind, KindForeign when it says none.
+	kind string
 	// concurrency is what the worker advertises (MetaConcurrency); 0 when
 	// it advertises none.
 	concurrency int
@@ -46,14 +48,20 @@ func memberFromInfo(info *micro.Info, subjects Subjects) (*member, []skippedEndp
 	if info.Metadata[MetaProtocol] == "" || info.Metadata["prefix"] != subjects.Prefix {
 		return nil, nil
 	}
-	m := &member{id: info.ID, service: info.Name, version: info.Version, tools: map[string]agentfleet.ToolDef{}}
+	m := &member{id: info.ID, service: info.Name, version: info.Version, kind: info.Metadata[MetaKind], tools: map[string]agentfleet.ToolDef{}}
+	if m.kind == "" {
+		m.kind = KindForeign
+	}
 	if c, err := strconv.Atoi(info.Metadata[MetaConcurrency]); err == nil && c > 0 {
 		m.concurrency = c
 	}
 	if ms, err := strconv.ParseInt(info.Metadata[MetaBeat], 10, 64); err == nil && ms > 0 {
 		m.beat = clampBeat(time.Duration(ms) * time.Millisecond)
 	}
-	var skipped []skippedEndpoint
+	var (
+		skipped []skippedEndpoint
+		over    []string // endpoints past MaxWorkerTools
+	)
 	for _, ep := range info.Endpoints {
 		name, ok := strings.CutPrefix(ep.Subject, subjects.Prefix+".tool.")
 		switch {
@@ -64,22 +72,56 @@ func memberFromInfo(info *micro.Info, subjects Subjects) (*member, []skippedEndp
 			skipped = append(skipped, skippedEndpoint{info.ID, ep.Name, fmt.Errorf("endpoint name %q differs from the tool of its subject %q", ep.Name, ep.Subject)})
 			continue
 		}
+		if len(m.tools) >= MaxWorkerTools {
+			over = append(over, ep.Name)
+			continue
+		}
 		def, err := ToolFromMetadata(name, ep.Metadata)
+		if err == nil {
+			err = ToolBounds{}.Check(&def)
+		}
 		if err != nil {
 			skipped = append(skipped, skippedEndpoint{info.ID, ep.Name, err})
 			continue
 		}
 		m.tools[name] = def
 	}
+	if len(over) > 0 {
+		// One report for them all: a worker of a million endpoints must not
+		// write a million log lines.
+		skipped = append(skipped, skippedEndpoint{info.ID, over[0], &BoundError{Tool: fmt.Sprintf("%s and %d after it", over[0], len(over)-1), Bound: "tool count", Limit: MaxWorkerTools}})
+	}
 	return m, skipped
 }
 
-// resolve computes the fleet's tools from its members. A tool served by
-// several workers with different definitions (a rolling upgrade) takes the
-// definition of the worker whose service version is newest; between equal
-// versions, the one served by more workers, then the smallest worker id, so
-// that every orchestrator chooses the same one, every time.
-func resolve(members map[string]*member) map[string]*FleetTool {
+// conflict is a tool name served by workers that disagree: of different
+// kinds (the lower is refused: its workers are not counted as serving the
+// tool), or of different services with different definitions (one is
+// offered, as resolve says; both are still called).
+type conflict struct {
+	tool, kept, other string
+	refused           bool
+}
+
+// key identifies a conflict, to log it once.
+func (c conflict) key() string {
+	return fmt.Sprintf("%s\x00%s\x00%s\x00%v", c.tool, c.kept, c.other, c.refused)
+}
+
+// describe names a worker in a log line: service/id (kind).
+func (m *member) describe() string { return m.service + "/" + m.id + " (" + m.kind + ")" }
+
+// resolve computes the fleet's tools from its members. A tool name is
+// offered as served by the workers of the highest kind that serve it
+// (Rank): a built-in or scripted tool's name cannot be taken by an MCP
+// server's bridge or a foreign worker, whose offers are refused and
+// reported as conflicts. A tool served by several workers of that kind
+// with different definitions (a rolling upgrade) takes the definition of
+// the worker whose service version is newest; between equal versions, the
+// one served by more workers, then the smallest worker id, so that every
+// orchestrator chooses the same one, every time. Definitions that differ
+// between differently named services are reported too.
+func resolve(members map[string]*member) (map[string]*FleetTool, []conflict) {
 	type offer struct {
 		m   *member
 		def agentfleet.ToolDef
@@ -91,7 +133,21 @@ func resolve(members map[string]*member) map[string]*FleetTool {
 		}
 	}
 	out := make(map[string]*FleetTool, len(offers))
-	for name, os := range offers {
+	var conflicts []conflict
+	for _, name := range slices.Sorted(maps.Keys(offers)) {
+		all := offers[name]
+		top := 0
+		for _, o := range all {
+			top = max(top, Rank(o.m.kind))
+		}
+		var os, refused []offer
+		for _, o := range all {
+			if Rank(o.m.kind) == top {
+				os = append(os, o)
+			} else {
+				refused = append(refused, o)
+			}
+		}
 		count := map[string]int{}
 		for _, o := range os {
 			count[defKey(o.def)]++
@@ -105,6 +161,14 @@ func resolve(members map[string]*member) map[string]*FleetTool {
 			}
 			return cmp.Compare(b.m.id, a.m.id) // the smaller id wins
 		})
+		for _, o := range refused {
+			conflicts = append(conflicts, conflict{tool: name, kept: best.m.describe(), other: o.m.describe(), refused: true})
+		}
+		for _, o := range os {
+			if o.m.service != best.m.service && defKey(o.def) != defKey(best.def) {
+				conflicts = append(conflicts, conflict{tool: name, kept: best.m.describe(), other: o.m.describe()})
+			}
+		}
 		t := &FleetTool{ToolDef: best.def, Concurrency: 0}
 		unknown := false
 		for _, o := range os {
@@ -120,7 +184,8 @@ func resolve(members map[string]*member) map[string]*FleetTool {
 		slices.Sort(t.Workers)
 		out[name] = t
 	}
-	return out
+	slices.SortFunc(conflicts, func(a, b conflict) int { return strings.Compare(a.key(), b.key()) })
+	return out, conflicts
 }
 
 // defKey identifies a definition.

@@ -34,6 +34,37 @@ const MetaConcurrency = "concurrency"
 // found it in a discovery round knows how soon its silence means it is gone.
 const MetaBeat = "beat_ms"
 
+// MetaKind is the service metadata key that says where a worker service's
+// tools come from: KindBuiltin, KindScripted or KindMCP. A service without
+// it is a foreign worker (KindForeign). It is what the service claims:
+// discovery uses it to keep a fleet tool name from being taken over by a
+// worker of a lower kind (see Rank), not as proof.
+const MetaKind = "kind"
+
+// Kinds of worker services, as MetaKind gives them.
+const (
+	KindBuiltin  = "builtin"
+	KindScripted = "scripted"
+	KindMCP      = "mcp"
+	KindForeign  = "foreign"
+)
+
+// Rank orders the kinds of worker services by their claim to a tool name:
+// built-in tools first, then scripted, MCP, and foreign workers (any other
+// value) last. Discovery offers a tool name only as served by the workers
+// of the highest rank that serve it.
+func Rank(kind string) int {
+	switch kind {
+	case KindBuiltin:
+		return 3
+	case KindScripted:
+		return 2
+	case KindMCP:
+		return 1
+	}
+	return 0
+}
+
 // ToolMetadata returns the endpoint metadata that describes d.
 func ToolMetadata(d *agentfleet.ToolDef) map[string]string {
 	md := map[string]string{

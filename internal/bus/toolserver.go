@@ -46,6 +46,10 @@ type ServerConfig struct {
 	// Tracer, if set, records each call run as a span under the trace
 	// context its request carries (calltrace.go).
 	Tracer trace.Tracer
+	// Kind, when set, is advertised as the service's MetaKind: KindBuiltin,
+	// KindScripted or KindMCP. Without it the service is a foreign worker
+	// to discovery.
+	Kind string
 }
 
 // ToolServer serves tools to the fleet as a NATS micro service: one endpoint
@@ -148,6 +152,7 @@ func Serve(nc *nats.Conn, cfg ServerConfig) (*ToolServer, error) {
 			"prefix":        subjects.Prefix,
 			MetaConcurrency: fmt.Sprint(cfg.Concurrency),
 			MetaBeat:        fmt.Sprint(cfg.Beat.Milliseconds()),
+			MetaKind:        cfg.Kind,
 		},
 		Replies: s.replies,
 		// $SRV.STATS carries the worker's calls in flight (over all its

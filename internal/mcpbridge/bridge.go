@@ -55,9 +55,12 @@ type Config struct {
 	// Timeout, when set, is the call timeout of every tool of the server
 	// (ToolDef.TimeoutMS); default none, so the agent's or the system's.
 	Timeout time.Duration
-	// ConnectTimeout bounds one connection and its tools/list; default
-	// 30s.
+	// ConnectTimeout bounds one connection, and then its tools/list;
+	// default 30s.
 	ConnectTimeout time.Duration
+	// Limits bound the server's tool list; the zero value means the
+	// defaults (DefaultMaxTools, bus.ToolBounds, the NATS max payload).
+	Limits Limits
 	// Stderr receives a stdio server's standard error; default os.Stderr.
 	Stderr io.Writer
 	// OnChange, if set, is called with the fleet names of the tools served
@@ -92,9 +95,10 @@ type Bridge struct {
 }
 
 // Start connects to the server, serves its tools and follows it until
-// Close. ctx bounds the first connection only: a server that cannot be
-// reached or started at all fails Start with an error that names it;
-// after that, the bridge reconnects by itself.
+// Close. ctx bounds the first connection and tools/list only (each also
+// bounded by Config.ConnectTimeout): a server that cannot be reached or
+// started, or does not list its tools in time, fails Start with an error
+// that names it; after that, the bridge reconnects by itself.
 func Start(ctx context.Context, nc *nats.Conn, cfg Config) (*Bridge, error) {
 	if cfg.Spec.Name == "" || (len(cfg.Spec.Command) == 0) == (cfg.Spec.URL == "") {
 		return nil, fmt.Errorf("mcp bridge: spec %q needs a name and either a command or a URL", cfg.Spec)
@@ -143,7 +147,10 @@ func Start(ctx context.Context, nc *nats.Conn, cfg Config) (*Bridge, error) {
 	// The session is the bridge's before refresh serves its tools: a call
 	// may come as soon as they are served.
 	b.setSession(sess, nil)
-	if err := b.refresh(ctx, sess); err != nil {
+	lctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
+	err = b.refresh(lctx, sess)
+	cancel()
+	if err != nil {
 		b.stop()
 		return nil, errors.Join(fmt.Errorf("mcp server %s: %w", cfg.Spec.Name, err), sess.Close())
 	}
@@ -261,35 +268,42 @@ func (b *Bridge) session() (*mcp.ClientSession, error) {
 }
 
 // refresh lists the server's tools and serves them, when they changed.
-// Tools that cannot be fleet tools are logged and left out.
+// Tools that cannot be fleet tools, or break a bound (Limits), are logged
+// with the bound and left out; the others are served. The listing stops
+// at Limits.MaxTools.
 func (b *Bridge) refresh(ctx context.Context, sess *mcp.ClientSession) error {
-	defs := map[string]agentfleet.ToolDef{}
-	names := map[string]string{}
+	lim := b.cfg.Limits.withDefaults(b.nc.MaxPayload())
+	var listed []*mcp.Tool
+	more := false
 	for t, err := range sess.Tools(ctx, nil) {
 		if err != nil {
 			return fmt.Errorf("tools/list: %w", err)
 		}
-		d, err := ToolDef(b.cfg.Spec.Prefix, t)
-		if err != nil {
-			b.log.Warn("MCP tool not served", "err", err)
-			continue
+		if len(listed) == lim.MaxTools {
+			more = true
+			break
 		}
-		d.TimeoutMS = b.cfg.Timeout.Milliseconds()
-		if b.reserved[d.Name] {
-			b.log.Warn("MCP tool not served: this worker serves a tool of that name itself", "tool", d.Name)
-			continue
+		listed = append(listed, t)
+	}
+	kept, refused := admit(b.cfg.Spec.ToolPrefix(), listed, more, lim, b.reserved, b.cfg.Timeout.Milliseconds())
+	for _, r := range refused {
+		if r.bound != "" {
+			b.log.Warn("MCP tool not served: over a bound", "tool", r.tool, "bound", r.bound, "err", r.err)
+		} else {
+			b.log.Warn("MCP tool not served", "tool", r.tool, "err", r.err)
 		}
-		if _, dup := defs[d.Name]; dup {
-			b.log.Warn("MCP tool not served: the server lists it twice", "tool", d.Name)
-			continue
-		}
+	}
+	defs := map[string]agentfleet.ToolDef{}
+	names := map[string]string{}
+	for _, a := range kept {
+		d := a.def
 		if b.cfg.Claims != nil {
 			if ok, owner := b.cfg.Claims.claim(b.cfg.Spec.Name, d.Name); !ok {
 				b.log.Warn(fmt.Sprintf("MCP tool not served: MCP server %s of this worker serves a tool of that name; give one of them --mcp-prefix", owner), "tool", d.Name)
 				continue
 			}
 		}
-		defs[d.Name], names[d.Name] = d, t.Name
+		defs[d.Name], names[d.Name] = d, a.mcpName
 	}
 	if b.cfg.Claims != nil {
 		keep := map[string]bool{}
@@ -313,6 +327,7 @@ func (b *Bridge) refresh(ctx context.Context, sess *mcp.ClientSession) error {
 		next, err = bus.Serve(b.nc, bus.ServerConfig{
 			Name: b.cfg.Name, Prefix: b.cfg.Prefix, Tools: ts, Concurrency: b.cfg.Concurrency,
 			Heartbeat: b.cfg.Heartbeat, Logger: b.cfg.Logger, Observe: b.cfg.Observe, Tracer: b.cfg.Tracer,
+			Kind: bus.KindMCP,
 		})
 		if err != nil {
 			return fmt.Errorf("serve its tools: %w", err)

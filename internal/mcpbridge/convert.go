@@ -14,7 +14,9 @@ import (
 // ToolDef turns an MCP tool into the definition of the fleet tool that
 // serves it, named prefix+t.Name. It fails, saying why, when that name is
 // not a fleet tool name (a single NATS subject token: letters, digits, '-'
-// and '_', at most 128 bytes) or the input schema does not compile.
+// and '_', at most 128 bytes), the definition breaks the default
+// bus.ToolBounds (a *bus.BoundError), or the input schema does not
+// compile.
 //
 // The hints map to annotations with MCP's defaults for missing ones: a
 // tool is read-only only when readOnlyHint says so; a tool that is not
@@ -23,6 +25,12 @@ import (
 // counterpart. Read-only tools may run in parallel with the others of a
 // batch.
 func ToolDef(prefix string, t *mcp.Tool) (agentfleet.ToolDef, error) {
+	return toolDef(prefix, t, bus.ToolBounds{})
+}
+
+// toolDef is ToolDef within bounds, checked before the schema is
+// compiled: compiling a schema of megabytes takes minutes.
+func toolDef(prefix string, t *mcp.Tool, bounds bus.ToolBounds) (agentfleet.ToolDef, error) {
 	name := prefix + t.Name
 	if err := bus.CheckToken("tool", name); err != nil {
 		return agentfleet.ToolDef{}, fmt.Errorf("MCP tool %q: %w", t.Name, err)
@@ -35,11 +43,14 @@ func ToolDef(prefix string, t *mcp.Tool) (agentfleet.ToolDef, error) {
 	if d.InputSchema == nil {
 		d.InputSchema = json.RawMessage(`{"type":"object"}`)
 	}
-	if _, err := tools.CompileSchema(d.InputSchema); err != nil {
-		return agentfleet.ToolDef{}, fmt.Errorf("MCP tool %q: %w", t.Name, err)
-	}
 	if d.OutputSchema, err = rawSchema(t.OutputSchema); err != nil {
 		return agentfleet.ToolDef{}, fmt.Errorf("MCP tool %q: outputSchema: %w", t.Name, err)
+	}
+	if err := bounds.Check(&d); err != nil {
+		return agentfleet.ToolDef{}, fmt.Errorf("MCP tool %q: %w", t.Name, err)
+	}
+	if _, err := tools.CompileSchema(d.InputSchema); err != nil {
+		return agentfleet.ToolDef{}, fmt.Errorf("MCP tool %q: %w", t.Name, err)
 	}
 	d.Annotations = Annotations(t.Annotations)
 	d.Parallel = d.Annotations.ReadOnly

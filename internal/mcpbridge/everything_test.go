@@ -112,12 +112,12 @@ func TestEverythingAnnotations(t *testing.T) {
 	served := f.start(t, mcpbridge.Config{Spec: spec, Stderr: discard{}}).Defs()
 	var echo *agentfleet.ToolDef
 	for i := range served {
-		if served[i].Name == "echo" {
+		if served[i].Name == "everything_echo" { // namespaced by default
 			echo = &served[i]
 		}
 	}
 	if echo == nil {
-		t.Fatalf("echo not among %v", served)
+		t.Fatalf("everything_echo not among %v", served)
 	}
 	if got, want := echo.Annotations, (agentfleet.Annotations{ReadOnly: true, Idempotent: true}); got != want {
 		t.Errorf("echo annotations = %+v, want %+v", got, want)
@@ -144,13 +144,13 @@ func TestEverythingHTTP(t *testing.T) {
 	}
 	b := f.start(t, mcpbridge.Config{Spec: spec, Logger: logs.logger(), MinBackoff: 100 * time.Millisecond, MaxBackoff: 500 * time.Millisecond})
 	ctx := context.Background()
-	if got, want := f.text(t, "echo", map[string]any{"message": "over http"}), "Echo: over http"; got != want {
+	if got, want := f.text(t, "web_echo", map[string]any{"message": "over http"}), "Echo: over http"; got != want {
 		t.Errorf("echo = %q, want %q", got, want)
 	}
 
 	stop()
 	bustest.Eventually(t, "the bridge to notice that the server went away", func() bool { return !b.Connected() })
-	_, err = f.call(ctx, "echo", map[string]any{"message": "meanwhile"}, nil)
+	_, err = f.call(ctx, "web_echo", map[string]any{"message": "meanwhile"}, nil)
 	if err == nil {
 		t.Fatal("echo succeeded while the server was down")
 	}
@@ -158,7 +158,7 @@ func TestEverythingHTTP(t *testing.T) {
 
 	startHTTPEverything(t, bin, port, addr)
 	bustest.Eventually(t, "the bridge to reconnect", b.Connected)
-	if got, want := f.text(t, "echo", map[string]any{"message": "again"}), "Echo: again"; got != want {
+	if got, want := f.text(t, "web_echo", map[string]any{"message": "again"}), "Echo: again"; got != want {
 		t.Errorf("echo after reconnect = %q, want %q", got, want)
 	}
 	mustContain(t, "log", logs.String(), "MCP server went away; reconnecting")

@@ -112,7 +112,7 @@ func TestStdioRestart(t *testing.T) {
 	logs := &logBuffer{}
 	b := f.start(t, mcpbridge.Config{Spec: mcpbridge.Spec{Name: "child", Command: []string{exe}},
 		Logger: logs.logger(), MinBackoff: 300 * time.Millisecond, MaxBackoff: time.Second})
-	first := f.text(t, "pid", nil)
+	first := f.text(t, "child_pid", nil)
 	pid, err := strconv.Atoi(first)
 	if err != nil {
 		t.Fatalf("pid = %q", first)
@@ -125,13 +125,13 @@ func TestStdioRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	bustest.Eventually(t, "the bridge to notice that the server died", func() bool { return !b.Connected() })
-	_, err = f.call(context.Background(), "pid", nil, nil)
+	_, err = f.call(context.Background(), "child_pid", nil, nil)
 	if err == nil {
 		t.Fatal("pid succeeded while the server was down")
 	}
 	mustContain(t, "error while down", err.Error(), "MCP server child is not connected")
 	bustest.Eventually(t, "the server started again", b.Connected)
-	if second := f.text(t, "pid", nil); second == first {
+	if second := f.text(t, "child_pid", nil); second == first {
 		t.Errorf("pid after restart = %s, the same process", second)
 	}
 	mustContain(t, "log", logs.String(), "MCP server went away; reconnecting")
@@ -149,8 +149,9 @@ func TestStartFails(t *testing.T) {
 	mustContain(t, "error", err.Error(), `mcp server nope: start ["/nonexistent/mcp-server"]`)
 }
 
-// TestClaims: two MCP servers of one worker with a tool of the same name:
-// the second does not serve it and says so; with a prefix it does.
+// TestClaims: two MCP servers of one worker with a tool of the same name,
+// both unprefixed: the second does not serve it and says so; with a
+// prefix it does.
 func TestClaims(t *testing.T) {
 	newServer := func() *httptest.Server {
 		srv := mcp.NewServer(&mcp.Implementation{Name: "same", Version: "1"}, nil)
@@ -165,8 +166,8 @@ func TestClaims(t *testing.T) {
 	f := newFleet(t)
 	claims := &mcpbridge.Claims{}
 	logs := &logBuffer{}
-	first := f.start(t, mcpbridge.Config{Spec: mcpbridge.Spec{Name: "a", URL: a.URL}, Claims: claims, Logger: logs.logger()})
-	second := f.start(t, mcpbridge.Config{Spec: mcpbridge.Spec{Name: "b", URL: b.URL}, Claims: claims, Logger: logs.logger()})
+	first := f.start(t, mcpbridge.Config{Spec: mcpbridge.Spec{Name: "a", URL: a.URL, Unprefixed: true}, Claims: claims, Logger: logs.logger()})
+	second := f.start(t, mcpbridge.Config{Spec: mcpbridge.Spec{Name: "b", URL: b.URL, Unprefixed: true}, Claims: claims, Logger: logs.logger()})
 	if got := first.Served(); len(got) != 1 || got[0] != "lookup" {
 		t.Errorf("a serves %v, want [lookup]", got)
 	}
@@ -198,7 +199,7 @@ func TestSeveralWorkers(t *testing.T) {
 	f := newFleetOn(t, s)
 	workers, sessions := map[string]bool{}, map[string]bool{}
 	for i := 0; i < 40 && (len(workers) < 2 || len(sessions) < 2); i++ {
-		res, err := f.call(context.Background(), "whoami", nil, nil)
+		res, err := f.call(context.Background(), "shared_whoami", nil, nil)
 		sessions[text(t, res, err)] = true
 		workers[res.Worker] = true
 	}

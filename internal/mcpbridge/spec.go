@@ -19,9 +19,28 @@ type Spec struct {
 	Command []string
 	// URL is the streamable HTTP endpoint (http or https).
 	URL string
-	// Prefix is put before every tool name of the server, to keep apart
-	// tools of the same name on two servers; optional.
+	// Prefix is put before every tool name of the server; empty means
+	// the default, Name+"_" (see ToolPrefix).
 	Prefix string
+	// Unprefixed serves the server's tools under their own names, with no
+	// prefix: the names of the fleet's built-in tools and of the worker's
+	// own tools are still refused, tool by tool.
+	Unprefixed bool
+}
+
+// ToolPrefix returns what is put before each tool name of the server:
+// none when Unprefixed, else Prefix, by default Name+"_". The tools of an
+// MCP server are namespaced by default so that a server cannot take a
+// fleet tool's name: a server that lists "echo" is served as
+// <server>_echo, never as the built-in echo.
+func (s Spec) ToolPrefix() string {
+	switch {
+	case s.Unprefixed:
+		return ""
+	case s.Prefix != "":
+		return s.Prefix
+	}
+	return s.Name + "_"
 }
 
 // ParseSpec reads the value of a --mcp flag: NAME=COMMAND ARGS… for a
@@ -61,11 +80,15 @@ func ParseSpec(s string) (Spec, error) {
 	return sp, nil
 }
 
-// ParsePrefix reads the value of a --mcp-prefix flag, NAME=PREFIX.
+// ParsePrefix reads the value of a --mcp-prefix flag, NAME=PREFIX; an
+// empty PREFIX (NAME=) asks for the server's tools unprefixed.
 func ParsePrefix(s string) (name, prefix string, err error) {
 	name, prefix, ok := strings.Cut(s, "=")
-	if !ok || name == "" || prefix == "" {
-		return "", "", fmt.Errorf("--mcp-prefix %q: want NAME=PREFIX, such as fs=fs_", s)
+	if !ok || name == "" {
+		return "", "", fmt.Errorf("--mcp-prefix %q: want NAME=PREFIX, such as fs=files_, or NAME= for no prefix", s)
+	}
+	if prefix == "" {
+		return name, "", nil
 	}
 	if err := bus.CheckToken("tool name prefix", prefix); err != nil {
 		return "", "", fmt.Errorf("--mcp-prefix %q: %w", s, err)

@@ -263,7 +263,7 @@ func (s *Server) apply(state map[string]*script.Definition) {
 		next, err = bus.Serve(s.nc, bus.ServerConfig{
 			Name: s.cfg.Name, Version: s.cfg.Version, Prefix: s.subjects.Prefix, Tools: tools,
 			Concurrency: s.cfg.Concurrency, Heartbeat: s.cfg.Heartbeat, Logger: s.log, Observe: s.cfg.Observe,
-			Tracer: s.cfg.Tracer,
+			Tracer: s.cfg.Tracer, Kind: bus.KindScripted,
 		})
 		if err != nil {
 			s.log.Error("serving scripted tools", "err", err)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -79,9 +80,24 @@ func ParseToolList(s string) []string {
 	return out
 }
 
-// Start serves the configured tools on nc.
+// Start serves the configured tools on nc; it is StartContext with a
+// context that never ends.
 func Start(nc *bus.Conn, cfg Config) (*Worker, error) {
-	ts := builtin.All(cfg.Builtin)
+	return StartContext(context.Background(), nc, cfg)
+}
+
+// StartContext serves the configured tools on nc. ctx bounds connecting
+// to the MCP servers and listing their tools (each also within 30s), what
+// a server that is slow or hostile can make long; when it ends,
+// StartContext stops what it started and returns an error that says which
+// server it was at.
+//
+// The tools of an MCP server never take the name of a built-in tool (any
+// of them, served here or not) or of a tool this worker serves: such a
+// tool is not served, with a log line.
+func StartContext(ctx context.Context, nc *bus.Conn, cfg Config) (*Worker, error) {
+	all := builtin.All(cfg.Builtin)
+	ts := all
 	if len(cfg.Tools) > 0 {
 		var err error
 		if ts, err = builtin.Select(ts, cfg.Tools); err != nil {
@@ -102,6 +118,7 @@ func Start(nc *bus.Conn, cfg Config) (*Worker, error) {
 		srv, err := bus.Serve(nc, bus.ServerConfig{
 			Name: cfg.Name, Prefix: cfg.Prefix, Tools: ts, Concurrency: cfg.Concurrency,
 			Heartbeat: cfg.Heartbeat, Logger: cfg.Logger, Observe: cfg.Observe, Tracer: cfg.Tracer,
+			Kind: bus.KindBuiltin,
 		})
 		if err != nil {
 			return nil, err
@@ -112,12 +129,16 @@ func Start(nc *bus.Conn, cfg Config) (*Worker, error) {
 	for _, t := range ts {
 		reserved = append(reserved, t.Name)
 	}
+	mcpReserved := slices.Clone(reserved)
+	for _, t := range all {
+		mcpReserved = append(mcpReserved, t.Name)
+	}
 	claims := &mcpbridge.Claims{}
 	for _, sp := range cfg.MCP {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		b, err := mcpbridge.Start(ctx, nc, mcpbridge.Config{
 			Spec: sp, Prefix: cfg.Prefix, Concurrency: cfg.Concurrency, Heartbeat: cfg.Heartbeat,
-			Logger: cfg.Logger, Observe: cfg.Observe, Reserved: reserved, Claims: claims, Stderr: cfg.MCPStderr, Timeout: cfg.MCPTimeout, Tracer: cfg.Tracer,
+			Logger: cfg.Logger, Observe: cfg.Observe, Reserved: mcpReserved, Claims: claims, Stderr: cfg.MCPStderr, Timeout: cfg.MCPTimeout, Tracer: cfg.Tracer,
 		})
 		cancel()
 		if err != nil {
@@ -127,6 +148,8 @@ func Start(nc *bus.Conn, cfg Config) (*Worker, error) {
 	}
 	if cfg.Scripts {
 		var err error
+		// Not ctx: the fleet's own bucket opens within its timeout, and a
+		// worker that has announced its built-in tools finishes its start.
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		w.Scripts, err = scripts.Serve(ctx, nc, scripts.ServerConfig{
