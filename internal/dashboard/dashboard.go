@@ -90,15 +90,15 @@ type Config struct {
 // Handler serves the dashboard. Mount it at "/" of a mux whose other
 // patterns are more specific.
 type Handler struct {
-	cfg  Config
-	mux  *http.ServeMux
-	hub  *hub
+	cfg Config
+	mux *http.ServeMux
+	hub *hub
 	// streams holds a token per open event stream: at most
 	// Limits.MaxClients.
 	streams chan struct{}
 	stop    func()
-	done chan struct{}
-	once sync.Once
+	done    chan struct{}
+	once    sync.Once
 
 	fleetMu   sync.Mutex
 	fleetAt   time.Time
