@@ -8,6 +8,7 @@ package httpauth
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -156,9 +157,10 @@ func (g *Guard) refuse(w http.ResponseWriter, r *http.Request, v Verdict) {
 func Error(w http.ResponseWriter, r *http.Request, code int, text string) {
 	w.Header().Set("Cache-Control", "no-store")
 	if classify(r.Method, r.URL.Path) == routeAPIRead || classify(r.Method, r.URL.Path) == routeAction {
+		b, _ := json.Marshal(map[string]string{"error": text})
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(code)
-		fmt.Fprintf(w, "{\"error\":%q}\n", text)
+		w.Write(append(b, '\n'))
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")

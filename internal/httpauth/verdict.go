@@ -62,7 +62,7 @@ func (g *Guard) Decide(f Facts) Verdict {
 	}
 	page := rt == routePage && safeMethod(f.Method)
 	if err != nil {
-		return Verdict{Status: http.StatusUnauthorized, Message: err.Error(), Login: page}
+		return Verdict{Status: http.StatusUnauthorized, Message: err.Error() + "; " + g.noCredential(rt), Login: page}
 	}
 	if role == Anonymous {
 		return Verdict{Status: http.StatusUnauthorized, Message: g.noCredential(rt), Login: page}
@@ -113,7 +113,7 @@ func (g *Guard) credential(f Facts, rt route) (Role, bool, error) {
 	if f.Cookie != "" && g.sessions != nil {
 		role, _, err := g.sessions.check(f.Cookie, f.Now)
 		if err != nil {
-			return Anonymous, true, fmt.Errorf("%w: log in again", err)
+			return Anonymous, true, err
 		}
 		return role, true, nil
 	}
