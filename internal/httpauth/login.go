@@ -67,7 +67,9 @@ func loginPage(w http.ResponseWriter, code int, msg string) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
+	// same-origin, not no-referrer: under no-referrer a browser sends
+	// "Origin: null" with the form's POST, which the Origin check refuses.
+	h.Set("Referrer-Policy", "same-origin")
 	w.WriteHeader(code)
 	p := ""
 	if msg != "" {
