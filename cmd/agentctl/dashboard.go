@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet/internal/dashboard"
+	"github.com/agentfleet/agentfleet/internal/httpauth"
 )
 
 // dashboard serves the browser dashboard on --http until ctx ends: a
@@ -16,7 +17,15 @@ import (
 // role of deploy/nats/nats.conf. The actions are shown only when the user
 // may publish messages and aborts, and never with --read-only.
 func (m *Main) dashboard(ctx context.Context) error {
-	d, err := dashboard.Open(ctx, m.nc, m.subjects, dashboard.Options{ReadOnly: m.ReadOnly, Config: dashboard.Config{Logger: m.logger, TraceURL: m.TraceURL}})
+	guard, err := m.HTTPAuth.Guard("--http", m.HTTP, "", false, m.logger)
+	if err != nil {
+		return err
+	}
+	d, err := dashboard.Open(ctx, m.nc, m.subjects, dashboard.Options{ReadOnly: m.ReadOnly, Config: dashboard.Config{
+		Logger: m.logger, TraceURL: m.TraceURL, Limits: m.DashLimits,
+		CanAct:   func(r *http.Request) bool { return httpauth.RoleOf(r) == httpauth.Writer },
+		LoggedIn: httpauth.LoggedIn,
+	}})
 	if err != nil {
 		return err
 	}
@@ -25,11 +34,14 @@ func (m *Main) dashboard(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("--http %s: %w", m.HTTP, err)
 	}
-	srv := &http.Server{Handler: d, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv := &http.Server{Handler: guard.Wrap(d), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	m.dashAddr.Store(ln.Addr().String())
 	how := "with actions"
 	if d.ReadOnly() {
 		how = "read only"
+	}
+	if guard.Protected() {
+		how += ", log in with a token"
 	}
 	fmt.Fprintf(m.Stderr, "dashboard on http://%s/ (%s; Ctrl-C to stop)\n", ln.Addr(), how)
 	served := make(chan error, 1)

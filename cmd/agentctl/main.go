@@ -37,6 +37,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/cli"
 	"github.com/agentfleet/agentfleet/internal/dashboard"
+	"github.com/agentfleet/agentfleet/internal/httpauth"
 )
 
 func main() {
@@ -108,6 +109,10 @@ type Main struct {
 	// TraceURL links the dashboard's trace ids to a tracing UI
 	// (dashboard.Config.TraceURL).
 	TraceURL string
+	// HTTPAuth guards the dashboard's listener; DashLimits bound its event
+	// streams.
+	HTTPAuth   httpauth.Flags
+	DashLimits dashboard.Limits
 	// Reject, Reason and Args shape the decision of approve: a rejection
 	// instead of an approval, its reason, and edited arguments (JSON).
 	Reject bool
@@ -174,6 +179,11 @@ func (c *command) takes(name string) bool {
 		return c.since
 	case "http", "read-only", "trace-url":
 		return c.dashboard
+	}
+	if slices.Contains(httpauth.FlagNames, name) || slices.Contains(dashboard.LimitFlagNames, name) {
+		return c.dashboard
+	}
+	switch name {
 	case "reject", "reason", "args":
 		return c.decision
 	}
@@ -195,7 +205,8 @@ func (c *command) anyTakes(name string) bool {
 }
 
 // commandFlags are the flags that only some commands take.
-var commandFlags = []string{"json", "id", "revision", "replace", "since", "http", "read-only", "trace-url", "reject", "reason", "args"}
+var commandFlags = slices.Concat([]string{"json", "id", "revision", "replace", "since", "http", "read-only", "trace-url", "reject", "reason", "args"},
+	httpauth.FlagNames, dashboard.LimitFlagNames)
 
 // toolsCommands are the subcommands of tools, which manage the scripted
 // tools in the KV bucket.
@@ -270,6 +281,13 @@ Command flags:
   --read-only     show no actions (dashboard)
   --trace-url url link trace ids to a tracing UI, {trace_id} replaced by
                   the id; default $AGENTFLEET_TRACE_URL (dashboard)
+  --http-token-file f, --http-viewer-token-file f
+                  the writer and viewer tokens of the dashboard; required
+                  off loopback, unless --insecure-http (dashboard)
+  --http-allowed-hosts names, --http-max-body n, --http-body-timeout d,
+  --dashboard-max-clients n, --dashboard-max-replay d,
+  --dashboard-max-replay-bytes n
+                  as the orchestrator's (dashboard)
   --reject        reject the call (approve)
   --reason text   why, for the model (approve)
   --args json     approve with these arguments instead (approve)
@@ -359,6 +377,8 @@ func (m *Main) ParseFlags(args []string) error {
 		fs.StringVar(&m.HTTP, "http", "127.0.0.1:8081", "address the dashboard serves on")
 		fs.BoolVar(&m.ReadOnly, "read-only", false, "show no actions, even when the NATS user may send messages and aborts")
 		fs.StringVar(&m.TraceURL, "trace-url", os.Getenv("AGENTFLEET_TRACE_URL"), "link trace ids to this tracing UI URL, {trace_id} replaced by the id, e.g. http://localhost:16686/trace/{trace_id} (default $AGENTFLEET_TRACE_URL)")
+		m.HTTPAuth.Register(fs, false)
+		m.DashLimits.Register(fs)
 	}
 	if m.cmd.anyTakes("reject") {
 		fs.BoolVar(&m.Reject, "reject", false, "reject the call instead of approving it")

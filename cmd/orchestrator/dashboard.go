@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/dashboard"
+	"github.com/agentfleet/agentfleet/internal/httpauth"
 )
 
 // startDashboard serves the dashboard at / of the --http listener, on the
@@ -19,7 +21,11 @@ func (m *Main) startDashboard(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m.dash, err = dashboard.Open(ctx, m.nc, subjects, dashboard.Options{Config: dashboard.Config{Logger: m.logger, TraceURL: m.TraceURL}})
+	m.dash, err = dashboard.Open(ctx, m.nc, subjects, dashboard.Options{Config: dashboard.Config{
+		Logger: m.logger, TraceURL: m.TraceURL, Limits: m.DashLimits,
+		CanAct:   func(r *http.Request) bool { return httpauth.RoleOf(r) == httpauth.Writer },
+		LoggedIn: httpauth.LoggedIn,
+	}})
 	if err != nil {
 		if ctx.Err() != nil {
 			// A signal came while the dashboard started: the orchestrator

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"strings"
 	"syscall"
@@ -25,6 +26,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/cli"
 	"github.com/agentfleet/agentfleet/internal/dashboard"
+	"github.com/agentfleet/agentfleet/internal/httpauth"
 	"github.com/agentfleet/agentfleet/internal/llm"
 	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/metrics"
@@ -67,6 +69,8 @@ type Main struct {
 	SessionIdle   time.Duration
 	HTTP          string
 	MCPToken      string
+	HTTPAuth      httpauth.Flags
+	DashLimits    dashboard.Limits
 	MCP           bool
 	Dashboard     bool
 	TraceURL      string
@@ -75,6 +79,7 @@ type Main struct {
 	llmCfg        llm.Config
 	metrics       *metrics.Orchestrator
 	http          *metrics.Server
+	guard         *httpauth.Guard
 	dash          *dashboard.Handler
 	Stderr        io.Writer
 
@@ -101,7 +106,9 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.BoolVar(&m.Dashboard, "dashboard", true, "serve the browser dashboard at / of --http")
 	fs.StringVar(&m.TraceURL, "trace-url", os.Getenv("AGENTFLEET_TRACE_URL"), "link the dashboard's trace ids to this tracing UI URL, {trace_id} replaced by the id, e.g. http://localhost:16686/trace/{trace_id} (default $AGENTFLEET_TRACE_URL)")
 	fs.BoolVar(&m.MCP, "serve-mcp", true, "serve the fleet as an MCP server (streamable HTTP, stateless) at /mcp of --http")
-	fs.StringVar(&m.MCPToken, "mcp-token", os.Getenv("AGENTFLEET_MCP_TOKEN"), "bearer token that requests to /mcp must carry (default $AGENTFLEET_MCP_TOKEN; empty: none, so keep --http on loopback)")
+	fs.StringVar(&m.MCPToken, "mcp-token", os.Getenv("AGENTFLEET_MCP_TOKEN"), "one more bearer token accepted on /mcp (and only there) besides the writer token of --http-token-file; alone it guards /mcp and nothing else (default $AGENTFLEET_MCP_TOKEN)")
+	m.HTTPAuth.Register(fs, true)
+	m.DashLimits.Register(fs)
 	fs.StringVar(&m.Listen, "listen", "127.0.0.1:4222", "address of the embedded NATS server (when --nats-url is not given)")
 	fs.StringVar(&m.DataDir, "data-dir", "./data", "JetStream data directory of the embedded NATS server")
 	fs.StringVar(&m.NATSConfig, "nats-config", "", "nats-server configuration file for the embedded server (users, permissions, TLS)")
@@ -156,6 +163,14 @@ func (m *Main) ParseFlags(args []string) error {
 			m.logger.Warn("--leader-ttl is retired: use --lease-ttl")
 		}
 	})
+	if m.HTTP != "" {
+		// What is served is covered without the tokens of --http-token-file
+		// when no dashboard is, and /mcp has its token or is not served.
+		covered := !m.Dashboard && (!m.MCP || m.MCPToken != "")
+		if m.guard, err = m.HTTPAuth.Guard("--http", m.HTTP, m.MCPToken, covered, m.logger); err != nil {
+			return err
+		}
+	}
 	if m.Config != "" {
 		if m.profiles, err = orchestrator.LoadProfiles(m.Config); err != nil {
 			return fmt.Errorf("--config: %w", err)
@@ -169,7 +184,11 @@ func (m *Main) Run(ctx context.Context) error {
 	m.metrics = metrics.NewOrchestrator()
 	var err error
 	// First, so that a taken port fails the start at once.
-	if m.http, err = metrics.Listen(m.HTTP, "http", m.metrics.Registry(), m.ready); err != nil {
+	var wrap func(http.Handler) http.Handler
+	if m.guard != nil {
+		wrap = m.guard.Wrap
+	}
+	if m.http, err = metrics.ListenWrapped(m.HTTP, "http", m.metrics.Registry(), m.ready, wrap); err != nil {
 		return fmt.Errorf("%w\n(another orchestrator may be running: turn the HTTP listener off with --http \"\", or give another address such as --http 127.0.0.1:0 for any free port)", err)
 	}
 	if m.tracer, err = tracing.FromEnv(ctx, tracing.Defaults{Service: "agentfleet-orchestrator"}, m.logger); err != nil {

@@ -33,7 +33,8 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // mcpFleet runs the orchestrator with in-process workers and a scripted
-// model that answers an ask with one calculator call and then 42.
+// model that answers an ask with one calculator call and then 42; /mcp
+// takes --mcp-token s3cret and the writer token of --http-token-file.
 func mcpFleet(t *testing.T) (*Main, *llmtest.Server) {
 	t.Helper()
 	llm := llmtest.NewServer(t)
@@ -43,7 +44,8 @@ func mcpFleet(t *testing.T) (*Main, *llmtest.Server) {
 		llmtest.ToolCallsReply(llmtest.ToolCall{ID: "call_a", Name: "calculator", Arguments: `{"expression":"6*7"}`}).Response(),
 		llmtest.TextReply("The answer is 42.").Response(),
 	)
-	m := run(t, "--workers", "1", "--model", "test-model", "--mcp-token", "s3cret")
+	m := run(t, "--workers", "1", "--model", "test-model", "--mcp-token", "s3cret",
+		"--http-token-file", tokenFile(t, "writer", testWriterToken), "--http-viewer-token-file", tokenFile(t, "viewer", testViewerToken))
 	return m, llm
 }
 
@@ -165,6 +167,8 @@ func TestMCPServer(t *testing.T) {
 	}{
 		{"no token", url, "", http.StatusUnauthorized, "Authorization: Bearer"},
 		{"wrong token", url, "nope", http.StatusUnauthorized, "Authorization: Bearer"},
+		{"viewer token", url, testViewerToken, http.StatusForbidden, "needs the writer role"},
+		{"writer token", url, testWriterToken, http.StatusOK, `"name":"calculator"`},
 		{"unknown agent", url + "/nosuch", "s3cret", http.StatusNotFound, `unknown agent "nosuch" (agents: default)`},
 		{"unknown agent by query", url + "?agent=nosuch", "s3cret", http.StatusNotFound, `unknown agent "nosuch"`},
 	} {
@@ -190,7 +194,8 @@ func TestMCPServer(t *testing.T) {
 }
 
 // TestMCPInspectorCLI lists and calls the fleet's tools with the MCP
-// inspector's command-line client, an MCP client nobody here wrote.
+// inspector's command-line client, an MCP client nobody here wrote, with
+// --mcp-token and with the writer token of --http-token-file.
 func TestMCPInspectorCLI(t *testing.T) {
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Skip("node is not installed, so the MCP inspector CLI is not tested")
@@ -201,9 +206,10 @@ func TestMCPInspectorCLI(t *testing.T) {
 	}
 	m, _ := mcpFleet(t)
 	url := "http://" + m.HTTPAddr() + "/mcp"
+	token := "s3cret"
 	inspect := func(args ...string) map[string]any {
 		t.Helper()
-		args = append([]string{"--cli", url, "--transport", "http", "--header", "Authorization: Bearer s3cret"}, args...)
+		args = append([]string{"--cli", url, "--transport", "http", "--header", "Authorization: Bearer " + token}, args...)
 		cmd := exec.Command(cli, args...)
 		// inspector-cli 1.0.3 checks for its package.json relative to the
 		// working directory but imports it relative to its module: run it
@@ -237,6 +243,12 @@ func TestMCPInspectorCLI(t *testing.T) {
 	ask := inspect("--method", "tools/call", "--tool-name", "ask_default", "--tool-arg", "message=what is 6*7?", "session=inspector")
 	if b, _ := json.Marshal(ask["content"]); !strings.Contains(string(b), "The answer is 42.") {
 		t.Errorf("tools/call ask_default = %v", ask)
+	}
+	// The writer token of --http-token-file opens /mcp too.
+	token = testWriterToken
+	call = inspect("--method", "tools/call", "--tool-name", "calculator", "--tool-arg", "expression=6*7")
+	if b, _ := json.Marshal(call["content"]); !strings.Contains(string(b), `"text":"42"`) {
+		t.Errorf("tools/call calculator with the writer token = %v", call)
 	}
 }
 

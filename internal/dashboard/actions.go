@@ -98,6 +98,10 @@ func (h *Handler) readAction(w http.ResponseWriter, r *http.Request, v any) bool
 		httpError(w, http.StatusForbidden, "this dashboard is read only: its NATS user may not publish messages or aborts")
 		return false
 	}
+	if !h.canAct(r) {
+		httpError(w, http.StatusForbidden, "this credential may only watch: acting needs the writer role")
+		return false
+	}
 	if o := r.Header.Get("Origin"); o != "" {
 		u, err := url.Parse(o)
 		if err != nil || u.Host != r.Host {

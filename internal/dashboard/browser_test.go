@@ -84,7 +84,7 @@ func waitJS(t *testing.T, ctx context.Context, what, expr string, timeout time.D
 		_, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(time.Until(deadline))))
 		// A poll that began as the document changed (just after a
 		// navigation) loses its execution context: poll again in the new one.
-		if err != nil && strings.Contains(err.Error(), "Cannot find context with specified id") && time.Now().Before(deadline) {
+		if err != nil && (strings.Contains(err.Error(), "Cannot find context with specified id") || strings.Contains(err.Error(), "Inspected target navigated or closed")) && time.Now().Before(deadline) {
 			continue
 		}
 		if err == nil {

@@ -74,6 +74,15 @@ type Config struct {
 	// CheckTraceURL). Optional; default none: the page shows the id as
 	// text.
 	TraceURL string
+	// Limits bound the event streams of the pages.
+	Limits Limits
+	// CanAct, when not nil, says whether a request's credential may act
+	// (send, abort, approve): false answers the actions 403 and hides them
+	// on the page. Typically httpauth.RoleOf(r) == httpauth.Writer.
+	CanAct func(r *http.Request) bool
+	// LoggedIn, when not nil, says whether a request came with a login
+	// session, for the page to offer Log out.
+	LoggedIn func(r *http.Request) bool
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 }
@@ -81,12 +90,15 @@ type Config struct {
 // Handler serves the dashboard. Mount it at "/" of a mux whose other
 // patterns are more specific.
 type Handler struct {
-	cfg  Config
-	mux  *http.ServeMux
-	hub  *hub
-	stop func()
-	done chan struct{}
-	once sync.Once
+	cfg Config
+	mux *http.ServeMux
+	hub *hub
+	// streams holds a token per open event stream: at most
+	// Limits.MaxClients.
+	streams chan struct{}
+	stop    func()
+	done    chan struct{}
+	once    sync.Once
 
 	fleetMu   sync.Mutex
 	fleetAt   time.Time
@@ -117,7 +129,9 @@ func New(ctx context.Context, cfg Config) (*Handler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	h := &Handler{cfg: cfg, hub: newHub(), done: make(chan struct{})}
+	cfg.Limits = cfg.Limits.withDefaults()
+	cfg.Since = min(cfg.Since, cfg.Limits.MaxReplay)
+	h := &Handler{cfg: cfg, hub: newHub(), streams: make(chan struct{}, cfg.Limits.MaxClients), done: make(chan struct{})}
 	stop, last, err := cfg.Feed.Follow(ctx, h.hub.publish)
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: %w", err)
@@ -140,12 +154,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// page's escaping could not run code.
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Referrer-Policy", "no-referrer")
+	// No referrer to other sites (a trace UI); same-origin rather than
+	// no-referrer so that the Log out form's POST carries its Origin.
+	w.Header().Set("Referrer-Policy", "same-origin")
 	h.mux.ServeHTTP(w, r)
 }
 
 // ReadOnly reports whether the dashboard has no actions.
 func (h *Handler) ReadOnly() bool { return h.cfg.Sessions == nil }
+
+// canAct reports whether r may act: the dashboard has actions and r's
+// credential may use them.
+func (h *Handler) canAct(r *http.Request) bool {
+	return h.cfg.Sessions != nil && (h.cfg.CanAct == nil || h.cfg.CanAct(r))
+}
 
 // Close stops following the feed and ends the event streams of the pages,
 // so that a server's Shutdown need not wait for them. It is safe to call

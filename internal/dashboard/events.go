@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,6 +27,9 @@ type hello struct {
 	Fleet    bool   `json:"fleet"`
 	MaxRuns  int    `json:"max_runs"`
 	Since    string `json:"since"`
+	// Logout is whether the page came with a login session, to offer
+	// Log out.
+	Logout bool `json:"logout,omitempty"`
 	// TraceURL is Config.TraceURL, for the page to link trace ids.
 	TraceURL string `json:"trace_url,omitempty"`
 }
@@ -37,9 +41,19 @@ type hello struct {
 // replay stops at the hub's last sequence at the join, and the queued
 // events all come after it.
 func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request) {
-	from, err := h.replayFrom(r)
+	from, clipped, err := h.replayFrom(r)
 	if err != nil {
 		httpError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	select {
+	case h.streams <- struct{}{}:
+		defer func() { <-h.streams }()
+	default:
+		h.cfg.Logger.Warn("dashboard: an event stream refused: the most allowed are open", "remote", r.RemoteAddr, "max", h.cfg.Limits.MaxClients)
+		w.Header().Set("Retry-After", "5")
+		httpError(w, http.StatusServiceUnavailable, fmt.Sprintf(
+			"this dashboard serves at most %d event streams at once (--dashboard-max-clients) and all are open: retry later", h.cfg.Limits.MaxClients))
 		return
 	}
 	rc := http.NewResponseController(w)
@@ -53,16 +67,37 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request) {
 	s := &sseWriter{w: w, rc: rc}
 	replay := h.cfg.Feed.Retained()
 	s.write([]byte("retry: 1000\n\n"))
-	s.control("hello", hello{Replay: replay, ReadOnly: h.ReadOnly(), Fleet: h.cfg.Fleet != nil,
-		MaxRuns: h.maxRuns(r), Since: h.cfg.Since.String(), TraceURL: h.cfg.TraceURL})
+	s.control("hello", hello{Replay: replay, ReadOnly: !h.canAct(r), Fleet: h.cfg.Fleet != nil,
+		MaxRuns: h.maxRuns(r), Since: h.cfg.Since.String(), TraceURL: h.cfg.TraceURL,
+		Logout: h.cfg.LoggedIn != nil && h.cfg.LoggedIn(r)})
+	if clipped != "" {
+		s.control("notice", map[string]string{"message": clipped})
+	}
 	n := 0
 	if replay && (from.After > 0 || !from.Since.IsZero()) && last > 0 {
-		err := h.cfg.Feed.Replay(r.Context(), "", from, last, func(e bus.FeedEvent) {
+		rctx, stop := context.WithCancel(r.Context())
+		var sent int64
+		full := false
+		err := h.cfg.Feed.Replay(rctx, "", from, last, func(e bus.FeedEvent) {
+			if full {
+				return
+			}
+			if sent += int64(len(e.Data)); sent > h.cfg.Limits.MaxReplayBytes {
+				full = true
+				stop()
+				return
+			}
 			if s.event(e) {
 				n++
 			}
 		})
-		if err != nil && r.Context().Err() == nil {
+		stop()
+		switch {
+		case full:
+			h.cfg.Logger.Info("dashboard: a replay stopped at its bound", "remote", r.RemoteAddr, "events", n, "max_bytes", h.cfg.Limits.MaxReplayBytes)
+			s.control("notice", map[string]string{"message": fmt.Sprintf(
+				"replay stopped after %d events at its bound of %d bytes (--dashboard-max-replay-bytes): the events after them and before now are not shown; ask a shorter range", n, h.cfg.Limits.MaxReplayBytes)})
+		case err != nil && r.Context().Err() == nil:
 			s.control("notice", map[string]string{"message": "replay: " + err.Error()})
 		}
 	} else if !replay && (from.After > 0 || r.URL.Query().Has("since")) {
@@ -111,8 +146,21 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request) {
 // replayFrom reads where the page wants to start: after the event id the
 // browser last got (Last-Event-ID, sent when it reconnects) or ?after=,
 // else ?since= (a duration back from now, such as 15m, or an RFC 3339
-// time; 0 for none), else the configured window.
-func (h *Handler) replayFrom(r *http.Request) (bus.ReplayFrom, error) {
+// time; 0 for none), else the configured window. A since further back
+// than Limits.MaxReplay is clipped to it, with a notice for the page.
+func (h *Handler) replayFrom(r *http.Request) (bus.ReplayFrom, string, error) {
+	from, err := h.replayAsked(r)
+	if err != nil || from.Since.IsZero() {
+		return from, "", err
+	}
+	if oldest := time.Now().Add(-h.cfg.Limits.MaxReplay); from.Since.Before(oldest) {
+		return bus.ReplayFrom{Since: oldest}, fmt.Sprintf("replay clipped to the last %v (--dashboard-max-replay): %q asks further back", h.cfg.Limits.MaxReplay, r.URL.Query().Get("since")), nil
+	}
+	return from, "", nil
+}
+
+// replayAsked is the start the page asks.
+func (h *Handler) replayAsked(r *http.Request) (bus.ReplayFrom, error) {
 	q := r.URL.Query()
 	id := r.Header.Get("Last-Event-ID")
 	if id == "" {

@@ -55,6 +55,14 @@ type Server struct {
 // (errors.Is(err, syscall.EADDRINUSE) holds for that one). An empty addr
 // turns the listener off: Listen returns a nil *Server and no error.
 func Listen(addr, flag string, g prometheus.Gatherer, ready func() error) (*Server, error) {
+	return ListenWrapped(addr, flag, g, ready, nil)
+}
+
+// ListenWrapped is Listen with every request, to every route (the probes
+// and those added by Handle included), handed to wrap(mux) rather than to
+// the mux: a guard that checks them (httpauth.Guard.Wrap). A nil wrap is
+// Listen.
+func ListenWrapped(addr, flag string, g prometheus.Gatherer, ready func() error, wrap func(http.Handler) http.Handler) (*Server, error) {
 	if addr == "" {
 		return nil, nil
 	}
@@ -73,8 +81,12 @@ func Listen(addr, flag string, g prometheus.Gatherer, ready func() error) (*Serv
 		writeText(w, http.StatusOK, "ok")
 	})
 	mux.HandleFunc("GET /readyz", s.serveReady)
+	var h http.Handler = mux
+	if wrap != nil {
+		h = wrap(mux)
+	}
 	s.srv = &http.Server{
-		Handler:           mux,
+		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ConnState:         s.connState,

@@ -66,6 +66,7 @@ function connect() {
     state.traceURL = traceURLOf(h.trace_url);
     $('send').hidden = h.read_only;
     $('tab-fleet').hidden = !h.fleet;
+    $('logout').hidden = !h.logout;
     document.body.dataset.readOnly = String(h.read_only);
     setConn('replaying');
     state.dirty.run = true;
@@ -89,7 +90,17 @@ function connect() {
     ingest(ev);
     schedule();
   };
-  source.onerror = () => setConn('reconnecting');
+  source.onerror = () => {
+    // A refusal (503 when the server serves as many pages as it may, 401
+    // when the login expired) closes the stream for good: open it again
+    // later, or reload for the login page.
+    if (source.readyState === EventSource.CLOSED) {
+      setConn('closed, retrying');
+      setTimeout(connect, 5000);
+      return;
+    }
+    setConn('reconnecting');
+  };
 }
 
 function setConn(s) {
