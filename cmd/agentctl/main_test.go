@@ -498,6 +498,14 @@ func TestRoles(t *testing.T) {
 	if err != nil || stdout != "calculator: 5\n" {
 		t.Errorf("client ask: err %v, stdout %q, stderr %q", err, stdout, stderr)
 	}
+	// A person's own user: alice, with her own inbox space, whether the
+	// prefix is given or comes from her user name.
+	for _, args := range [][]string{as("alice", "--inbox-prefix", "_INBOX.alice", "ask", "default", "a1", "what is 2+3?"), as("alice", "ask", "default", "a2", "what is 2+3?")} {
+		stdout, stderr, err := run(t, s.ClientURL(), args...)
+		if err != nil || stdout != "calculator: 5\n" {
+			t.Errorf("agentctl %s: err %v, stdout %q, stderr %q", strings.Join(args[4:], " "), err, stdout, stderr)
+		}
+	}
 	stdout, _, err = run(t, s.ClientURL(), as("client", "tools")...)
 	if err != nil || !strings.Contains(stdout, "calculator — Calculator") {
 		t.Errorf("client tools: err %v, stdout %q", err, stdout)
@@ -555,6 +563,14 @@ func TestRoles(t *testing.T) {
 		{as("toolworker", "tail"), `Permissions Violation for Subscription to "agent.events.*.*.>"`},
 		{as("client", "call", "echo", `{"text":"x"}`), `Permissions Violation for Publish to "agent.tool.echo"`},
 		{as("client", "tools", "export", "x"), `NATS user "client" lacks the permission: nats: permissions violation: Permissions Violation for Publish to "$JS.API.STREAM.INFO.KV_agent_tools"`},
+		// Nobody reads another user's replies: not in the shared inbox
+		// space, not in bob's.
+		{as("alice", "--inbox-prefix", "_INBOX", "ask", "default", "a3", "hi"), `NATS user "alice" lacks the permission: nats: permissions violation: Permissions Violation for Subscription to "_INBOX.`},
+		{as("alice", "--inbox-prefix", "_INBOX.bob", "ask", "default", "a3", "hi"), `Permissions Violation for Subscription to "_INBOX.bob.`},
+		{as("alice", "--inbox-prefix", "_INBOX.>", "ask", "default", "a3", "hi"), `inbox prefix "_INBOX.>": has a wildcard (">")`},
+		// bob may only watch.
+		{as("bob", "ask", "default", "a3", "hi"), `NATS user "bob" lacks the permission: nats: permissions violation: Permissions Violation for Publish to "agent.ask.default.a3"`},
+		{as("bob", "approve", "default", "a3", "c1"), `Permissions Violation for Publish to "agent.approve.default.a3"`},
 	}
 	for _, tt := range denied {
 		start := time.Now()
