@@ -90,7 +90,7 @@ type container struct {
 		Name      string `yaml:"name"`
 		MountPath string `yaml:"mountPath"`
 	} `yaml:"volumeMounts"`
-	Resources      struct {
+	Resources struct {
 		Requests map[string]string `yaml:"requests"`
 	} `yaml:"resources"`
 }
