@@ -723,3 +723,33 @@ func TestTailSince(t *testing.T) {
 		t.Errorf("--since on ask: err = %v", err)
 	}
 }
+
+// TestSecretsNotPrinted: a password or token in the NATS URL, or in the
+// environment, shows neither in the error of a connection to a server
+// that is not there, nor in the logs, nor in the usage.
+func TestSecretsNotPrinted(t *testing.T) {
+	const secret = "Pa55w0rdOfAlice"
+	addr := bustest.FreeAddr(t)
+	t.Setenv("NATS_PASSWORD", secret+"Env")
+	for _, url := range []string{"nats://alice:" + secret + "@" + addr, "nats://" + secret + "@" + addr, "nats://alice:" + secret + "@" + addr + ":bad"} {
+		stdout, stderr, err := run(t, url, "ask", "default", "s", "hi")
+		if err == nil {
+			t.Fatalf("%s: connected to nothing", url)
+		}
+		for what, text := range map[string]string{"error": err.Error(), "stdout": stdout, "stderr": stderr} {
+			if strings.Contains(text, secret) {
+				t.Errorf("the %s shows the secret: %s", what, text)
+			}
+		}
+		if !strings.Contains(err.Error(), "xxxxx@") {
+			t.Errorf("the error does not name the server: %v", err)
+		}
+	}
+	t.Setenv("NATS_URL", "nats://alice:"+secret+"@"+addr)
+	p := &prog{Main: NewMain(), stdout: newOutput(), stderr: newOutput()}
+	p.Stdout, p.Stderr = p.stdout, p.stderr
+	p.ParseFlags([]string{"--help"})
+	if usage := p.stderr.String() + p.stdout.String(); !strings.Contains(usage, "-password") || strings.Contains(usage, secret) {
+		t.Errorf("the usage shows the secret, or no flags:\n%s", usage)
+	}
+}
