@@ -745,6 +745,25 @@ func TestSecretsNotPrinted(t *testing.T) {
 			t.Errorf("the error does not name the server: %v", err)
 		}
 	}
+	// A password file that is missing or empty, or given beside a
+	// password, is refused before any connection, saying which.
+	empty := filepath.Join(t.TempDir(), "empty")
+	os.WriteFile(empty, []byte("\n"), 0o600)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--user", "alice", "--password-file", empty, "ask", "default", "s", "hi"}, "nats: user alice: password file " + empty + " is empty"},
+		{[]string{"--user", "alice", "--password-file", empty + ".missing", "ask", "default", "s", "hi"}, "nats: user alice: password file: open " + empty + ".missing"},
+		{[]string{"--password-file", empty, "ask", "default", "s", "hi"}, "password file " + empty + " given without a user"},
+		{[]string{"--user", "alice", "--password", "x", "--password-file", empty, "ask", "default", "s", "hi"}, "both a password and a password file"},
+	} {
+		t.Setenv("NATS_PASSWORD", "")
+		_, _, err := run(t, "nats://"+addr, tt.args...)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("agentctl %s: err = %v, want %q", strings.Join(tt.args, " "), err, tt.want)
+		}
+	}
 	t.Setenv("NATS_URL", "nats://alice:"+secret+"@"+addr)
 	p := &prog{Main: NewMain(), stdout: newOutput(), stderr: newOutput()}
 	p.Stdout, p.Stderr = p.stdout, p.stderr
