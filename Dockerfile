@@ -15,5 +15,7 @@ FROM gcr.io/distroless/static-debian12:nonroot
 # healthcheck to run (docker-compose.yml).
 COPY --from=build /out/orchestrator /out/toolworker /out/agentctl /out/healthcheck /usr/local/bin/
 COPY deploy/agents.yaml /etc/agentfleet/agents.yaml
-USER nonroot
+# The distroless nonroot user by number (65532), so that Kubernetes can
+# check runAsNonRoot.
+USER 65532:65532
 ENTRYPOINT ["/usr/local/bin/orchestrator"]

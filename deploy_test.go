@@ -42,22 +42,7 @@ func TestDeployFilesParse(t *testing.T) {
 		}
 	}
 
-	var compose struct {
-		Services map[string]struct {
-			Build       any               `yaml:"build"`
-			Image       string            `yaml:"image"`
-			Command     []string          `yaml:"command"`
-			Environment map[string]string `yaml:"environment"`
-			Profiles    []string          `yaml:"profiles"`
-			Deploy      struct {
-				Replicas int `yaml:"replicas"`
-			} `yaml:"deploy"`
-		} `yaml:"services"`
-	}
-	data, _ := os.ReadFile("docker-compose.yml")
-	if err := yaml.Unmarshal(data, &compose); err != nil {
-		t.Fatal(err)
-	}
+	compose := loadCompose(t)
 	for _, name := range []string{"nats", "orchestrator", "toolworker"} {
 		if _, ok := compose.Services[name]; !ok {
 			t.Errorf("docker-compose.yml has no service %q", name)
@@ -74,8 +59,10 @@ func TestDeployFilesParse(t *testing.T) {
 	if j, ok := compose.Services["jaeger"]; !ok || !slices.Equal(j.Profiles, []string{"tracing"}) {
 		t.Errorf("docker-compose.yml has no jaeger service in the tracing profile")
 	}
-	if cmd := strings.Join(compose.Services["nats"].Command, " "); !strings.Contains(cmd, "-js") {
-		t.Errorf("nats runs without JetStream: %s", cmd)
+	if conf := natsConfigOf(compose.Services["nats"].Command); conf == "" {
+		t.Errorf("nats runs without a configuration file: %v", compose.Services["nats"].Command)
+	} else if data, err := os.ReadFile(filepath.Join("deploy", "nats", filepath.Base(conf))); err != nil || !strings.Contains(string(data), "jetstream") {
+		t.Errorf("nats runs with %s, which has no JetStream (%v)", conf, err)
 	}
 
 	profiles, err := orchestrator.LoadProfiles("deploy/agents.yaml")
@@ -95,6 +82,11 @@ func TestDockerfile(t *testing.T) {
 	s := string(data)
 	if n := len(regexp.MustCompile(`(?m)^FROM `).FindAllString(s, -1)); n < 2 {
 		t.Errorf("Dockerfile has %d stages, want a multi-stage build", n)
+	}
+	// A numeric user, or Kubernetes cannot check runAsNonRoot and refuses
+	// to start the pods.
+	if !regexp.MustCompile(`(?m)^USER [1-9][0-9]*(:[0-9]+)?$`).MatchString(s) {
+		t.Error("Dockerfile sets no numeric, non-root USER")
 	}
 	for _, want := range []string{"./cmd/orchestrator", "./cmd/toolworker", "COPY --from=build"} {
 		if !strings.Contains(s, want) {

@@ -498,6 +498,14 @@ func TestRoles(t *testing.T) {
 	if err != nil || stdout != "calculator: 5\n" {
 		t.Errorf("client ask: err %v, stdout %q, stderr %q", err, stdout, stderr)
 	}
+	// A person's own user: alice, with her own inbox space, whether the
+	// prefix is given or comes from her user name.
+	for _, args := range [][]string{as("alice", "--inbox-prefix", "_INBOX.alice", "ask", "default", "a1", "what is 2+3?"), as("alice", "ask", "default", "a2", "what is 2+3?")} {
+		stdout, stderr, err := run(t, s.ClientURL(), args...)
+		if err != nil || stdout != "calculator: 5\n" {
+			t.Errorf("agentctl %s: err %v, stdout %q, stderr %q", strings.Join(args[4:], " "), err, stdout, stderr)
+		}
+	}
 	stdout, _, err = run(t, s.ClientURL(), as("client", "tools")...)
 	if err != nil || !strings.Contains(stdout, "calculator — Calculator") {
 		t.Errorf("client tools: err %v, stdout %q", err, stdout)
@@ -555,6 +563,14 @@ func TestRoles(t *testing.T) {
 		{as("toolworker", "tail"), `Permissions Violation for Subscription to "agent.events.*.*.>"`},
 		{as("client", "call", "echo", `{"text":"x"}`), `Permissions Violation for Publish to "agent.tool.echo"`},
 		{as("client", "tools", "export", "x"), `NATS user "client" lacks the permission: nats: permissions violation: Permissions Violation for Publish to "$JS.API.STREAM.INFO.KV_agent_tools"`},
+		// Nobody reads another user's replies: not in the shared inbox
+		// space, not in bob's.
+		{as("alice", "--inbox-prefix", "_INBOX", "ask", "default", "a3", "hi"), `NATS user "alice" lacks the permission: nats: permissions violation: Permissions Violation for Subscription to "_INBOX.`},
+		{as("alice", "--inbox-prefix", "_INBOX.bob", "ask", "default", "a3", "hi"), `Permissions Violation for Subscription to "_INBOX.bob.`},
+		{as("alice", "--inbox-prefix", "_INBOX.>", "ask", "default", "a3", "hi"), `inbox prefix "_INBOX.>": has a wildcard (">")`},
+		// bob may only watch.
+		{as("bob", "ask", "default", "a3", "hi"), `NATS user "bob" lacks the permission: nats: permissions violation: Permissions Violation for Publish to "agent.ask.default.a3"`},
+		{as("bob", "approve", "default", "a3", "c1"), `Permissions Violation for Publish to "agent.approve.default.a3"`},
 	}
 	for _, tt := range denied {
 		start := time.Now()
@@ -705,5 +721,54 @@ func TestTailSince(t *testing.T) {
 	m.Stderr = newOutput()
 	if err := m.ParseFlags([]string{"ask", "--since", "1m", "default", "x", "hi"}); err == nil || !strings.Contains(err.Error(), "since") {
 		t.Errorf("--since on ask: err = %v", err)
+	}
+}
+
+// TestSecretsNotPrinted: a password or token in the NATS URL, or in the
+// environment, shows neither in the error of a connection to a server
+// that is not there, nor in the logs, nor in the usage.
+func TestSecretsNotPrinted(t *testing.T) {
+	const secret = "Pa55w0rdOfAlice"
+	addr := bustest.FreeAddr(t)
+	t.Setenv("NATS_PASSWORD", secret+"Env")
+	for _, url := range []string{"nats://alice:" + secret + "@" + addr, "nats://" + secret + "@" + addr, "nats://alice:" + secret + "@" + addr + ":bad"} {
+		stdout, stderr, err := run(t, url, "ask", "default", "s", "hi")
+		if err == nil {
+			t.Fatalf("%s: connected to nothing", url)
+		}
+		for what, text := range map[string]string{"error": err.Error(), "stdout": stdout, "stderr": stderr} {
+			if strings.Contains(text, secret) {
+				t.Errorf("the %s shows the secret: %s", what, text)
+			}
+		}
+		if !strings.Contains(err.Error(), "xxxxx@") {
+			t.Errorf("the error does not name the server: %v", err)
+		}
+	}
+	// A password file that is missing or empty, or given beside a
+	// password, is refused before any connection, saying which.
+	empty := filepath.Join(t.TempDir(), "empty")
+	os.WriteFile(empty, []byte("\n"), 0o600)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--user", "alice", "--password-file", empty, "ask", "default", "s", "hi"}, "nats: user alice: password file " + empty + " is empty"},
+		{[]string{"--user", "alice", "--password-file", empty + ".missing", "ask", "default", "s", "hi"}, "nats: user alice: password file: open " + empty + ".missing"},
+		{[]string{"--password-file", empty, "ask", "default", "s", "hi"}, "password file " + empty + " given without a user"},
+		{[]string{"--user", "alice", "--password", "x", "--password-file", empty, "ask", "default", "s", "hi"}, "both a password and a password file"},
+	} {
+		t.Setenv("NATS_PASSWORD", "")
+		_, _, err := run(t, "nats://"+addr, tt.args...)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("agentctl %s: err = %v, want %q", strings.Join(tt.args, " "), err, tt.want)
+		}
+	}
+	t.Setenv("NATS_URL", "nats://alice:"+secret+"@"+addr)
+	p := &prog{Main: NewMain(), stdout: newOutput(), stderr: newOutput()}
+	p.Stdout, p.Stderr = p.stdout, p.stderr
+	p.ParseFlags([]string{"--help"})
+	if usage := p.stderr.String() + p.stdout.String(); !strings.Contains(usage, "-password") || strings.Contains(usage, secret) {
+		t.Errorf("the usage shows the secret, or no flags:\n%s", usage)
 	}
 }

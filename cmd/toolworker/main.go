@@ -195,7 +195,7 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	wm.SetCapacity(m.server.InFlight, m.server.Concurrency)
-	m.logger.Info("toolworker serving", "worker", m.server.Name(), "nats", m.nc.ConnectedUrlRedacted(), "concurrency", m.Concurrency)
+	m.logger.Info("toolworker serving", "worker", m.server.Name(), "nats", bus.RedactURL(m.nc.ConnectedUrl()), "concurrency", m.Concurrency)
 	return nil
 }
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -20,7 +22,14 @@ type ConnectConfig struct {
 	NKeySeed string // NKey seed file
 	User     string
 	Password string
-	Token    string
+	// PasswordFile, when set, holds the password (surrounding white space
+	// ignored): a secret mounted as a file. Give it or Password, not both.
+	PasswordFile string
+	Token        string
+	// InboxPrefix is the subject prefix of the connection's reply inboxes
+	// (requests, JetStream, micro); empty: _INBOX.<User> when User is one
+	// subject token, else nats.go's _INBOX (see InboxPrefix).
+	InboxPrefix string
 	// TLS: a CA to trust, and a client certificate with its key.
 	TLSCA, TLSCert, TLSKey string
 	Logger                 *slog.Logger
@@ -40,18 +49,25 @@ const (
 )
 
 // Connect dials NATS and keeps reconnecting, forever, when the connection
-// drops; subscriptions are restored by the client library.
+// drops; subscriptions are restored by the client library. Its errors and
+// log lines show the URL with its passwords and tokens redacted.
 func Connect(cfg ConnectConfig) (*nats.Conn, error) {
 	url := cfg.URL
 	if url == "" {
 		url = nats.DefaultURL
 	}
+	shown := RedactURL(url)
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
 	}
+	inbox, err := InboxPrefix(cfg.InboxPrefix, cfg.User)
+	if err != nil {
+		return nil, fmt.Errorf("nats: connect to %s: %w", shown, err)
+	}
 	opts := []nats.Option{
 		nats.Name(cfg.Name),
+		nats.CustomInboxPrefix(inbox),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
 		nats.ReconnectJitter(250*time.Millisecond, time.Second),
@@ -61,14 +77,17 @@ func Connect(cfg ConnectConfig) (*nats.Conn, error) {
 				log.Warn("NATS disconnected", "err", err)
 			}
 		}),
-		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("NATS reconnected", "url", nc.ConnectedUrlRedacted()) }),
+		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("NATS reconnected", "url", RedactURL(nc.ConnectedUrl())) }),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
 			subj := ""
 			if sub != nil {
 				subj = sub.Subject
 			}
-			log.Warn("NATS async error", "subject", subj, "err", err)
+			log.Warn("NATS async error", "subject", subj, "err", redactError(err, url))
 		}),
+	}
+	if cfg.PasswordFile != "" && cfg.User == "" {
+		return nil, fmt.Errorf("nats: password file %s given without a user: give the user too (--user, $NATS_USER)", cfg.PasswordFile)
 	}
 	switch {
 	case cfg.Creds != "":
@@ -80,7 +99,11 @@ func Connect(cfg ConnectConfig) (*nats.Conn, error) {
 		}
 		opts = append(opts, o)
 	case cfg.User != "":
-		opts = append(opts, nats.UserInfo(cfg.User, cfg.Password))
+		password, err := connectPassword(cfg.Password, cfg.PasswordFile)
+		if err != nil {
+			return nil, fmt.Errorf("nats: user %s: %w", cfg.User, err)
+		}
+		opts = append(opts, nats.UserInfo(cfg.User, password))
 	case cfg.Token != "":
 		opts = append(opts, nats.Token(cfg.Token))
 	}
@@ -100,19 +123,40 @@ func Connect(cfg ConnectConfig) (*nats.Conn, error) {
 		if err == nil {
 			return nc, nil
 		}
+		err = redactError(err, url)
 		if cfg.RetryFor <= 0 || !errors.Is(err, nats.ErrNoServers) {
-			return nil, fmt.Errorf("nats: connect to %s: %w", url, err)
+			return nil, fmt.Errorf("nats: connect to %s: %w", shown, err)
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			return nil, fmt.Errorf("nats: connect to %s: no server answered for %s (check the URL and that the server runs, or wait longer with --connect-retry): %w", url, cfg.RetryFor, err)
+			return nil, fmt.Errorf("nats: connect to %s: no server answered for %s (check the URL and that the server runs, or wait longer with --connect-retry): %w", shown, cfg.RetryFor, err)
 		}
-		log.Warn("NATS not reachable yet, retrying", "url", url, "err", err, "retry_in", min(wait, left).String(), "gives_up_in", left.Round(time.Second).String())
+		log.Warn("NATS not reachable yet, retrying", "url", shown, "err", err, "retry_in", min(wait, left).String(), "gives_up_in", left.Round(time.Second).String())
 		// A backoff of the process's own, not a wait for an event: no
 		// server means nothing to be told by.
 		time.Sleep(min(wait, left))
 		wait = min(2*wait, maxRetryWait)
 	}
+}
+
+// connectPassword returns the password of a user: password, or the
+// content of file without its surrounding white space.
+func connectPassword(password, file string) (string, error) {
+	if file == "" {
+		return password, nil
+	}
+	if password != "" {
+		return "", fmt.Errorf("both a password and a password file (%s) are given; give one", file)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("password file: %w", err)
+	}
+	p := strings.TrimSpace(string(data))
+	if p == "" {
+		return "", fmt.Errorf("password file %s is empty", file)
+	}
+	return p, nil
 }
 
 // Drain flushes what nc has published, drains its subscriptions, and waits

@@ -1,11 +1,14 @@
 package bus_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -114,5 +117,82 @@ func TestConnectRetriesFirstConnection(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("Connect did not return once the server ran")
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for the writes of a logger and the
+// reads of a test.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestConnectHidesSecrets connects with URLs that carry a password or a
+// token to a server that is not there, or to a URL that does not parse:
+// neither the error nor the log lines hold the secret, and they still say
+// where the connection was going.
+func TestConnectHidesSecrets(t *testing.T) {
+	addr := bustest.FreeAddr(t)
+	const secret = "Sup3rS3cret"
+	tests := []struct {
+		name, url, want string
+		retry           time.Duration
+	}{
+		{"password, no server", "nats://alice:" + secret + "@" + addr, "nats://alice:xxxxx@" + addr, 0},
+		{"password, retried", "nats://alice:" + secret + "@" + addr, "nats://alice:xxxxx@" + addr, 300 * time.Millisecond},
+		{"token, no server", "nats://" + secret + "@" + addr, "nats://xxxxx@" + addr, 0},
+		{"list of servers", "nats://alice:" + secret + "@" + addr + ",nats://bob:" + secret + "x@" + addr, "nats://bob:xxxxx@" + addr, 0},
+		{"bad port", "nats://alice:" + secret + "@127.0.0.1:port", "nats://xxxxx@127.0.0.1:port", 0},
+		{"bad escape", "nats://alice:" + secret + "%zz@" + addr, "nats://xxxxx@" + addr, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			logs := &lockedBuffer{}
+			_, err := bus.Connect(bus.ConnectConfig{URL: tt.url, RetryFor: tt.retry, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+			if err == nil {
+				t.Fatal("connected to nothing")
+			}
+			if strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %q, want it to name %s and not the secret", err, tt.want)
+			}
+			if tt.retry > 0 && !strings.Contains(logs.String(), "retrying") {
+				t.Errorf("no retry logged: %s", logs)
+			}
+			if strings.Contains(logs.String(), secret) {
+				t.Errorf("the logs hold the secret:\n%s", logs)
+			}
+		})
+	}
+}
+
+// TestConnectRefusesBadInboxPrefix: a prefix that would receive nothing or
+// every inbox is refused before any connection, saying what is wrong.
+func TestConnectRefusesBadInboxPrefix(t *testing.T) {
+	s := bustest.MustRunNATS(t)
+	for _, p := range []string{"_INBOX.>", "_INBOX.*", "$KV.agent_tools", "agent.out.x", "_INBOX.a."} {
+		_, err := bus.Connect(bus.ConnectConfig{URL: s.ClientURL(), InboxPrefix: p})
+		if err == nil || !strings.Contains(err.Error(), "inbox prefix "+strconv.Quote(p)) {
+			t.Errorf("prefix %q: err = %v", p, err)
+		}
+	}
+	nc, err := bus.Connect(bus.ConnectConfig{URL: s.ClientURL(), InboxPrefix: "_INBOX.alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if got := nc.NewRespInbox(); !strings.HasPrefix(got, "_INBOX.alice.") {
+		t.Errorf("inbox %q, want it under _INBOX.alice.", got)
 	}
 }

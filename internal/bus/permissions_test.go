@@ -37,7 +37,7 @@ func runDeployConf(t *testing.T) *roles {
 	for _, u := range opts.Users {
 		r.passwords[u.Username] = u.Password
 	}
-	for _, role := range []string{"orchestrator", "toolworker", "client", "dashboard", "standalone"} {
+	for _, role := range []string{"orchestrator", "toolworker", "client", "dashboard", "standalone", "alice", "bob"} {
 		if r.passwords[role] == "" {
 			t.Fatalf("%s defines no user %q", deployConf, role)
 		}
@@ -53,12 +53,19 @@ func runDeployConf(t *testing.T) *roles {
 	return r
 }
 
-// connect connects as user; the server's asynchronous errors, such as
-// permission violations, arrive on the returned channel.
+// connect connects as user, with the user's own inbox prefix
+// (_INBOX.<user>); the server's asynchronous errors, such as permission
+// violations, arrive on the returned channel.
 func (r *roles) connect(t *testing.T, user string) (*nats.Conn, <-chan error) {
 	t.Helper()
+	return r.connectInbox(t, user, "_INBOX."+user)
+}
+
+// connectInbox is connect with the inbox prefix given.
+func (r *roles) connectInbox(t *testing.T, user, inboxPrefix string) (*nats.Conn, <-chan error) {
+	t.Helper()
 	errs := make(chan error, 64)
-	nc, err := nats.Connect(r.s.ClientURL(), nats.Name(t.Name()+"/"+user), nats.UserInfo(user, r.passwords[user]),
+	nc, err := nats.Connect(r.s.ClientURL(), nats.Name(t.Name()+"/"+user), nats.UserInfo(user, r.passwords[user]), nats.CustomInboxPrefix(inboxPrefix),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 			select {
 			case errs <- err:
@@ -92,6 +99,27 @@ func wantViolation(t *testing.T, errs <-chan error, op, subject string) {
 	}
 }
 
+// wantViolationUnder is wantViolation for any subject that starts with
+// prefix.
+func wantViolationUnder(t *testing.T, errs <-chan error, op, prefix string) {
+	t.Helper()
+	want := fmt.Sprintf("Permissions Violation for %s to %q", op, prefix)
+	want = want[:len(want)-1] // open the closing quote
+	timeout := time.NewTimer(10 * time.Second)
+	defer timeout.Stop()
+	for {
+		select {
+		case err := <-errs:
+			if errors.Is(err, nats.ErrPermissionViolation) && strings.Contains(err.Error(), want) {
+				return
+			}
+			t.Logf("other async error: %v", err)
+		case <-timeout.C:
+			t.Fatalf("no %s…\" from the server", want)
+		}
+	}
+}
+
 // TestDeployConfDenies shows what each role of deploy/nats/nats.conf may
 // not do: every case is refused by the server with a permission violation.
 func TestDeployConfDenies(t *testing.T) {
@@ -105,8 +133,19 @@ func TestDeployConfDenies(t *testing.T) {
 		{"toolworker", "Publish", "agent.ask.default.demo"},
 		{"toolworker", "Publish", "agent.events.default.demo.run.end"},
 		{"toolworker", "Publish", "agent.out.default.demo"},
-		{"toolworker", "Publish", "agent.tool.echo"},
+		// (It may publish on agent.tool.>: a script's call_tool calls the
+		// fleet.) Its JetStream rights are those of the scripts bucket's
+		// watcher: it cannot write, purge or delete the bucket, nor read
+		// another stream.
 		{"toolworker", "Publish", "_INBOX.somebody.else"},
+		{"toolworker", "Publish", "$KV.agent_tools.echo"},
+		{"toolworker", "Publish", "$JS.API.STREAM.DELETE.KV_agent_tools"},
+		{"toolworker", "Publish", "$JS.API.STREAM.PURGE.KV_agent_tools"},
+		{"toolworker", "Publish", "$JS.API.STREAM.UPDATE.KV_agent_tools"},
+		{"toolworker", "Publish", "$JS.API.STREAM.INFO.AGENT_HISTORY"},
+		{"toolworker", "Publish", "$JS.API.CONSUMER.CREATE.AGENT_INPUT.c1"},
+		{"toolworker", "Publish", "$JS.API.CONSUMER.CREATE.AGENT_EVENTS.c1"},
+		{"toolworker", "Publish", "agent.history.default.demo"},
 		{"toolworker", "Subscription", "agent.in.>"},
 		{"toolworker", "Subscription", "agent.events.>"},
 		// A dashboard publishes nothing that reaches an agent, a tool, a
@@ -149,6 +188,32 @@ func TestDeployConfDenies(t *testing.T) {
 		{"client", "Publish", "$JS.API.INFO"},
 		// The orchestrator cannot take tool calls meant for workers.
 		{"orchestrator", "Subscription", "agent.tool.>"},
+		// A person with read access (bob, of the dashboard role) talks to
+		// no agent.
+		{"bob", "Publish", "agent.in.default.demo"},
+		{"bob", "Publish", "agent.ask.default.demo"},
+		{"bob", "Publish", "agent.approve.default.demo"},
+		{"bob", "Publish", "agent.abort.default.demo"},
+		// Every user reads its own inbox space only: not every inbox, not
+		// another user's.
+		{"client", "Subscription", "_INBOX.>"},
+		{"client", "Subscription", "_INBOX.*.>"},
+		{"client", "Subscription", "_INBOX.alice.>"},
+		{"alice", "Subscription", "_INBOX.>"},
+		{"alice", "Subscription", "_INBOX.bob.>"},
+		{"alice", "Subscription", "_INBOX.orchestrator.>"},
+		{"alice", "Subscription", "_INBOX.orchestrator.abc.*"},
+		{"bob", "Subscription", "_INBOX.>"},
+		{"bob", "Subscription", "_INBOX.alice.>"},
+		{"bob", "Subscription", "_INBOX.alice.abc.1"},
+		{"dashboard", "Subscription", "_INBOX.>"},
+		{"dashboard", "Subscription", "_INBOX.client.>"},
+		{"toolworker", "Subscription", "_INBOX.>"},
+		{"toolworker", "Subscription", "_INBOX.orchestrator.>"},
+		{"orchestrator", "Subscription", "_INBOX.>"},
+		{"orchestrator", "Subscription", "_INBOX.alice.>"},
+		{"standalone", "Subscription", "_INBOX.>"},
+		{"standalone", "Subscription", "_INBOX.alice.>"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.user+"/"+tt.op+"/"+tt.subject, func(t *testing.T) {
@@ -422,6 +487,70 @@ func TestDeployConfStandalone(t *testing.T) {
 	select {
 	case err := <-errs:
 		t.Errorf("standalone: %v", err)
+	default:
+	}
+}
+
+// TestDeployConfInboxes: each user hears the replies to its requests in its
+// own inbox space, and a user that keeps nats.go's shared _INBOX prefix is
+// refused at its first request, so that it cannot read another user's
+// replies there.
+func TestDeployConfInboxes(t *testing.T) {
+	r := runDeployConf(t)
+	orch, orchErrs := r.connect(t, "orchestrator")
+	subjects, _ := bus.NewSubjects("")
+	asked := make(chan string, 4)
+	sub, err := orch.Subscribe(subjects.Client(bus.KindAsk, "default", "*"), func(m *nats.Msg) {
+		asked <- m.Reply
+		m.Respond([]byte("answer to " + string(m.Data)))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sub.Unsubscribe() })
+	if err := orch.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for _, user := range []string{"client", "alice"} {
+		nc, errs := r.connect(t, user)
+		reply, err := nc.Request(subjects.Client(bus.KindAsk, "default", user), []byte(user), 10*time.Second)
+		if err != nil {
+			t.Fatalf("%s: %v", user, err)
+		}
+		if string(reply.Data) != "answer to "+user {
+			t.Errorf("%s: reply %q", user, reply.Data)
+		}
+		if got := <-asked; !strings.HasPrefix(got, "_INBOX."+user+".") {
+			t.Errorf("%s asked with reply subject %q, want it under _INBOX.%s.", user, got, user)
+		}
+		select {
+		case err := <-errs:
+			t.Errorf("%s: %v", user, err)
+		default:
+		}
+	}
+	// Alice with the shared prefix, or with bob's: her requests' inbox
+	// subscription is refused, and she hears nothing.
+	for _, prefix := range []string{"_INBOX", "_INBOX.bob"} {
+		nc, errs := r.connectInbox(t, "alice", prefix)
+		_, err := nc.Request(subjects.Client(bus.KindAsk, "default", "alice"), []byte("alice"), 2*time.Second)
+		if err == nil {
+			t.Errorf("alice with inbox prefix %s heard a reply", prefix)
+		}
+		wantViolationUnder(t, errs, "Subscription", prefix+".")
+		// The ask itself went through, and its answer to nobody.
+		select {
+		case got := <-asked:
+			if !strings.HasPrefix(got, prefix+".") {
+				t.Errorf("reply subject %q, want it under %s.", got, prefix)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("alice's ask with inbox prefix %s did not arrive", prefix)
+		}
+	}
+	select {
+	case err := <-orchErrs:
+		t.Errorf("orchestrator: %v", err)
 	default:
 	}
 }

@@ -16,9 +16,14 @@ import (
 
 // NATSFlags are the NATS client options operators use.
 type NATSFlags struct {
-	URL                    string
-	Creds, NKey            string
-	User, Password, Token  string
+	URL                   string
+	Creds, NKey           string
+	User, Password, Token string
+	// PasswordFile holds the password, for secrets mounted as files.
+	PasswordFile string
+	// InboxPrefix is the prefix of the connection's reply inboxes (empty:
+	// _INBOX.<user>, see bus.InboxPrefix).
+	InboxPrefix            string
 	TLSCA, TLSCert, TLSKey string
 	// ConnectRetry is how long the first connection is retried while no
 	// server answers (bus.ConnectConfig.RetryFor); 0 fails at once.
@@ -28,15 +33,23 @@ type NATSFlags struct {
 // Register adds the flags to fs; defaultURL is the --nats-url default
 // when NATS_URL is not set. Each credential flag defaults to its
 // environment variable (NATS_URL, NATS_CREDS, NATS_NKEY, NATS_USER,
-// NATS_PASSWORD, NATS_TOKEN), so that a flag given wins over the
-// environment, and the environment over the built-in default.
+// NATS_PASSWORD, NATS_PASSWORD_FILE, NATS_TOKEN, NATS_INBOX_PREFIX), so
+// that a flag given wins over the environment, and the environment over
+// the built-in default. The usage text never shows a password or token of
+// the environment: not as the default of --password or --token, nor inside
+// the default of --nats-url.
 func (f *NATSFlags) Register(fs *flag.FlagSet, defaultURL string) {
-	fs.StringVar(&f.URL, "nats-url", env("NATS_URL", defaultURL), "NATS server URL(s), comma-separated ($NATS_URL)")
+	f.URL = env("NATS_URL", defaultURL)
+	fs.Var(redactedValue{&f.URL}, "nats-url", "NATS server URL(s), comma-separated ($NATS_URL)")
 	fs.StringVar(&f.Creds, "creds", env("NATS_CREDS", ""), "NATS JWT credentials file ($NATS_CREDS)")
 	fs.StringVar(&f.NKey, "nkey", env("NATS_NKEY", ""), "NATS NKey seed file ($NATS_NKEY)")
 	fs.StringVar(&f.User, "user", env("NATS_USER", ""), "NATS user ($NATS_USER)")
-	fs.StringVar(&f.Password, "password", env("NATS_PASSWORD", ""), "NATS password ($NATS_PASSWORD)")
-	fs.StringVar(&f.Token, "token", env("NATS_TOKEN", ""), "NATS token ($NATS_TOKEN)")
+	f.Password = env("NATS_PASSWORD", "")
+	fs.Var(secretValue{&f.Password}, "password", "NATS password ($NATS_PASSWORD); prefer --password-file, which keeps it off the command line")
+	fs.StringVar(&f.PasswordFile, "password-file", env("NATS_PASSWORD_FILE", ""), "file holding the NATS password, such as a mounted secret; surrounding white space is ignored ($NATS_PASSWORD_FILE)")
+	f.Token = env("NATS_TOKEN", "")
+	fs.Var(secretValue{&f.Token}, "token", "NATS token ($NATS_TOKEN)")
+	fs.StringVar(&f.InboxPrefix, "inbox-prefix", env("NATS_INBOX_PREFIX", ""), "subject prefix of this connection's reply inboxes, _INBOX or under _INBOX. (default _INBOX.<user> with --user, else _INBOX); deploy/nats/nats.conf lets each user read only its own ($NATS_INBOX_PREFIX)")
 	fs.StringVar(&f.TLSCA, "tls-ca", "", "CA certificate file to verify the NATS server")
 	fs.StringVar(&f.TLSCert, "tls-cert", "", "client certificate file for NATS TLS")
 	fs.StringVar(&f.TLSKey, "tls-key", "", "client key file for NATS TLS")
@@ -50,7 +63,33 @@ func NATSFromEnv(defaultURL string) NATSFlags {
 	return NATSFlags{
 		URL: env("NATS_URL", defaultURL), Creds: env("NATS_CREDS", ""), NKey: env("NATS_NKEY", ""),
 		User: env("NATS_USER", ""), Password: env("NATS_PASSWORD", ""), Token: env("NATS_TOKEN", ""),
+		PasswordFile: env("NATS_PASSWORD_FILE", ""), InboxPrefix: env("NATS_INBOX_PREFIX", ""),
 	}
+}
+
+// secretValue is a string flag whose value is never shown: the usage text
+// prints a flag's default, which may come from the environment.
+type secretValue struct{ p *string }
+
+func (v secretValue) String() string { return "" }
+func (v secretValue) Set(s string) error {
+	*v.p = s
+	return nil
+}
+
+// redactedValue is a string flag holding NATS URLs, shown with their
+// passwords and tokens redacted.
+type redactedValue struct{ p *string }
+
+func (v redactedValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return bus.RedactURL(*v.p)
+}
+func (v redactedValue) Set(s string) error {
+	*v.p = s
+	return nil
 }
 
 // env returns the environment variable name when it is set and not empty,
@@ -66,7 +105,7 @@ func env(name, def string) string {
 func (f *NATSFlags) Config(name string, log *slog.Logger) bus.ConnectConfig {
 	return bus.ConnectConfig{
 		URL: f.URL, Name: name, Creds: f.Creds, NKeySeed: f.NKey, User: f.User, Password: f.Password,
-		Token: f.Token, TLSCA: f.TLSCA, TLSCert: f.TLSCert, TLSKey: f.TLSKey, Logger: log,
+		PasswordFile: f.PasswordFile, InboxPrefix: f.InboxPrefix, Token: f.Token, TLSCA: f.TLSCA, TLSCert: f.TLSCert, TLSKey: f.TLSKey, Logger: log,
 		RetryFor: f.ConnectRetry,
 	}
 }

@@ -52,6 +52,16 @@ type object struct {
 			Spec struct {
 				TerminationGracePeriodSeconds int         `yaml:"terminationGracePeriodSeconds"`
 				Containers                    []container `yaml:"containers"`
+				SecurityContext               struct {
+					RunAsNonRoot bool `yaml:"runAsNonRoot"`
+					RunAsUser    int  `yaml:"runAsUser"`
+				} `yaml:"securityContext"`
+				Volumes []struct {
+					Name   string `yaml:"name"`
+					Secret struct {
+						SecretName string `yaml:"secretName"`
+					} `yaml:"secret"`
+				} `yaml:"volumes"`
 			} `yaml:"spec"`
 		} `yaml:"template"`
 	} `yaml:"spec"`
@@ -76,19 +86,35 @@ type container struct {
 	LivenessProbe  *probe   `yaml:"livenessProbe"`
 	ReadinessProbe *probe   `yaml:"readinessProbe"`
 	Env            []envVar `yaml:"env"`
-	Resources      struct {
+	VolumeMounts   []struct {
+		Name      string `yaml:"name"`
+		MountPath string `yaml:"mountPath"`
+	} `yaml:"volumeMounts"`
+	Resources struct {
 		Requests map[string]string `yaml:"requests"`
 	} `yaml:"resources"`
 }
 
 type envVar struct {
 	Name      string `yaml:"name"`
+	Value     string `yaml:"value"`
 	ValueFrom struct {
 		SecretKeyRef struct {
 			Name     string `yaml:"name"`
+			Key      string `yaml:"key"`
 			Optional bool   `yaml:"optional"`
 		} `yaml:"secretKeyRef"`
 	} `yaml:"valueFrom"`
+}
+
+// env returns the variable name of c, and whether c sets it.
+func (c *container) env(name string) (envVar, bool) {
+	for _, e := range c.Env {
+		if e.Name == name {
+			return e, true
+		}
+	}
+	return envVar{}, false
 }
 
 type probe struct {
