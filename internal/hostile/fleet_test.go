@@ -127,11 +127,13 @@ func (f *fleet) start(t *testing.T, name string, args ...string) {
 	})
 }
 
-// connect connects as user, failing the test on a permission violation
-// unless the test expects one (see violations).
+// connect connects as user.
 func (f *fleet) connect(t *testing.T, user string) *nats.Conn {
 	t.Helper()
-	nc, err := nats.Connect(f.srv.ClientURL(), nats.UserInfo(user, f.passwords[user]), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+	// Each user of the shipped configuration reads only its own inbox
+	// space, _INBOX.<user>.
+	nc, err := nats.Connect(f.srv.ClientURL(), nats.UserInfo(user, f.passwords[user]), nats.CustomInboxPrefix("_INBOX."+user),
+		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
 	if err != nil {
 		t.Fatalf("connect as %s: %v", user, err)
 	}
