@@ -56,7 +56,7 @@ func (s *ToolServer) newCall(t *agentfleet.Tool, creq *CallRequest, reply string
 	base, c.span = s.traceCall(h, creq, start)
 	// Always, so that a request without an allowed list reaches the tool
 	// as a caller allowed nothing: call_tool fails closed.
-	c.ctx.caller = Caller{Agent: creq.Agent, Session: creq.Session, RunID: creq.RunID, Allowed: creq.Allowed}
+	c.ctx.caller = Caller{Agent: creq.Agent, Session: creq.Session, RunID: creq.RunID, Allowed: creq.Allowed, Gated: creq.Gated}
 	c.ctx.inner, c.cancel = context.WithCancelCause(base)
 	if timeout := time.Duration(creq.TimeoutMS) * time.Millisecond; timeout > 0 {
 		// The orchestrator owns the deadline; the worker's bound is a

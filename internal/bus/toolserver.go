@@ -446,10 +446,13 @@ func (s *ToolServer) respondError(req micro.Request, id, code, msg string) {
 
 // Caller is the agent on whose behalf a scripted tool runs, with the tools
 // that agent may use. A nil or empty Allowed allows no tool: a call request
-// without an allowed list gets a caller like that.
+// without an allowed list gets a caller like that. Gated names the agent's
+// tools that need a person's decision, which no nested call may reach; it
+// grants nothing.
 type Caller struct {
 	Agent, Session, RunID string
 	Allowed               []string
+	Gated                 []string
 }
 
 type callerKey struct{}
