@@ -47,6 +47,17 @@ type call struct {
 	span    trace.Span
 	began   time.Time
 	outcome string
+	// admitted gives back what ServerConfig.Admit granted; nil when it
+	// granted nothing.
+	admitted func()
+}
+
+// release gives back what Admit granted the call.
+func (c *call) release() {
+	if c.admitted != nil {
+		c.admitted()
+		c.admitted = nil
+	}
 }
 
 // newCall prepares a call; s.start runs it.
@@ -106,6 +117,7 @@ func (c *call) end() {
 	}
 	s.mu.Unlock()
 	s.inFlight.Add(-1)
+	c.release()
 	<-s.slots
 }
 

@@ -46,6 +46,12 @@ type ServerConfig struct {
 	// Tracer, if set, records each call run as a span under the trace
 	// context its request carries (calltrace.go).
 	Tracer trace.Tracer
+	// Admit, if set, is asked before a call is taken whether the process
+	// has room for it besides a slot (the scripts' shared memory budget):
+	// an error refuses the call as busy, with the error's text in the
+	// Agentfleet-Busy header, so that the orchestrator sends it to another
+	// worker; otherwise release is called once the call ends.
+	Admit func(t *agentfleet.Tool) (release func(), err error)
 }
 
 // ToolServer serves tools to the fleet as a NATS micro service: one endpoint
@@ -348,7 +354,16 @@ func (s *ToolServer) handler(t *agentfleet.Tool) micro.Handler {
 			s.refuse(req, t, creq, "worker busy", start)
 			return
 		}
+		var admitted func()
+		if s.cfg.Admit != nil {
+			if admitted, err = s.cfg.Admit(t); err != nil {
+				<-s.slots
+				s.refuse(req, t, creq, "worker busy: "+err.Error(), start)
+				return
+			}
+		}
 		c := s.newCall(t, creq, req.Reply(), nats.Header(req.Headers()), start)
+		c.admitted = admitted
 		s.mu.Lock()
 		if s.draining {
 			// The call was sent before the server took our unsubscription.
@@ -358,6 +373,7 @@ func (s *ToolServer) handler(t *agentfleet.Tool) micro.Handler {
 			c.cancel(nil)
 			c.outcome = "draining"
 			c.endSpan()
+			c.release()
 			<-s.slots
 			s.refuse(req, t, creq, "worker draining", start)
 			return

@@ -59,6 +59,14 @@ type ServerConfig struct {
 	// must call RunChildIfRequested first thing in main.
 	Isolation         string
 	ChildAddressSpace uint64
+	// Memory is the memory budget shared by the script calls of this
+	// process: every call, check and dry run reserves its own budget
+	// (Env.MaxMemory) from it while it runs. A call that finds no room is
+	// refused as busy, so that the orchestrator sends it to another worker
+	// or again a moment later; checks and dry runs wait for room. Give
+	// every Server of one process the same one. Default: a budget of
+	// script.DefaultProcessMemory for this server alone.
+	Memory *script.ProcessMemory
 	// OnChange, if set, is called after every change of the tools served,
 	// with their names and revisions, once the new set takes calls and the
 	// replaced one takes no more.
@@ -83,6 +91,8 @@ type Server struct {
 	client   *bus.ToolClient // nil when cfg.Env.CallTool was given
 	env      script.Env
 	runner   *processRunner // nil without process isolation
+	memory   *script.ProcessMemory
+	perCall  int64 // what a call reserves from memory
 	log      *slog.Logger
 	reserved map[string]bool
 
@@ -135,6 +145,16 @@ func Serve(ctx context.Context, nc *nats.Conn, cfg ServerConfig) (*Server, error
 	}
 	for _, n := range cfg.Reserved {
 		s.reserved[n] = true
+	}
+	s.memory, s.perCall = cfg.Memory, s.env.MaxMemory
+	if s.memory == nil {
+		s.memory = script.NewProcessMemory(0)
+	}
+	if s.perCall <= 0 {
+		s.perCall = script.DefaultMaxMemory
+	}
+	if err := s.memory.CheckFits(s.perCall); err != nil {
+		return nil, fmt.Errorf("script server: %w", err)
 	}
 	if s.env.CallTool == nil {
 		cc := cfg.Client
@@ -262,8 +282,8 @@ func (s *Server) apply(state map[string]*script.Definition) {
 		var err error
 		next, err = bus.Serve(s.nc, bus.ServerConfig{
 			Name: s.cfg.Name, Version: s.cfg.Version, Prefix: s.subjects.Prefix, Tools: tools,
-			Concurrency: s.cfg.Concurrency, Heartbeat: s.cfg.Heartbeat, Logger: s.log, Observe: s.cfg.Observe,
-			Tracer: s.cfg.Tracer,
+			Concurrency: s.concurrency(), Heartbeat: s.cfg.Heartbeat, Logger: s.log, Observe: s.cfg.Observe,
+			Tracer: s.cfg.Tracer, Admit: s.admit,
 		})
 		if err != nil {
 			s.log.Error("serving scripted tools", "err", err)
@@ -326,6 +346,33 @@ func (s *Server) awaitLeft(id string) func() {
 	}
 }
 
+// concurrency is the bound of calls the scripts' tool server announces:
+// the configured one, and no more than the calls the memory budget holds,
+// so that orchestrators send no more than fit.
+func (s *Server) concurrency() int {
+	c := s.cfg.Concurrency
+	if c <= 0 {
+		c = 64
+	}
+	return max(1, min(c, s.memory.Calls(s.perCall)))
+}
+
+// admit reserves a call's memory budget from the process's, or refuses the
+// call (as busy) when the budget is full.
+func (s *Server) admit(*agentfleet.Tool) (func(), error) {
+	return s.memory.TryReserve(s.perCall)
+}
+
+// reserve waits for room in the process's memory budget for a check or a
+// dry run, until ctx ends.
+func (s *Server) reserve(ctx context.Context, what string) (func(), error) {
+	release, err := s.memory.Reserve(ctx, s.perCall)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return release, nil
+}
+
 // build turns def into a served tool, nil (and a log line) when it does not
 // pass the checks.
 func (s *Server) build(def *script.Definition) *agentfleet.Tool {
@@ -333,11 +380,19 @@ func (s *Server) build(def *script.Definition) *agentfleet.Tool {
 		t   *agentfleet.Tool
 		err error
 	)
+	// Loading runs the script's top-level code, under the process's
+	// memory budget like a call.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*max(s.env.Timeout, script.DefaultTimeout))
+	defer cancel()
+	release, err := s.reserve(ctx, def.Name+": checking the script")
+	if err != nil {
+		s.log.Warn("scripted tool not served", "tool", def.Name, "revision", def.Revision, "err", err)
+		return nil
+	}
+	defer release()
 	if s.runner != nil {
-		// Loading runs the script's top-level code: in a child too.
-		ctx, cancel := context.WithTimeout(context.Background(), 3*max(s.env.Timeout, script.DefaultTimeout))
+		// In a child too.
 		_, err = s.runner.run(ctx, &childRequest{Mode: "check", Definition: def}, nil)
-		cancel()
 		t = s.runner.isolatedTool(def)
 	} else if t, err = script.New(def, s.env); err == nil {
 		t, err = script.WithChecks(t)
