@@ -66,7 +66,8 @@ func (o *Orchestrator) CallTool(ctx context.Context, agentName, session string, 
 	pipe := pipeline.New(pipeline.Config{
 		MaxParallel: p.MaxParallel, DefaultTimeout: p.toolTimeout,
 		Executor: o.client, Before: before, After: o.cfg.After, Nested: nested,
-		Agent: p.Name, Session: session, RunID: runID,
+		MaxProgressBytes: maxProgressBytes(o.cfg.DurableConfig.EventsMaxBytes),
+		Agent:            p.Name, Session: session, RunID: runID,
 		Sink: agentfleet.EventSinkFunc(func(e *agentfleet.Event) {
 			e.Agent, e.Session, e.RunID = p.Name, session, runID
 			if e.Time.IsZero() {

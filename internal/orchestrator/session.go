@@ -250,6 +250,7 @@ func (s *session) config(entries []loop.Entry) loop.Config {
 			Mode: pipeline.Mode(p.Mode), MaxParallel: p.MaxParallel, DefaultTimeout: p.toolTimeout,
 			Executor: o.client, Before: before, After: o.cfg.After,
 			TraceContent: o.cfg.TraceContent, Nested: nested,
+			MaxProgressBytes: maxProgressBytes(o.cfg.DurableConfig.EventsMaxBytes),
 		},
 		Tracer:          o.cfg.Tracer,
 		TraceAttributes: []attribute.KeyValue{tracing.Orchestrator.String(o.id)},

@@ -151,6 +151,12 @@ type Config struct {
 	DefaultTimeout time.Duration
 	// Sink receives tool.start, tool.update and tool.end events. Optional.
 	Sink agentfleet.EventSink
+	// MaxProgressBytes bounds the tool.update events of one call, by the
+	// JSON size of their partial results and the arguments each carries:
+	// past it, the call's updates are dropped, and one last tool.update
+	// says how many ({"progress_dropped": {"updates", "limit_bytes"}}).
+	// Optional; default DefaultMaxProgressBytes.
+	MaxProgressBytes int64
 	// Agent, Session and RunID are copied into every Prepared call.
 	Agent, Session, RunID string
 	// Nested splits the context's tools into those the call_tool of a
@@ -190,6 +196,9 @@ func New(cfg Config) *Pipeline {
 	}
 	if cfg.DefaultTimeout <= 0 {
 		cfg.DefaultTimeout = DefaultTimeout
+	}
+	if cfg.MaxProgressBytes <= 0 {
+		cfg.MaxProgressBytes = DefaultMaxProgressBytes
 	}
 	return &Pipeline{cfg: cfg}
 }

@@ -67,6 +67,8 @@ type childLimits struct {
 	MaxMemory      int64         `json:"max_memory"`
 	MaxResultBytes int           `json:"max_result_bytes"`
 	MaxDepth       int           `json:"max_depth"`
+	// MaxProgressBytes 0 (omitted) is the default.
+	MaxProgressBytes int `json:"max_progress_bytes,omitempty"`
 }
 
 // childMessage is one line a child writes.
@@ -132,7 +134,7 @@ func runChild(limit string, in io.Reader, out io.Writer) error {
 	}
 	env := script.Env{
 		MaxSteps: req.Limits.MaxSteps, Timeout: req.Limits.Timeout, MaxMemory: req.Limits.MaxMemory,
-		MaxResultBytes: req.Limits.MaxResultBytes, MaxDepth: req.Limits.MaxDepth,
+		MaxResultBytes: req.Limits.MaxResultBytes, MaxDepth: req.Limits.MaxDepth, MaxProgressBytes: req.Limits.MaxProgressBytes,
 		Print: func(_, msg string) { send(&childMessage{Print: msg}) },
 		// One call_tool at a time: a script is one thread.
 		CallTool: func(ctx context.Context, call *agentfleet.ToolCall) (*agentfleet.ToolResult, error) {
@@ -204,7 +206,7 @@ func newProcessRunner(env script.Env, limit uint64) (*processRunner, error) {
 // how it died.
 func (p *processRunner) run(ctx context.Context, req *childRequest, call *agentfleet.Call) (*agentfleet.ToolResult, error) {
 	env := p.env
-	req.Limits = childLimits{MaxSteps: env.MaxSteps, Timeout: env.Timeout, MaxMemory: env.MaxMemory, MaxResultBytes: env.MaxResultBytes, MaxDepth: env.MaxDepth}
+	req.Limits = childLimits{MaxSteps: env.MaxSteps, Timeout: env.Timeout, MaxMemory: env.MaxMemory, MaxResultBytes: env.MaxResultBytes, MaxDepth: env.MaxDepth, MaxProgressBytes: env.MaxProgressBytes}
 	timeout := env.Timeout
 	if timeout <= 0 {
 		timeout = script.DefaultTimeout
