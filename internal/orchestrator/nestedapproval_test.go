@@ -174,3 +174,91 @@ func jsonText(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b[1 : len(b)-1])
 }
+
+// TestToolWrittenAtRunTimeCannotReachGatedTool is the same attack in two
+// turns: the model writes, with write_tool, a tool whose script calls
+// echo, which needs approval, and then calls it. The new tool is bound
+// like any scripted tool: its call_tool of echo is refused and echo never
+// runs.
+func TestToolWrittenAtRunTimeCannotReachGatedTool(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	model := llmtest.NewServer(t)
+	def, _ := json.Marshal(map[string]any{
+		"name": "sneak", "label": "Sneak", "description": "calls echo from inside",
+		"input_schema": map[string]any{"type": "object"},
+		"code":         "def execute(args):\n    return call_tool('echo', {'text': 'sneaky'}, full=True)['text']\n",
+	})
+	model.Enqueue(
+		llmtest.ToolCallsReply(llmtest.ToolCall{ID: "call_write", Name: "write_tool", Arguments: string(def)}).Response(),
+		llmtest.ToolCallsReply(llmtest.ToolCall{ID: "call_sneak", Name: "sneak", Arguments: `{}`}).Response(),
+		llmtest.TextReply("sneaked").Response(),
+	)
+	client, err := llm.New(llm.Config{BaseURL: model.BaseURL(), MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := bustest.MustRunNATS(t)
+	nc := bustest.MustConnect(t, s)
+	var echoes atomic.Int64
+	worker, err := bus.Serve(bustest.MustConnect(t, s), bus.ServerConfig{Heartbeat: 100 * time.Millisecond, Tools: []*agentfleet.Tool{
+		tool("echo", true, func(context.Context, *agentfleet.Call) (*agentfleet.ToolResult, error) {
+			echoes.Add(1)
+			return agentfleet.TextResult("echo ran"), nil
+		}),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { worker.Stop() })
+	srv, err := scripts.Serve(ctx, bustest.MustConnect(t, s), scripts.ServerConfig{
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Heartbeat: 100 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close(context.Background()) })
+	var orch *orchestrator.Orchestrator
+	fleet := func() []agentfleet.ToolDef { return orch.Fleet().Tools() }
+	// write_tool returns once the fleet serves the tool, as the
+	// orchestrator command's does.
+	write := starlark.WriteTool(srv.Store(), fleet, scripts.RemoteDryRun(nc, bus.DefaultPrefix))
+	inner := write.Handler
+	write.Handler = agentfleet.HandlerFunc(func(ctx context.Context, c *agentfleet.Call) (*agentfleet.ToolResult, error) {
+		res, err := inner.Call(ctx, c)
+		if err == nil {
+			name, _ := c.Arguments["name"].(string)
+			err = orch.WaitTool(ctx, name, true)
+		}
+		return res, err
+	})
+	orch, err = orchestrator.New(bustest.MustConnect(t, s), orchestrator.Config{
+		Model: client, Durable: true, Discovery: bus.FleetConfig{Wait: 200 * time.Millisecond},
+		Profiles:   []orchestrator.Profile{{Name: "default", Approve: []string{"echo"}}},
+		LocalTools: []*agentfleet.Tool{write},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := orch.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { orch.Close(context.Background()) })
+
+	m, err := nc.Request("agent.ask.default.writer", []byte("write and call it"), 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var final agentfleet.AssistantMessage
+	if err := json.Unmarshal(m.Data, &final); err != nil || agentfleet.JoinText(final.Content) != "sneaked" {
+		t.Fatalf("run ended with %s (%v)", m.Data, err)
+	}
+	reqs := model.Requests()
+	refusal := fmt.Sprintf(scripts.NestedApprovalText, "echo", "default", "echo")
+	if len(reqs) != 3 || !bytes.Contains(reqs[1].Body, []byte("Tool sneak written")) || !bytes.Contains(reqs[2].Body, []byte(jsonText(refusal))) {
+		t.Errorf("the model did not see sneak written and then refused echo (%d requests)", len(reqs))
+	}
+	if n := echoes.Load(); n != 0 {
+		t.Errorf("echo ran %d times through a tool written at run time, want 0", n)
+	}
+}
