@@ -249,6 +249,13 @@ func (p *processRunner) serve(ctx context.Context, req *childRequest, call *agen
 		return nil, err
 	}
 	dec := json.NewDecoder(bufio.NewReader(stdout))
+	// The child bounds its progress; the parent holds it to the same
+	// bound, so that a child gone wrong cannot flood the bus either.
+	progressLimit := p.env.MaxProgressBytes
+	if progressLimit <= 0 {
+		progressLimit = script.DefaultMaxProgressBytes
+	}
+	progressOut := 0
 	for {
 		var m childMessage
 		if err := dec.Decode(&m); err != nil {
@@ -270,9 +277,16 @@ func (p *processRunner) serve(ctx context.Context, req *childRequest, call *agen
 				return nil, err
 			}
 		case m.Progress != nil:
-			if call != nil && call.Progress != nil {
-				call.Progress(m.Progress)
+			if call == nil || call.Progress == nil || progressOut >= progressLimit {
+				continue
 			}
+			b, err := json.Marshal(m.Progress)
+			if err != nil || len(b) > progressLimit-progressOut {
+				progressOut = progressLimit // no more after it
+				continue
+			}
+			progressOut += len(b)
+			call.Progress(m.Progress)
 		case m.Print != "":
 			if p.env.Print != nil {
 				p.env.Print(req.Definition.Name, m.Print)
