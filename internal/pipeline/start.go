@@ -16,8 +16,9 @@ type started struct {
 	out  bool      // tool.start is out
 	done bool      // Execute returned: progress is dropped
 	// bound is what the call's tool.update events spent of
-	// Config.MaxProgressBytes; argsSize the JSON size of the arguments
-	// every tool.update carries, -1 until measured.
+	// Config.MaxProgressBytes (its limit 0 until the first update);
+	// argsSize the JSON size of the arguments every tool.update carries,
+	// measured at the first update.
 	bound    progressBound
 	argsSize int64
 }
