@@ -48,40 +48,43 @@ func main() {
 
 // Main is the orchestrator program: ParseFlags, then Run, then Close.
 type Main struct {
-	NATS          cli.NATSFlags
-	Log           cli.LogFlags
-	Listen        string
-	DataDir       string
-	NATSConfig    string
-	Workers       int
-	WorkerConc    int
-	Config        string
-	Prefix        string
-	Model         string
-	LLMStream     bool
-	LLMConc       int
-	LLMTimeout    time.Duration
-	MaxRetryDelay time.Duration
-	Heartbeat     time.Duration
-	ShutdownWait  time.Duration
-	Durable       string
-	Streams       bus.DurableConfig
-	SessionIdle   time.Duration
-	HTTP          string
-	MCPToken      string
-	HTTPAuth      httpauth.Flags
-	DashLimits    dashboard.Limits
-	MCP           bool
-	Dashboard     bool
-	TraceURL      string
-	Elect         bool
-	LeaseTTL      time.Duration
-	llmCfg        llm.Config
-	metrics       *metrics.Orchestrator
-	http          *metrics.Server
-	guard         *httpauth.Guard
-	dash          *dashboard.Handler
-	Stderr        io.Writer
+	NATS       cli.NATSFlags
+	Log        cli.LogFlags
+	Listen     string
+	DataDir    string
+	NATSConfig string
+	Workers    int
+	WorkerConc int
+	// ScriptMemoryTotal is the bytes of memory budget the in-process
+	// workers' script calls share.
+	ScriptMemoryTotal int64
+	Config            string
+	Prefix            string
+	Model             string
+	LLMStream         bool
+	LLMConc           int
+	LLMTimeout        time.Duration
+	MaxRetryDelay     time.Duration
+	Heartbeat         time.Duration
+	ShutdownWait      time.Duration
+	Durable           string
+	Streams           bus.DurableConfig
+	SessionIdle       time.Duration
+	HTTP              string
+	MCPToken          string
+	HTTPAuth          httpauth.Flags
+	DashLimits        dashboard.Limits
+	MCP               bool
+	Dashboard         bool
+	TraceURL          string
+	Elect             bool
+	LeaseTTL          time.Duration
+	llmCfg            llm.Config
+	metrics           *metrics.Orchestrator
+	http              *metrics.Server
+	guard             *httpauth.Guard
+	dash              *dashboard.Handler
+	Stderr            io.Writer
 
 	logger   *slog.Logger
 	profiles []orchestrator.Profile
@@ -114,6 +117,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&m.NATSConfig, "nats-config", "", "nats-server configuration file for the embedded server (users, permissions, TLS)")
 	fs.IntVar(&m.Workers, "workers", 0, "tool workers to run inside this process")
 	fs.IntVar(&m.WorkerConc, "worker-concurrency", 64, "concurrency of each in-process tool worker")
+	fs.Int64Var(&m.ScriptMemoryTotal, "script-memory-total", script.DefaultProcessMemory, "bytes of memory budget that the scripted calls of the in-process workers share: each call reserves its 64 MiB budget from it while it runs, and a call that finds no room is refused as busy, so that it goes to another worker or is sent again")
 	fs.StringVar(&m.Config, "config", "", "agent profiles file (YAML or JSON); default one profile \"default\" with every tool")
 	fs.StringVar(&m.Prefix, "prefix", bus.DefaultPrefix, "subject prefix")
 	fs.StringVar(&m.Model, "model", "", "default model name (default $OPENAI_MODEL, else "+llm.DefaultModel+")")
@@ -144,6 +148,9 @@ func (m *Main) ParseFlags(args []string) error {
 	case "auto", "true", "false":
 	default:
 		return fmt.Errorf("--durable %q: want auto, true or false", m.Durable)
+	}
+	if m.ScriptMemoryTotal < script.DefaultMaxMemory {
+		return fmt.Errorf("--script-memory-total %d: must be at least the %d bytes of one scripted call's budget", m.ScriptMemoryTotal, script.DefaultMaxMemory)
 	}
 	if m.Workers < 0 {
 		return fmt.Errorf("--workers %d: must not be negative", m.Workers)
@@ -222,6 +229,9 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	// Scripted tools live in a JetStream KV bucket.
 	scripted := m.Durable != "false" && bus.HasJetStream(ctx, m.nc)
+	// The in-process workers' scripts share one budget: they share the
+	// process.
+	scriptMemory := script.NewProcessMemory(m.ScriptMemoryTotal)
 	for i := range m.Workers {
 		wc, err := bus.Connect(nf.Config(fmt.Sprintf("toolworker-%d", i+1), m.logger))
 		if err != nil {
@@ -229,7 +239,8 @@ func (m *Main) Run(ctx context.Context) error {
 		}
 		m.wconns = append(m.wconns, wc)
 		w, err := worker.Start(wc, worker.Config{Prefix: m.Prefix, Concurrency: m.WorkerConc, Heartbeat: m.Heartbeat, Logger: m.logger, Builtin: builtin.Options{}, Scripts: scripted,
-			Observe: m.metrics.Workers().Observe, Tracer: tracer})
+			ScriptMemory: scriptMemory,
+			Observe:      m.metrics.Workers().Observe, Tracer: tracer})
 		if err != nil {
 			return err
 		}

@@ -56,12 +56,14 @@ type Main struct {
 	Replicas     int
 	ScriptTime   time.Duration
 	ScriptMemory int64 // bytes
-	Isolation    string
-	ChildMemory  int64 // bytes
-	HTTP         string
-	MCP          []mcpbridge.Spec
-	MCPTimeout   time.Duration
-	Stderr       io.Writer
+	// ScriptMemoryTotal is the budget the script calls share, in bytes.
+	ScriptMemoryTotal int64
+	Isolation         string
+	ChildMemory       int64 // bytes
+	HTTP              string
+	MCP               []mcpbridge.Spec
+	MCPTimeout        time.Duration
+	Stderr            io.Writer
 
 	logger *slog.Logger
 	nc     *bus.Conn
@@ -92,6 +94,8 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.Uint64Var(&m.ScriptSteps, "script-steps", 0, "execution step limit of one scripted call (default 10 million)")
 	fs.DurationVar(&m.ScriptTime, "script-timeout", 0, "wall-time limit of one scripted call (default 5s)")
 	fs.Var((*byteSize)(&m.ScriptMemory), "script-memory", "memory budget of one scripted call, such as 64MiB: what its repetitions, concatenations, formatting, list building and JSON decoding may allocate in total (default 64MiB)")
+	m.ScriptMemoryTotal = script.DefaultProcessMemory
+	fs.Var((*byteSize)(&m.ScriptMemoryTotal), "script-memory-total", "memory budget that the scripted calls of this process share: each call reserves its --script-memory from it while it runs, and a call that finds no room is refused as busy, so that it goes to another worker or is sent again; at most script-memory-total / script-memory calls run at once")
 	fs.StringVar(&m.Isolation, "script-isolation", "none", `where scripts run: "none" in this process, "process" each call in a child process whose address space is limited by --script-process-memory (Linux)`)
 	m.ChildMemory = scripts.DefaultChildAddressSpace
 	fs.Var((*byteSize)(&m.ChildMemory), "script-process-memory", "with --script-isolation=process, the address space a script's child process may map beyond what it mapped at its start (RLIMIT_AS); more kills the child alone")
@@ -144,6 +148,13 @@ func (m *Main) ParseFlags(args []string) error {
 	default:
 		return fmt.Errorf("--script-isolation %q: want none or process", m.Isolation)
 	}
+	per := m.ScriptMemory
+	if per <= 0 {
+		per = script.DefaultMaxMemory
+	}
+	if m.ScriptMemoryTotal < per {
+		return fmt.Errorf("--script-memory-total %d bytes is smaller than the budget of one call, --script-memory %d bytes: no scripted call could run", m.ScriptMemoryTotal, per)
+	}
 	if m.Concurrency < 1 {
 		return fmt.Errorf("--concurrency %d: must be at least 1", m.Concurrency)
 	}
@@ -184,6 +195,7 @@ func (m *Main) Run(ctx context.Context) error {
 		Heartbeat: m.Heartbeat, Logger: m.logger,
 		Builtin: builtin.Options{AllowPrivate: m.AllowPrivate, WeatherURL: m.WeatherURL},
 		Scripts: m.Scripts, ScriptEnv: script.Env{MaxSteps: m.ScriptSteps, Timeout: m.ScriptTime, MaxMemory: m.ScriptMemory},
+		ScriptMemory:    script.NewProcessMemory(m.ScriptMemoryTotal),
 		ScriptIsolation: isolation(m.Isolation), ScriptChildMemory: uint64(m.ChildMemory), ScriptReplicas: m.Replicas,
 		Observe: wm.Observe, MCP: m.MCP, MCPStderr: m.Stderr, MCPTimeout: m.MCPTimeout, Tracer: tracer,
 	})

@@ -236,6 +236,8 @@ func TestFlags(t *testing.T) {
 		{"extra", `unexpected argument "extra"`},
 		{"--script-memory 12x", `"12x" is not a size: give bytes, or a number with KiB, MiB or GiB, such as 64MiB`},
 		{"--script-isolation jail", `--script-isolation "jail": want none or process`},
+		{"--script-memory-total 32MiB", "--script-memory-total 33554432 bytes is smaller than the budget of one call, --script-memory 67108864 bytes: no scripted call could run"},
+		{"--script-memory 128MiB --script-memory-total 64MiB", "--script-memory-total 67108864 bytes is smaller than the budget of one call, --script-memory 134217728 bytes"},
 		{"--stream-replicas 0", "--stream-replicas 0: JetStream keeps 1 to 5 replicas"},
 		{"--stream-replicas 7", "--stream-replicas 7: JetStream keeps 1 to 5 replicas"},
 	}
@@ -257,8 +259,13 @@ func TestScriptFlags(t *testing.T) {
 	if err := m.ParseFlags(strings.Fields("--scripts --script-memory 32MiB --script-isolation process --script-process-memory 2GiB")); err != nil {
 		t.Fatal(err)
 	}
-	if m.ScriptMemory != 32<<20 || m.Isolation != "process" || m.ChildMemory != 2<<30 {
-		t.Errorf("memory %d, isolation %q, child memory %d; want 32 MiB, process, 2 GiB", m.ScriptMemory, m.Isolation, m.ChildMemory)
+	if m.ScriptMemory != 32<<20 || m.Isolation != "process" || m.ChildMemory != 2<<30 || m.ScriptMemoryTotal != 256<<20 {
+		t.Errorf("memory %d, isolation %q, child memory %d, total %d; want 32 MiB, process, 2 GiB, 256 MiB", m.ScriptMemory, m.Isolation, m.ChildMemory, m.ScriptMemoryTotal)
+	}
+	m = NewMain()
+	m.Stderr = new(strings.Builder)
+	if err := m.ParseFlags(strings.Fields("--scripts --script-memory-total 1GiB")); err != nil || m.ScriptMemoryTotal != 1<<30 {
+		t.Errorf("--script-memory-total 1GiB: %v, total %d", err, m.ScriptMemoryTotal)
 	}
 }
 

@@ -45,9 +45,14 @@ type CallRequest struct {
 	Agent     string         `msgpack:"agent,omitempty"`
 	Session   string         `msgpack:"session,omitempty"`
 	RunID     string         `msgpack:"run_id,omitempty"`
-	// Allowed lists the tools the calling agent may use; set on calls to
-	// scripted tools, whose call_tool may reach only these.
+	// Allowed lists the tools the calling agent may use without a person's
+	// approval; set on calls to scripted tools, whose call_tool may reach
+	// only these.
 	Allowed []string `msgpack:"allowed,omitempty"`
+	// Gated lists the tools of the calling agent that are not in Allowed
+	// because their calls need a person's decision; set with Allowed, so
+	// that call_tool's refusal can say why. It grants nothing.
+	Gated []string `msgpack:"gated,omitempty"`
 }
 
 // Frame is one message on a call's reply inbox, or a cancel sent to a

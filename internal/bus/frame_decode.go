@@ -190,6 +190,8 @@ func (r *reader) request() (*CallRequest, *DecodeError) {
 			req.RunID, err = r.str()
 		case "allowed":
 			req.Allowed, err = r.strings(2)
+		case "gated":
+			req.Gated, err = r.strings(2)
 		default:
 			err = r.skip(2)
 		}

@@ -68,7 +68,7 @@ func count(flags ...bool) int {
 
 // EncodeMsgpack implements msgpack.CustomEncoder.
 func (r *CallRequest) EncodeMsgpack(enc *msgpack.Encoder) error {
-	n := 4 + count(r.TimeoutMS != 0, r.Attempt != 0, r.Agent != "", r.Session != "", r.RunID != "", len(r.Allowed) > 0)
+	n := 4 + count(r.TimeoutMS != 0, r.Attempt != 0, r.Agent != "", r.Session != "", r.RunID != "", len(r.Allowed) > 0, len(r.Gated) > 0)
 	if err := enc.EncodeMapLen(n); err != nil {
 		return err
 	}
@@ -99,6 +99,9 @@ func (r *CallRequest) EncodeMsgpack(enc *msgpack.Encoder) error {
 	}
 	if len(r.Allowed) > 0 {
 		w.value("allowed", r.Allowed)
+	}
+	if len(r.Gated) > 0 {
+		w.value("gated", r.Gated)
 	}
 	return w.err
 }

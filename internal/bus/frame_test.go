@@ -146,7 +146,7 @@ func TestHandEncodingMatchesTags(t *testing.T) {
 			t.Errorf("%s frame:\nhand %s\ntags %s", f.T, got, want)
 		}
 	}
-	r := &CallRequest{V: 1, ID: "c", Tool: "t", Args: map[string]any{"a": "b"}, TimeoutMS: 5, Attempt: 2, Agent: "ag", Session: "s", RunID: "r", Allowed: []string{"x", "y"}}
+	r := &CallRequest{V: 1, ID: "c", Tool: "t", Args: map[string]any{"a": "b"}, TimeoutMS: 5, Attempt: 2, Agent: "ag", Session: "s", RunID: "r", Allowed: []string{"x", "y"}, Gated: []string{"z"}}
 	for _, req := range []*CallRequest{r, {V: 1, ID: "c", Tool: "t"}} {
 		hand, _ := msgpack.Marshal(req)
 		tags, _ := msgpack.Marshal((*plainRequest)(req))

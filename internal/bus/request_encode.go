@@ -14,7 +14,7 @@ func encodeCall(prep *pipeline.Prepared, attempt int) (*bytes.Buffer, error) {
 	r := CallRequest{
 		V: ProtocolVersion, ID: prep.Call.ID, Tool: prep.Call.Name, Args: prep.Args,
 		TimeoutMS: prep.Timeout.Milliseconds(), Attempt: attempt,
-		Agent: prep.Agent, Session: prep.Session, RunID: prep.RunID, Allowed: prep.Allowed,
+		Agent: prep.Agent, Session: prep.Session, RunID: prep.RunID, Allowed: prep.Allowed, Gated: prep.Gated,
 	}
 	buf := bufPool.Get().(*bytes.Buffer)
 	buf.Reset()

@@ -14,7 +14,7 @@ import (
 func TestEncodeCallIsEncodeRequest(t *testing.T) {
 	prep := &pipeline.Prepared{
 		Call: agentfleet.ToolCall{ID: "c1", Name: "echo"}, Args: map[string]any{"n": 1.5}, // one key: map order is random
-		Timeout: 30 * time.Second, Agent: "a", Session: "s", RunID: "r", Allowed: []string{"x", "y"},
+		Timeout: 30 * time.Second, Agent: "a", Session: "s", RunID: "r", Allowed: []string{"x", "y"}, Gated: []string{"z"},
 	}
 	buf, err := encodeCall(prep, 2)
 	if err != nil {
@@ -23,7 +23,7 @@ func TestEncodeCallIsEncodeRequest(t *testing.T) {
 	defer putBuffer(buf)
 	want, err := EncodeRequest(&CallRequest{
 		V: ProtocolVersion, ID: "c1", Tool: "echo", Args: prep.Args, TimeoutMS: 30000, Attempt: 2,
-		Agent: "a", Session: "s", RunID: "r", Allowed: []string{"x", "y"},
+		Agent: "a", Session: "s", RunID: "r", Allowed: []string{"x", "y"}, Gated: []string{"z"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -31,7 +31,10 @@ func TestEncodeCallIsEncodeRequest(t *testing.T) {
 	if !bytes.Equal(buf.Bytes(), want) {
 		t.Errorf("encodeCall = %x, want %x", buf.Bytes(), want)
 	}
-	if _, err := DecodeRequest(buf.Bytes()); err != nil {
+	got, err := DecodeRequest(buf.Bytes())
+	if err != nil {
 		t.Errorf("decode: %v", err)
+	} else if len(got.Gated) != 1 || got.Gated[0] != "z" {
+		t.Errorf("decoded gated = %q, want [z]", got.Gated)
 	}
 }

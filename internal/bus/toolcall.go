@@ -47,6 +47,17 @@ type call struct {
 	span    trace.Span
 	began   time.Time
 	outcome string
+	// admitted gives back what ServerConfig.Admit granted; nil when it
+	// granted nothing.
+	admitted func()
+}
+
+// release gives back what Admit granted the call.
+func (c *call) release() {
+	if c.admitted != nil {
+		c.admitted()
+		c.admitted = nil
+	}
 }
 
 // newCall prepares a call; s.start runs it.
@@ -56,7 +67,7 @@ func (s *ToolServer) newCall(t *agentfleet.Tool, creq *CallRequest, reply string
 	base, c.span = s.traceCall(h, creq, start)
 	// Always, so that a request without an allowed list reaches the tool
 	// as a caller allowed nothing: call_tool fails closed.
-	c.ctx.caller = Caller{Agent: creq.Agent, Session: creq.Session, RunID: creq.RunID, Allowed: creq.Allowed}
+	c.ctx.caller = Caller{Agent: creq.Agent, Session: creq.Session, RunID: creq.RunID, Allowed: creq.Allowed, Gated: creq.Gated}
 	c.ctx.inner, c.cancel = context.WithCancelCause(base)
 	if timeout := time.Duration(creq.TimeoutMS) * time.Millisecond; timeout > 0 {
 		// The orchestrator owns the deadline; the worker's bound is a
@@ -106,6 +117,7 @@ func (c *call) end() {
 	}
 	s.mu.Unlock()
 	s.inFlight.Add(-1)
+	c.release()
 	<-s.slots
 }
 

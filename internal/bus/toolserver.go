@@ -50,6 +50,12 @@ type ServerConfig struct {
 	// KindScripted or KindMCP. Without it the service is a foreign worker
 	// to discovery.
 	Kind string
+	// Admit, if set, is asked before a call is taken whether the process
+	// has room for it besides a slot (the scripts' shared memory budget):
+	// an error refuses the call as busy, with the error's text in the
+	// Agentfleet-Busy header, so that the orchestrator sends it to another
+	// worker; otherwise release is called once the call ends.
+	Admit func(t *agentfleet.Tool) (release func(), err error)
 }
 
 // ToolServer serves tools to the fleet as a NATS micro service: one endpoint
@@ -357,7 +363,16 @@ func (s *ToolServer) handler(t *agentfleet.Tool) func(req *nats.Msg) (answeredEr
 			s.refuse(req, t, creq, "worker busy", start)
 			return ""
 		}
+		var admitted func()
+		if s.cfg.Admit != nil {
+			if admitted, err = s.cfg.Admit(t); err != nil {
+				<-s.slots
+				s.refuse(req, t, creq, "worker busy: "+err.Error(), start)
+				return ""
+			}
+		}
 		c := s.newCall(t, creq, req.Reply, req.Header, start)
+		c.admitted = admitted
 		s.mu.Lock()
 		if s.draining {
 			// The call was sent before the server took our unsubscription.
@@ -367,6 +382,7 @@ func (s *ToolServer) handler(t *agentfleet.Tool) func(req *nats.Msg) (answeredEr
 			c.cancel(nil)
 			c.outcome = "draining"
 			c.endSpan()
+			c.release()
 			<-s.slots
 			s.refuse(req, t, creq, "worker draining", start)
 			return ""
@@ -450,10 +466,13 @@ func (s *ToolServer) sendError(reply, id, code, msg string) {
 
 // Caller is the agent on whose behalf a scripted tool runs, with the tools
 // that agent may use. A nil or empty Allowed allows no tool: a call request
-// without an allowed list gets a caller like that.
+// without an allowed list gets a caller like that. Gated names the agent's
+// tools that need a person's decision, which no nested call may reach; it
+// grants nothing.
 type Caller struct {
 	Agent, Session, RunID string
 	Allowed               []string
+	Gated                 []string
 }
 
 type callerKey struct{}

@@ -49,7 +49,11 @@ func (o *Orchestrator) CallTool(ctx context.Context, agentName, session string, 
 	runID := "direct-" + uuid.NewString()
 	sink := o.sink()
 	before := o.cfg.Before
+	var nested func([]*agentfleet.Tool) (allowed, gated []string)
 	if pol := p.Approval(); pol.Enabled() {
+		// Nor may a scripted tool called directly reach one through
+		// call_tool.
+		nested = pol.Nested
 		// A call outside any run has no stored run to wait in, and no
 		// model to tell: one that needs approval is refused.
 		before = chainBefore(before, func(_ context.Context, in *pipeline.BeforeContext) (*pipeline.BeforeResult, error) {
@@ -61,8 +65,9 @@ func (o *Orchestrator) CallTool(ctx context.Context, agentName, session string, 
 	}
 	pipe := pipeline.New(pipeline.Config{
 		MaxParallel: p.MaxParallel, DefaultTimeout: p.toolTimeout,
-		Executor: o.client, Before: before, After: o.cfg.After,
-		Agent: p.Name, Session: session, RunID: runID,
+		Executor: o.client, Before: before, After: o.cfg.After, Nested: nested,
+		MaxProgressBytes: maxProgressBytes(o.cfg.DurableConfig.EventsMaxBytes),
+		Agent:            p.Name, Session: session, RunID: runID,
 		Sink: agentfleet.EventSinkFunc(func(e *agentfleet.Event) {
 			e.Agent, e.Session, e.RunID = p.Name, session, runID
 			if e.Time.IsZero() {

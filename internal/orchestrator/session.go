@@ -233,10 +233,14 @@ func (s *session) config(entries []loop.Entry) loop.Config {
 	a, o := s.agent, s.o
 	p := &a.profile
 	before := o.cfg.Before
+	var nested func([]*agentfleet.Tool) (allowed, gated []string)
 	if pol := p.Approval(); pol.Enabled() {
 		// The orchestrator's own hook decides first: a call it blocks is
 		// not put to a person.
 		before = chainBefore(o.cfg.Before, s.gate.Hook)
+		// A scripted tool's call_tool has no decision to wait for: it
+		// reaches only the tools that need none.
+		nested = pol.Nested
 	}
 	return loop.Config{
 		Agent: p.Name, Session: s.name, Model: a.model, ModelName: p.Model,
@@ -245,7 +249,8 @@ func (s *session) config(entries []loop.Entry) loop.Config {
 		Pipeline: pipeline.Config{
 			Mode: pipeline.Mode(p.Mode), MaxParallel: p.MaxParallel, DefaultTimeout: p.toolTimeout,
 			Executor: o.client, Before: before, After: o.cfg.After,
-			TraceContent: o.cfg.TraceContent,
+			TraceContent: o.cfg.TraceContent, Nested: nested,
+			MaxProgressBytes: maxProgressBytes(o.cfg.DurableConfig.EventsMaxBytes),
 		},
 		Tracer:          o.cfg.Tracer,
 		TraceAttributes: []attribute.KeyValue{tracing.Orchestrator.String(o.id)},

@@ -45,6 +45,10 @@ type Prepared struct {
 	// Allowed lists the tools the calling agent may use, for scripted
 	// tools, whose call_tool it bounds; nil for other tools.
 	Allowed []string
+	// Gated lists the tools of the calling agent left out of Allowed
+	// because their calls need a person's decision (Config.Nested), so
+	// that call_tool can say why it refuses them.
+	Gated []string
 	// start is the state of the call's tool.start event (start.go).
 	start started
 }
@@ -147,8 +151,20 @@ type Config struct {
 	DefaultTimeout time.Duration
 	// Sink receives tool.start, tool.update and tool.end events. Optional.
 	Sink agentfleet.EventSink
+	// MaxProgressBytes bounds the tool.update events of one call, by the
+	// JSON size of their partial results and the arguments each carries:
+	// past it, the call's updates are dropped, and one last tool.update
+	// says how many ({"progress_dropped": {"updates", "limit_bytes"}}).
+	// Optional; default DefaultMaxProgressBytes.
+	MaxProgressBytes int64
 	// Agent, Session and RunID are copied into every Prepared call.
 	Agent, Session, RunID string
+	// Nested splits the context's tools into those the call_tool of a
+	// scripted tool may reach (Prepared.Allowed) and those it may not
+	// because their calls wait for a person's decision (Prepared.Gated);
+	// see approval.Policy.Nested. Optional; nil allows every tool of the
+	// context, which is right only when no call needs approval.
+	Nested func(tools []*agentfleet.Tool) (allowed, gated []string)
 	// TraceContent puts each call's arguments and result text on its span,
 	// when calls are traced (they may hold personal data).
 	TraceContent bool
@@ -180,6 +196,9 @@ func New(cfg Config) *Pipeline {
 	}
 	if cfg.DefaultTimeout <= 0 {
 		cfg.DefaultTimeout = DefaultTimeout
+	}
+	if cfg.MaxProgressBytes <= 0 {
+		cfg.MaxProgressBytes = DefaultMaxProgressBytes
 	}
 	return &Pipeline{cfg: cfg}
 }

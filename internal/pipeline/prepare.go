@@ -70,7 +70,11 @@ func (p *Pipeline) prepare(ctx context.Context, pctx *Context, call agentfleet.T
 		Agent: p.cfg.Agent, Session: p.cfg.Session, RunID: p.cfg.RunID,
 	}
 	if tool.Scripted {
-		prep.Allowed = pctx.Tools.Names()
+		if p.cfg.Nested != nil {
+			prep.Allowed, prep.Gated = p.cfg.Nested(pctx.Tools.List())
+		} else {
+			prep.Allowed = pctx.Tools.Names()
+		}
 	}
 	return prep, nil
 }

@@ -15,6 +15,12 @@ type started struct {
 	p    *Pipeline // nil: a call that Run does not run publishes no tool.start
 	out  bool      // tool.start is out
 	done bool      // Execute returned: progress is dropped
+	// bound is what the call's tool.update events spent of
+	// Config.MaxProgressBytes (its limit 0 until the first update);
+	// argsSize the JSON size of the arguments every tool.update carries,
+	// measured at the first update.
+	bound    progressBound
+	argsSize int64
 }
 
 // Sent tells the pipeline that the call's request is on its way to a
@@ -48,19 +54,34 @@ func (pr *Prepared) progress(p *Pipeline, partial any) {
 		return
 	}
 	s.announce(pr)
+	if s.bound.limit == 0 {
+		s.bound.limit, s.argsSize = p.cfg.MaxProgressBytes, jsonSize(pr.Args)
+		if s.bound.limit <= 0 {
+			s.bound.limit = DefaultMaxProgressBytes
+		}
+	}
+	if !s.bound.take(updateSize(partial, s.argsSize)) {
+		return
+	}
 	p.emit(&agentfleet.Event{
 		Type: agentfleet.EventToolUpdate, ToolCallID: pr.Call.ID, ToolName: pr.Call.Name,
 		Arguments: pr.Args, Partial: partial,
 	})
 }
 
-// executed marks the end of Execute: tool.start is out, and later partial
-// results are dropped.
+// executed marks the end of Execute: tool.start is out, one tool.update
+// tells how many were dropped past the call's bound, if any was, and later
+// partial results are dropped.
 func (pr *Prepared) executed() {
 	s := &pr.start
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.announce(pr)
+	if n := s.bound.droppedNotice(); n != nil && s.p != nil {
+		s.p.emit(&agentfleet.Event{
+			Type: agentfleet.EventToolUpdate, ToolCallID: pr.Call.ID, ToolName: pr.Call.Name, Partial: n,
+		})
+	}
 	s.done = true
 }
 

@@ -24,6 +24,8 @@ const (
 	// MaxProgress is how many progress() calls of one call are passed on;
 	// later ones are dropped, so that a loop cannot flood the bus.
 	MaxProgress = 1000
+	// DefaultMaxProgressBytes is the default of Env.MaxProgressBytes.
+	DefaultMaxProgressBytes = 1 << 20
 )
 
 // Env is what scripts may reach outside their sandbox, and the limits of
@@ -55,6 +57,12 @@ type Env struct {
 	// progress call and of prepare's arguments; default
 	// DefaultMaxResultBytes.
 	MaxResultBytes int
+	// MaxProgressBytes bounds the JSON bytes of the progress values one
+	// call passes on, in total: once a value would take the call past it,
+	// that value and every later one are dropped, without being converted,
+	// so that a loop of progress() floods neither the bus nor the event
+	// stream; default DefaultMaxProgressBytes.
+	MaxProgressBytes int
 	// MaxDepth bounds the nesting of call_tool: a call made by a scripted
 	// tool that was itself called MaxDepth levels deep fails; default
 	// DefaultMaxDepth.
@@ -84,6 +92,9 @@ func (e Env) withDefaults() Env {
 	}
 	if e.MaxDepth <= 0 {
 		e.MaxDepth = DefaultMaxDepth
+	}
+	if e.MaxProgressBytes <= 0 {
+		e.MaxProgressBytes = DefaultMaxProgressBytes
 	}
 	if e.Now == nil {
 		e.Now = time.Now
@@ -142,6 +153,7 @@ type callState struct {
 	depth int
 
 	progressed   int
+	progressOut  int   // JSON bytes of the progress values passed on
 	placeholders int   // call_tool placeholders returned in a dry run
 	mem          int64 // bytes charged to the memory budget
 }
@@ -209,6 +221,11 @@ func progressBuiltin(thread *starlark.Thread, b *starlark.Builtin, args starlark
 	if st == nil || st.call == nil {
 		return nil, errors.New("progress may be called only while execute runs")
 	}
+	if st.progressed >= MaxProgress || st.progressOut >= st.env.MaxProgressBytes {
+		// Cut off: dropped without the cost of converting it.
+		st.progressed++
+		return starlark.None, nil
+	}
 	if err := checkJSONSize(v, "progress: the value", st.env.MaxResultBytes); err != nil {
 		return nil, err
 	}
@@ -216,13 +233,17 @@ func progressBuiltin(thread *starlark.Thread, b *starlark.Builtin, args starlark
 	if err != nil {
 		return nil, fmt.Errorf("progress: %w", err)
 	}
-	if n := jsonSize(gv); n > st.env.MaxResultBytes {
+	n := jsonSize(gv)
+	if n > st.env.MaxResultBytes {
 		return nil, fmt.Errorf("progress: the value is %d bytes as JSON, the limit is %d", n, st.env.MaxResultBytes)
 	}
 	st.progressed++
-	if st.progressed <= MaxProgress {
-		st.call.Progress(gv)
+	if n > st.env.MaxProgressBytes-st.progressOut {
+		st.progressOut = st.env.MaxProgressBytes // no more after it
+		return starlark.None, nil
 	}
+	st.progressOut += n
+	st.call.Progress(gv)
 	return starlark.None, nil
 }
 

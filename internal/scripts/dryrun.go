@@ -174,6 +174,15 @@ func (s *Server) serveDryRuns(ctx context.Context) error {
 // runDryRun runs the dry run of def under the server's limits, in a child
 // process with process isolation.
 func (s *Server) runDryRun(ctx context.Context, def *script.Definition) error {
+	// Room in the memory budget comes as the calls running end, within
+	// their time limits.
+	rctx, cancel := context.WithTimeout(ctx, 3*max(s.env.Timeout, script.DefaultTimeout))
+	release, err := s.reserve(rctx, def.Name+": dry run")
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer release()
 	if s.runner != nil {
 		_, err := s.runner.run(ctx, &childRequest{Mode: "dryrun", Definition: def}, nil)
 		return err

@@ -67,6 +67,8 @@ type childLimits struct {
 	MaxMemory      int64         `json:"max_memory"`
 	MaxResultBytes int           `json:"max_result_bytes"`
 	MaxDepth       int           `json:"max_depth"`
+	// MaxProgressBytes 0 (omitted) is the default.
+	MaxProgressBytes int `json:"max_progress_bytes,omitempty"`
 }
 
 // childMessage is one line a child writes.
@@ -132,7 +134,7 @@ func runChild(limit string, in io.Reader, out io.Writer) error {
 	}
 	env := script.Env{
 		MaxSteps: req.Limits.MaxSteps, Timeout: req.Limits.Timeout, MaxMemory: req.Limits.MaxMemory,
-		MaxResultBytes: req.Limits.MaxResultBytes, MaxDepth: req.Limits.MaxDepth,
+		MaxResultBytes: req.Limits.MaxResultBytes, MaxDepth: req.Limits.MaxDepth, MaxProgressBytes: req.Limits.MaxProgressBytes,
 		Print: func(_, msg string) { send(&childMessage{Print: msg}) },
 		// One call_tool at a time: a script is one thread.
 		CallTool: func(ctx context.Context, call *agentfleet.ToolCall) (*agentfleet.ToolResult, error) {
@@ -204,7 +206,7 @@ func newProcessRunner(env script.Env, limit uint64) (*processRunner, error) {
 // how it died.
 func (p *processRunner) run(ctx context.Context, req *childRequest, call *agentfleet.Call) (*agentfleet.ToolResult, error) {
 	env := p.env
-	req.Limits = childLimits{MaxSteps: env.MaxSteps, Timeout: env.Timeout, MaxMemory: env.MaxMemory, MaxResultBytes: env.MaxResultBytes, MaxDepth: env.MaxDepth}
+	req.Limits = childLimits{MaxSteps: env.MaxSteps, Timeout: env.Timeout, MaxMemory: env.MaxMemory, MaxResultBytes: env.MaxResultBytes, MaxDepth: env.MaxDepth, MaxProgressBytes: env.MaxProgressBytes}
 	timeout := env.Timeout
 	if timeout <= 0 {
 		timeout = script.DefaultTimeout
@@ -247,6 +249,13 @@ func (p *processRunner) serve(ctx context.Context, req *childRequest, call *agen
 		return nil, err
 	}
 	dec := json.NewDecoder(bufio.NewReader(stdout))
+	// The child bounds its progress; the parent holds it to the same
+	// bound, so that a child gone wrong cannot flood the bus either.
+	progressLimit := p.env.MaxProgressBytes
+	if progressLimit <= 0 {
+		progressLimit = script.DefaultMaxProgressBytes
+	}
+	progressOut := 0
 	for {
 		var m childMessage
 		if err := dec.Decode(&m); err != nil {
@@ -268,9 +277,16 @@ func (p *processRunner) serve(ctx context.Context, req *childRequest, call *agen
 				return nil, err
 			}
 		case m.Progress != nil:
-			if call != nil && call.Progress != nil {
-				call.Progress(m.Progress)
+			if call == nil || call.Progress == nil || progressOut >= progressLimit {
+				continue
 			}
+			b, err := json.Marshal(m.Progress)
+			if err != nil || len(b) > progressLimit-progressOut {
+				progressOut = progressLimit // no more after it
+				continue
+			}
+			progressOut += len(b)
+			call.Progress(m.Progress)
 		case m.Print != "":
 			if p.env.Print != nil {
 				p.env.Print(req.Definition.Name, m.Print)

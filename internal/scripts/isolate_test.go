@@ -37,6 +37,8 @@ func TestProcessIsolation(t *testing.T) {
 	changes := make(chan map[string]uint64, 16)
 	srv, err := scripts.Serve(ctx, bustest.MustConnect(t, s), scripts.ServerConfig{
 		Logger: quietLog, Heartbeat: 100 * time.Millisecond, Env: isolatedEnv,
+		// The process budget out of the way too: room for a few calls.
+		Memory:    script.NewProcessMemory(4 * isolatedEnv.MaxMemory),
 		Isolation: scripts.IsolationProcess, ChildAddressSpace: 512 << 20,
 		OnChange: func(served map[string]uint64) { changes <- served },
 	})

@@ -59,6 +59,14 @@ type ServerConfig struct {
 	// must call RunChildIfRequested first thing in main.
 	Isolation         string
 	ChildAddressSpace uint64
+	// Memory is the memory budget shared by the script calls of this
+	// process: every call, check and dry run reserves its own budget
+	// (Env.MaxMemory) from it while it runs. A call that finds no room is
+	// refused as busy, so that the orchestrator sends it to another worker
+	// or again a moment later; checks and dry runs wait for room. Give
+	// every Server of one process the same one. Default: a budget of
+	// script.DefaultProcessMemory for this server alone.
+	Memory *script.ProcessMemory
 	// OnChange, if set, is called after every change of the tools served,
 	// with their names and revisions, once the new set takes calls and the
 	// replaced one takes no more.
@@ -83,6 +91,8 @@ type Server struct {
 	client   *bus.ToolClient // nil when cfg.Env.CallTool was given
 	env      script.Env
 	runner   *processRunner // nil without process isolation
+	memory   *script.ProcessMemory
+	perCall  int64 // what a call reserves from memory
 	log      *slog.Logger
 	reserved map[string]bool
 
@@ -135,6 +145,16 @@ func Serve(ctx context.Context, nc *nats.Conn, cfg ServerConfig) (*Server, error
 	}
 	for _, n := range cfg.Reserved {
 		s.reserved[n] = true
+	}
+	s.memory, s.perCall = cfg.Memory, s.env.MaxMemory
+	if s.memory == nil {
+		s.memory = script.NewProcessMemory(0)
+	}
+	if s.perCall <= 0 {
+		s.perCall = script.DefaultMaxMemory
+	}
+	if err := s.memory.CheckFits(s.perCall); err != nil {
+		return nil, fmt.Errorf("script server: %w", err)
 	}
 	if s.env.CallTool == nil {
 		cc := cfg.Client
@@ -262,8 +282,8 @@ func (s *Server) apply(state map[string]*script.Definition) {
 		var err error
 		next, err = bus.Serve(s.nc, bus.ServerConfig{
 			Name: s.cfg.Name, Version: s.cfg.Version, Prefix: s.subjects.Prefix, Tools: tools,
-			Concurrency: s.cfg.Concurrency, Heartbeat: s.cfg.Heartbeat, Logger: s.log, Observe: s.cfg.Observe,
-			Tracer: s.cfg.Tracer, Kind: bus.KindScripted,
+			Concurrency: s.concurrency(), Heartbeat: s.cfg.Heartbeat, Logger: s.log, Observe: s.cfg.Observe,
+			Tracer: s.cfg.Tracer, Kind: bus.KindScripted, Admit: s.admit,
 		})
 		if err != nil {
 			s.log.Error("serving scripted tools", "err", err)
@@ -326,6 +346,33 @@ func (s *Server) awaitLeft(id string) func() {
 	}
 }
 
+// concurrency is the bound of calls the scripts' tool server announces:
+// the configured one, and no more than the calls the memory budget holds,
+// so that orchestrators send no more than fit.
+func (s *Server) concurrency() int {
+	c := s.cfg.Concurrency
+	if c <= 0 {
+		c = 64
+	}
+	return max(1, min(c, s.memory.Calls(s.perCall)))
+}
+
+// admit reserves a call's memory budget from the process's, or refuses the
+// call (as busy) when the budget is full.
+func (s *Server) admit(*agentfleet.Tool) (func(), error) {
+	return s.memory.TryReserve(s.perCall)
+}
+
+// reserve waits for room in the process's memory budget for a check or a
+// dry run, until ctx ends.
+func (s *Server) reserve(ctx context.Context, what string) (func(), error) {
+	release, err := s.memory.Reserve(ctx, s.perCall)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return release, nil
+}
+
 // build turns def into a served tool, nil (and a log line) when it does not
 // pass the checks.
 func (s *Server) build(def *script.Definition) *agentfleet.Tool {
@@ -333,11 +380,19 @@ func (s *Server) build(def *script.Definition) *agentfleet.Tool {
 		t   *agentfleet.Tool
 		err error
 	)
+	// Loading runs the script's top-level code, under the process's
+	// memory budget like a call.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*max(s.env.Timeout, script.DefaultTimeout))
+	defer cancel()
+	release, err := s.reserve(ctx, def.Name+": checking the script")
+	if err != nil {
+		s.log.Warn("scripted tool not served", "tool", def.Name, "revision", def.Revision, "err", err)
+		return nil
+	}
+	defer release()
 	if s.runner != nil {
-		// Loading runs the script's top-level code: in a child too.
-		ctx, cancel := context.WithTimeout(context.Background(), 3*max(s.env.Timeout, script.DefaultTimeout))
+		// In a child too.
 		_, err = s.runner.run(ctx, &childRequest{Mode: "check", Definition: def}, nil)
-		cancel()
 		t = s.runner.isolatedTool(def)
 	} else if t, err = script.New(def, s.env); err == nil {
 		t, err = script.WithChecks(t)
@@ -404,7 +459,10 @@ func (s *Server) closeClient() error {
 // pipeline.DefaultTimeout). The call's ID, which carries the depth of
 // nesting, is passed on unchanged. It refuses every tool not in the
 // caller's allowed list (see bus.CallerFrom), and every tool when ctx
-// carries no caller or the list is empty.
+// carries no caller or the list is empty; a tool the caller's list names
+// as gated (its calls need a person's decision) is refused with an error
+// that says so, and so is one in both lists. Both lists are passed on, so
+// that scripts called by scripts are bound alike.
 func FleetCaller(client *bus.ToolClient, timeout time.Duration) func(ctx context.Context, call *agentfleet.ToolCall) (*agentfleet.ToolResult, error) {
 	if timeout <= 0 {
 		timeout = pipeline.DefaultTimeout
@@ -417,23 +475,49 @@ func FleetCaller(client *bus.ToolClient, timeout time.Duration) func(ctx context
 		if t <= 0 {
 			return nil, fmt.Errorf("Tool %s: no time left for the call", call.Name)
 		}
+		// A script calls with its caller's permissions, passed on to the
+		// tools it calls. No list means nothing allowed: a request that
+		// lost or never had its list must not reach the whole fleet.
+		c, _ := bus.CallerFrom(ctx)
+		if err := CheckNested(c, call.Name); err != nil {
+			return nil, err
+		}
 		prep := &pipeline.Prepared{
 			Tool:    &agentfleet.Tool{ToolDef: agentfleet.ToolDef{Name: call.Name}},
 			Call:    *call,
 			Args:    call.Arguments,
 			Timeout: t,
+			Agent:   c.Agent, Session: c.Session, RunID: c.RunID, Allowed: c.Allowed, Gated: c.Gated,
 		}
-		// A script calls with its caller's permissions, passed on to the
-		// tools it calls. No list means nothing allowed: a request that
-		// lost or never had its list must not reach the whole fleet.
-		c, _ := bus.CallerFrom(ctx)
-		if len(c.Allowed) == 0 {
-			return nil, fmt.Errorf("call_tool: tool %s is not allowed: the call request of this scripted tool carried no allowed list (field \"allowed\": the tools of the calling agent), so call_tool reaches no tool", call.Name)
-		}
-		if !slices.Contains(c.Allowed, call.Name) {
-			return nil, fmt.Errorf("call_tool: tool %s is not allowed for agent %s", call.Name, c.Agent)
-		}
-		prep.Agent, prep.Session, prep.RunID, prep.Allowed = c.Agent, c.Session, c.RunID, c.Allowed
 		return client.Execute(ctx, prep, func(any) {})
 	}
+}
+
+// NestedApprovalText is the error of a call_tool of a tool whose calls need
+// a person's decision: a nested call cannot wait for one.
+const NestedApprovalText = "call_tool: tool %s of agent %s needs a person's approval, which a call from inside a scripted tool cannot wait for; it was not called. The model must call %s directly, so that its call waits for a decision"
+
+// CheckNested decides whether a script running for caller c may call tool
+// name through call_tool: the tool must be in c.Allowed and not in c.Gated.
+// It fails closed: without an allowed list, no tool. Names are compared as
+// they are, since tool subjects are; a gated tool named in another case is
+// another tool, and must be in the allowed list like any.
+func CheckNested(c bus.Caller, name string) error {
+	if slices.Contains(c.Gated, name) {
+		return fmt.Errorf(NestedApprovalText, name, orUnnamed(c.Agent), name)
+	}
+	if len(c.Allowed) == 0 {
+		return fmt.Errorf("call_tool: tool %s is not allowed: the call request of this scripted tool carried no allowed list (field \"allowed\": the tools of the calling agent), so call_tool reaches no tool", name)
+	}
+	if !slices.Contains(c.Allowed, name) {
+		return fmt.Errorf("call_tool: tool %s is not allowed for agent %s", name, orUnnamed(c.Agent))
+	}
+	return nil
+}
+
+func orUnnamed(agent string) string {
+	if agent == "" {
+		return "(unnamed)"
+	}
+	return agent
 }

@@ -37,6 +37,11 @@ type Config struct {
 	// following its changes; it needs JetStream.
 	Scripts   bool
 	ScriptEnv script.Env
+	// ScriptMemory is the memory budget the script calls of the process
+	// share (scripts.ServerConfig.Memory): give every worker of one process
+	// the same. Nil: a budget of script.DefaultProcessMemory for this
+	// worker's scripts.
+	ScriptMemory *script.ProcessMemory
 	// ScriptIsolation and ScriptChildMemory are those of
 	// scripts.ServerConfig (Isolation, ChildAddressSpace).
 	ScriptIsolation   string
@@ -155,7 +160,7 @@ func StartContext(ctx context.Context, nc *bus.Conn, cfg Config) (*Worker, error
 		w.Scripts, err = scripts.Serve(ctx, nc, scripts.ServerConfig{
 			Prefix: cfg.Prefix, Concurrency: cfg.Concurrency, Heartbeat: cfg.Heartbeat,
 			Logger: cfg.Logger, Observe: cfg.Observe, Env: cfg.ScriptEnv, Reserved: reserved,
-			Isolation: cfg.ScriptIsolation, ChildAddressSpace: cfg.ScriptChildMemory,
+			Isolation: cfg.ScriptIsolation, ChildAddressSpace: cfg.ScriptChildMemory, Memory: cfg.ScriptMemory,
 			Store: scripts.StoreConfig{Replicas: cfg.ScriptReplicas}, Tracer: cfg.Tracer,
 		})
 		if err != nil {
