@@ -285,7 +285,11 @@ func TestLostWorkerRetryPolicy(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer client.Close()
-			call := sleepCall(600, 30*time.Second)
+			// The call must outlast the start of the survivor, which
+			// took over a second on a busy machine: at 600ms the victim
+			// finished it before it was killed. An idempotent call sleeps
+			// as long again on the survivor.
+			call := sleepCall(8000, 60*time.Second)
 			call.Tool.Annotations.Idempotent = idempotent
 			progress := make(chan any, 64)
 			type result struct {
