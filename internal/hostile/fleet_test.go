@@ -88,7 +88,7 @@ func startFleet(t *testing.T) *fleet {
 	t.Cleanup(f.model.Close)
 
 	f.start(t, "orchestrator", "--user", "orchestrator", "--http", "", "--llm-stream=false", "--lease-ttl", "3s")
-	f.start(t, "toolworker", "--user", "toolworker", "--tools", "echo")
+	f.start(t, "toolworker", "--user", "toolworker", "--tools", "echo", "--scripts")
 	nc := f.connect(t, "client")
 	f.waitServing(t, nc)
 	return f

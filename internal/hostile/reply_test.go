@@ -29,6 +29,38 @@ var hostileReplies = []string{
 	"$JS.API.STREAM.DELETE." + canary,
 }
 
+// attack is one request a client may send, sent with every hostile reply.
+type attack struct{ name, subject, data string }
+
+// clientAttacks are the requests a client of the shipped configuration may
+// send.
+var clientAttacks = []attack{
+	{"tool list", "agent.ask.default", ""},
+	{"ask", "agent.ask.default.victim", "hello"},
+	{"ask of an unknown agent", "agent.ask.nobody.victim", "hello"},
+	{"abort", "agent.abort.default.victim", "stop"},
+	{"approval decision", "agent.approve.default.victim", `{"tool_call_id":"call_1","approve":true}`},
+	{"approval decision that does not parse", "agent.approve.default.victim", `{`},
+	{"in", "agent.in.default.victim", "hello"},
+	{"steer", "agent.steer.default.victim", "hello"},
+	{"micro ping", "$SRV.PING", ""},
+	{"micro info", "$SRV.INFO", ""},
+	{"micro stats", "$SRV.STATS", ""},
+	{"micro info of the workers", "$SRV.INFO.toolworker", ""},
+}
+
+// fleetAttacks are requests that only users of the fleet's own account may
+// send; sent by such a user, the processes' own reply guard is all that
+// stands between the request and a publish with the answerer's rights.
+var fleetAttacks = []attack{
+	{"direct tool call", "agent.call.default.victim", `{"id":"c1","name":"echo","arguments":{"text":"x"}}`},
+	// A request that does not parse is answered at once, in order with the
+	// inbox request after it (a dry run that runs is answered from a
+	// goroutine, in no order the test could wait on).
+	{"dry run of a scripted tool", "agent.scripts.dryrun", `{`},
+	{"a worker's tool", "agent.tool.echo", ""},
+}
+
 // TestRepliesOnlyToInboxes sends every request a client may send to the
 // fleet, each with every hostile reply subject, as the shipped client user.
 // Whatever answers (the orchestrator, a worker, JetStream itself) must not
@@ -37,6 +69,28 @@ var hostileReplies = []string{
 // fleet goes on answering asks and running tools.
 func TestRepliesOnlyToInboxes(t *testing.T) {
 	f := startFleet(t)
+	attacker := f.connect(t, "client")
+	replyAttacks(t, f, attacker, clientAttacks)
+}
+
+// TestRepliesOnlyToInboxesInsideTheFleet sends the requests again from a
+// user of the fleet's own account, with every right: no account boundary
+// maps its replies, so the processes' reply guard alone must refuse them.
+// (in and steer are left out: JetStream, not the fleet, answers those,
+// which is why people are kept out of this account.)
+func TestRepliesOnlyToInboxesInsideTheFleet(t *testing.T) {
+	f := startFleet(t)
+	attacker := f.connect(t, "spy")
+	var attacks []attack
+	for _, a := range append(clientAttacks, fleetAttacks...) {
+		if a.name != "in" && a.name != "steer" {
+			attacks = append(attacks, a)
+		}
+	}
+	replyAttacks(t, f, attacker, attacks)
+}
+
+func replyAttacks(t *testing.T, f *fleet, attacker *nats.Conn, attacks []attack) {
 	spy := f.connect(t, "spy")
 	js, err := jetstream.New(spy)
 	if err != nil {
@@ -53,21 +107,6 @@ func TestRepliesOnlyToInboxes(t *testing.T) {
 	}
 	spy.Flush()
 
-	attacker := f.connect(t, "client")
-	attacks := []struct{ name, subject, data string }{
-		{"tool list", "agent.ask.default", ""},
-		{"ask", "agent.ask.default.victim", "hello"},
-		{"ask of an unknown agent", "agent.ask.nobody.victim", "hello"},
-		{"abort", "agent.abort.default.victim", "stop"},
-		{"approval decision", "agent.approve.default.victim", `{"tool_call_id":"call_1","approve":true}`},
-		{"approval decision that does not parse", "agent.approve.default.victim", `{`},
-		{"in", "agent.in.default.victim", "hello"},
-		{"steer", "agent.steer.default.victim", "hello"},
-		{"micro ping", "$SRV.PING", ""},
-		{"micro info", "$SRV.INFO", ""},
-		{"micro stats", "$SRV.STATS", ""},
-		{"micro info of the workers", "$SRV.INFO.toolworker", ""},
-	}
 	for _, a := range attacks {
 		t.Run(a.name, func(t *testing.T) {
 			for _, reply := range hostileReplies {
