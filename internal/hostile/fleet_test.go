@@ -55,7 +55,7 @@ type fleet struct {
 	model     *httptest.Server
 }
 
-func startFleet(t *testing.T) *fleet {
+func startFleet(t *testing.T, orchestratorArgs ...string) *fleet {
 	t.Helper()
 	opts, err := server.ProcessConfigFile(deployConf)
 	if err != nil {
@@ -87,7 +87,10 @@ func startFleet(t *testing.T) *fleet {
 	f.model = httptest.NewServer(http.HandlerFunc(model))
 	t.Cleanup(f.model.Close)
 
-	f.start(t, "orchestrator", "--user", "orchestrator", "--http", "", "--llm-stream=false", "--lease-ttl", "3s")
+	if len(orchestratorArgs) == 0 {
+		orchestratorArgs = []string{"--http", ""}
+	}
+	f.start(t, "orchestrator", append([]string{"--user", "orchestrator", "--llm-stream=false", "--lease-ttl", "3s"}, orchestratorArgs...)...)
 	f.start(t, "toolworker", "--user", "toolworker", "--tools", "echo", "--scripts")
 	nc := f.connect(t, "client")
 	f.waitServing(t, nc)
