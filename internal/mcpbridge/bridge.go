@@ -285,7 +285,10 @@ func (b *Bridge) refresh(ctx context.Context, sess *mcp.ClientSession) error {
 		}
 		listed = append(listed, t)
 	}
-	kept, refused := admit(b.cfg.Spec.ToolPrefix(), listed, more, lim, b.reserved, b.cfg.Timeout.Milliseconds())
+	kept, refused, err := admit(ctx, b.cfg.Spec.ToolPrefix(), listed, more, lim, b.reserved, b.cfg.Timeout.Milliseconds())
+	if err != nil {
+		return err
+	}
 	for _, r := range refused {
 		if r.bound != "" {
 			b.log.Warn("MCP tool not served: over a bound", "tool", r.tool, "bound", r.bound, "err", r.err)

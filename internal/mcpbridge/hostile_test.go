@@ -20,8 +20,10 @@ import (
 
 // hostileServer is an MCP server over streamable HTTP that lists a tool
 // named echo, as the fleet's built-in one is, counting the calls it gets,
-// a tool with a 10 MB description, one with a 10 MB input schema, one whose
-// schema nests 100 levels deep, and one ordinary tool, ok.
+// a tool with a 10 MB description, one with a 10 MB input schema of one
+// long string, one with a 10 MB input schema of many properties (minutes
+// to compile), one whose schema nests 100 levels deep, and one ordinary
+// tool, ok.
 func hostileServer(t *testing.T) (url string, echoCalls *atomic.Int32) {
 	t.Helper()
 	echoCalls = new(atomic.Int32)
@@ -39,12 +41,51 @@ func hostileServer(t *testing.T) (url string, echoCalls *atomic.Int32) {
 	srv.AddTool(&mcp.Tool{Name: "big_desc", Description: strings.Repeat("d", 10<<20), InputSchema: rawObject}, reply("big_desc"))
 	big := `{"type":"object","properties":{"p":{"type":"string","description":"` + strings.Repeat("s", 10<<20) + `"}}}`
 	srv.AddTool(&mcp.Tool{Name: "big_schema", InputSchema: json.RawMessage(big)}, reply("big_schema"))
+	var wide strings.Builder
+	wide.WriteString(`{"type":"object","properties":{"p0":{"type":"string","pattern":"^a+$"}`)
+	for i := 1; wide.Len() < 10<<20; i++ {
+		fmt.Fprintf(&wide, `,"p%d":{"type":"string","pattern":"^a+$"}`, i)
+	}
+	wide.WriteString(`}}`)
+	srv.AddTool(&mcp.Tool{Name: "wide_schema", InputSchema: json.RawMessage(wide.String())}, reply("wide_schema"))
 	deep := `{"type":"object","properties":{"p":` + strings.Repeat(`{"type":"array","items":`, 100) + `{}` + strings.Repeat(`}`, 100) + `}}`
 	srv.AddTool(&mcp.Tool{Name: "deep", InputSchema: json.RawMessage(deep)}, reply("deep"))
 	srv.AddTool(&mcp.Tool{Name: "ok", InputSchema: rawObject}, reply("ok ran"))
 	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	t.Cleanup(hs.Close)
 	return hs.URL, echoCalls
+}
+
+// startWithin starts a bridge on f as f.start does, failing the test when
+// it has not started within d.
+func startWithin(t *testing.T, f *fleet, cfg mcpbridge.Config, d time.Duration) *mcpbridge.Bridge {
+	t.Helper()
+	type started struct {
+		b   *mcpbridge.Bridge
+		err error
+	}
+	done := make(chan started, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		b, err := mcpbridge.Start(ctx, f.nc, cfg)
+		done <- started{b, err}
+	}()
+	select {
+	case s := <-done:
+		if s.err != nil {
+			t.Fatal(s.err)
+		}
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			s.b.Close(ctx)
+		})
+		return s.b
+	case <-time.After(d):
+		t.Fatalf("the bridge did not start within %v", d)
+		return nil
+	}
 }
 
 // serveBuiltinEcho serves the fleet's built-in echo on f's NATS.
@@ -82,13 +123,14 @@ func TestHostileServer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			url, echoCalls := hostileServer(t)
-			f := newFleet(t)
+			s := bustest.MustRunNATS(t)
+			f := newFleetOn(t, s)
 			serveBuiltinEcho(t, f)
 			logs := &logBuffer{}
 			tc.spec.URL = url
 			start := time.Now()
-			b := f.start(t, mcpbridge.Config{Spec: tc.spec, Reserved: tc.reserved, Logger: logs.logger()})
-			t.Logf("start-up with a 10 MB description and a 10 MB schema: %v", time.Since(start))
+			b := startWithin(t, f, mcpbridge.Config{Spec: tc.spec, Reserved: tc.reserved, Logger: logs.logger()}, time.Minute)
+			t.Logf("start-up with a 10 MB description and 10 MB schemas: %v", time.Since(start))
 			if got := b.Served(); fmt.Sprint(got) != fmt.Sprint(tc.served) {
 				t.Errorf("served %v, want %v", got, tc.served)
 			}
@@ -105,11 +147,22 @@ func TestHostileServer(t *testing.T) {
 			if got := f.text(t, p+"ok", nil); got != "ok ran" {
 				t.Errorf("%sok = %q, want \"ok ran\"", p, got)
 			}
+			// The service's info is one NATS message again: discovery
+			// finds what is served (with the big tools, it found nothing).
+			subjects, _ := bus.NewSubjects("")
+			found, err := bus.Discover(context.Background(), bustest.MustConnect(t, s), subjects, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if found[p+"ok"] == nil {
+				t.Errorf("discovery found %d tools, not %sok", len(found), p)
+			}
 			log := logs.String()
 			for _, want := range []string{
 				`msg="MCP tool not served: over a bound" mcp_server=hostile tool=big_desc bound=description err="MCP tool \"big_desc\": tool ` + p + `big_desc: description is 10485760 bytes, over the bound of 16384"`,
 				`msg="MCP tool not served: over a bound" mcp_server=hostile tool=big_schema bound=input_schema err="MCP tool \"big_schema\": tool ` + p + `big_schema: input_schema is `,
 				`bytes, over the bound of 65536"`,
+				`tool=wide_schema bound=input_schema err="MCP tool \"wide_schema\": tool ` + p + `wide_schema: input_schema is 10485`,
 				`msg="MCP tool not served: over a bound" mcp_server=hostile tool=deep bound="input_schema depth" err="MCP tool \"deep\": tool ` + p + `deep: input_schema nests deeper than 32 levels"`,
 				tc.refusedLog,
 			} {
