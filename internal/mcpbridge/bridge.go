@@ -42,8 +42,9 @@ type Config struct {
 	Observe     func(tool, outcome string, d time.Duration)
 	// Tracer is that of bus.ServerConfig: each call a span.
 	Tracer trace.Tracer
-	// Reserved names are never served, typically the tools this process
-	// serves itself.
+	// Reserved names are never served, whatever the prefix: the worker
+	// gives the names of all built-in tools and of the tools it serves
+	// itself.
 	Reserved []string
 	// Claims, when set, is shared by the bridges of one worker, so that a
 	// tool name is served by one of its MCP servers only.
