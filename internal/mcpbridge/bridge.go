@@ -165,8 +165,7 @@ func (b *Bridge) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	defer cancel()
 	var t mcp.Transport
 	if sp := b.cfg.Spec; sp.URL != "" {
-		// Few retries of its own: the bridge's loop reconnects, and says so.
-		t = &mcp.StreamableClientTransport{Endpoint: sp.URL, MaxRetries: 2}
+		t = httpTransport(sp.URL)
 	} else {
 		cmd := exec.Command(sp.Command[0], sp.Command[1:]...)
 		cmd.Stderr = b.cfg.Stderr

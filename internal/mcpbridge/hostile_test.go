@@ -240,3 +240,59 @@ func TestServiceInfoBound(t *testing.T) {
 		t.Errorf("discovery found %d tools, want the %d served", len(found), served)
 	}
 }
+
+// TestHugeHTTPMessage: a server over streamable HTTP that answers
+// tools/list with an 80 MiB JSON body fails the start with an error that
+// says the message is over the bound, instead of the worker reading it
+// whole; the fleet's NATS connection still serves.
+func TestHugeHTTPMessage(t *testing.T) {
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				ProtocolVersion string `json:"protocolVersion"`
+			} `json:"params"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case req.Method == "initialize":
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":%q,"capabilities":{"tools":{}},"serverInfo":{"name":"huge","version":"1"}}}`, req.ID, req.Params.ProtocolVersion)
+		case req.Method == "tools/list":
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"huge","description":"`, req.ID)
+			chunk := []byte(strings.Repeat("h", 1<<20))
+			for range 80 {
+				if _, err := w.Write(chunk); err != nil {
+					return
+				}
+			}
+			fmt.Fprint(w, `","inputSchema":{"type":"object"}}]}}`)
+		case len(req.ID) == 0:
+			w.WriteHeader(http.StatusAccepted)
+		default:
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, req.ID)
+		}
+	}))
+	t.Cleanup(hs.Close)
+	f := newFleet(t)
+	serveBuiltinEcho(t, f)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := mcpbridge.Start(ctx, f.nc, mcpbridge.Config{Spec: mcpbridge.Spec{Name: "huge", URL: hs.URL}, Logger: quiet()})
+	if err == nil {
+		t.Fatal("the bridge started on an 80 MiB tools/list")
+	}
+	mustContain(t, "error", err.Error(), "mcp server huge: tools/list: ")
+	mustContain(t, "error", err.Error(), "the MCP server's message is larger than 67108864 bytes, the bound of one message")
+	if got := f.text(t, "echo", map[string]any{"text": "still here"}); got != "still here" {
+		t.Errorf("echo after the refusal = %q", got)
+	}
+}
