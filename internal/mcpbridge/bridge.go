@@ -42,8 +42,9 @@ type Config struct {
 	Observe     func(tool, outcome string, d time.Duration)
 	// Tracer is that of bus.ServerConfig: each call a span.
 	Tracer trace.Tracer
-	// Reserved names are never served, typically the tools this process
-	// serves itself.
+	// Reserved names are never served, whatever the prefix: the worker
+	// gives the names of all built-in tools and of the tools it serves
+	// itself.
 	Reserved []string
 	// Claims, when set, is shared by the bridges of one worker, so that a
 	// tool name is served by one of its MCP servers only.
@@ -164,8 +165,7 @@ func (b *Bridge) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	defer cancel()
 	var t mcp.Transport
 	if sp := b.cfg.Spec; sp.URL != "" {
-		// Few retries of its own: the bridge's loop reconnects, and says so.
-		t = &mcp.StreamableClientTransport{Endpoint: sp.URL, MaxRetries: 2}
+		t = httpTransport(sp.URL)
 	} else {
 		cmd := exec.Command(sp.Command[0], sp.Command[1:]...)
 		cmd.Stderr = b.cfg.Stderr
@@ -285,7 +285,10 @@ func (b *Bridge) refresh(ctx context.Context, sess *mcp.ClientSession) error {
 		}
 		listed = append(listed, t)
 	}
-	kept, refused := admit(b.cfg.Spec.ToolPrefix(), listed, more, lim, b.reserved, b.cfg.Timeout.Milliseconds())
+	kept, refused, err := admit(ctx, b.cfg.Spec.ToolPrefix(), listed, more, lim, b.reserved, b.cfg.Timeout.Milliseconds())
+	if err != nil {
+		return err
+	}
 	for _, r := range refused {
 		if r.bound != "" {
 			b.log.Warn("MCP tool not served: over a bound", "tool", r.tool, "bound", r.bound, "err", r.err)

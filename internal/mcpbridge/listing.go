@@ -1,6 +1,7 @@
 package mcpbridge
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -69,10 +70,13 @@ type admitted struct {
 // admit decides which of the listed tools are served, in the order the
 // server listed them: each becomes prefix+name (ToolDef) within lim, and
 // is refused when that breaks a bound, when the name is reserved, when
-// the server lists it twice, or when the tools before it already fill the
-// service's info. more says that the server listed more than these, which
-// lim.MaxTools cut off. lim must have its defaults.
-func admit(prefix string, listed []*mcp.Tool, more bool, lim Limits, reserved map[string]bool, timeout int64) ([]admitted, []refusal) {
+// the server lists it twice, when the tools before it already fill the
+// service's info, or when its schema does not compile; the schema is
+// compiled last, so that what is compiled in all is within the service's
+// info. more says that the server listed more than these, which
+// lim.MaxTools cut off. lim must have its defaults. When ctx ends, admit
+// returns ctx's error between two tools.
+func admit(ctx context.Context, prefix string, listed []*mcp.Tool, more bool, lim Limits, reserved map[string]bool, timeout int64) ([]admitted, []refusal, error) {
 	var (
 		kept    []admitted
 		refused []refusal
@@ -80,6 +84,9 @@ func admit(prefix string, listed []*mcp.Tool, more bool, lim Limits, reserved ma
 		info    = 0
 	)
 	for _, t := range listed {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, fmt.Errorf("tools/list: %w", err)
+		}
 		d, err := toolDef(prefix, t, lim.Tool)
 		if err != nil {
 			bound := ""
@@ -103,6 +110,10 @@ func admit(prefix string, listed []*mcp.Tool, more bool, lim Limits, reserved ma
 			refused = append(refused, refusal{t.Name, "service info", fmt.Errorf("MCP tool %q: its %d bytes of metadata would take the service's info past %d bytes, the NATS message bound", t.Name, cost, lim.InfoBytes)})
 			continue
 		}
+		if err := compile(t.Name, &d); err != nil {
+			refused = append(refused, refusal{t.Name, "", err})
+			continue
+		}
 		info += cost
 		seen[d.Name] = true
 		kept = append(kept, admitted{d, t.Name})
@@ -110,7 +121,7 @@ func admit(prefix string, listed []*mcp.Tool, more bool, lim Limits, reserved ma
 	if more {
 		refused = append(refused, refusal{"", "tool count", fmt.Errorf("the server lists more than %d tools; the first %d are considered, the rest are not served", lim.MaxTools, lim.MaxTools)})
 	}
-	return kept, refused
+	return kept, refused, nil
 }
 
 // infoCost is what d takes in its service's $SRV.INFO answer: its

@@ -48,8 +48,30 @@ func TestParsePrefix(t *testing.T) {
 	if n, p, err := mcpbridge.ParsePrefix("fs=fs_"); err != nil || n != "fs" || p != "fs_" {
 		t.Errorf("ParsePrefix(fs=fs_) = %q, %q, %v", n, p, err)
 	}
+	if n, p, err := mcpbridge.ParsePrefix("fs="); err != nil || n != "fs" || p != "" {
+		t.Errorf("ParsePrefix(fs=) = %q, %q, %v, want fs and no prefix", n, p, err)
+	}
+	if _, _, err := mcpbridge.ParsePrefix("=x_"); err == nil || !strings.Contains(err.Error(), `--mcp-prefix "=x_": want NAME=PREFIX`) {
+		t.Errorf("ParsePrefix(=x_) error = %v", err)
+	}
 	if _, _, err := mcpbridge.ParsePrefix("fs=a.b"); err == nil || !strings.Contains(err.Error(), `--mcp-prefix "fs=a.b": tool name prefix name "a.b" may hold only`) {
 		t.Errorf("ParsePrefix(fs=a.b) error = %v", err)
+	}
+}
+
+func TestToolPrefix(t *testing.T) {
+	for _, tc := range []struct {
+		spec mcpbridge.Spec
+		want string
+	}{
+		{mcpbridge.Spec{Name: "fs"}, "fs_"},
+		{mcpbridge.Spec{Name: "fs", Prefix: "files_"}, "files_"},
+		{mcpbridge.Spec{Name: "fs", Prefix: "files_", Unprefixed: true}, ""},
+		{mcpbridge.Spec{Name: "fs", Unprefixed: true}, ""},
+	} {
+		if got := tc.spec.ToolPrefix(); got != tc.want {
+			t.Errorf("%+v.ToolPrefix() = %q, want %q", tc.spec, got, tc.want)
+		}
 	}
 }
 

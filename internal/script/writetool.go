@@ -24,6 +24,10 @@ const (
 // tools.
 var reserved = []string{WriteToolName, DeleteToolName, "list_tools"}
 
+// OrchestratorTools returns the names of the orchestrator's own tools,
+// which no scripted tool, and no MCP server's tool, may take.
+func OrchestratorTools() []string { return append([]string(nil), reserved...) }
+
 // writeToolSchema is write_tool's input schema: Definition's fields.
 const writeToolSchema = `{
   "type": "object",

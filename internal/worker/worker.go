@@ -98,8 +98,9 @@ func Start(nc *bus.Conn, cfg Config) (*Worker, error) {
 // server it was at.
 //
 // The tools of an MCP server never take the name of a built-in tool (any
-// of them, served here or not) or of a tool this worker serves: such a
-// tool is not served, with a log line.
+// of them, served here or not), of one of the orchestrator's own tools
+// (write_tool, delete_tool, list_tools) or of a tool this worker serves:
+// such a tool is not served, with a log line.
 func StartContext(ctx context.Context, nc *bus.Conn, cfg Config) (*Worker, error) {
 	all := builtin.All(cfg.Builtin)
 	ts := all
@@ -134,7 +135,7 @@ func StartContext(ctx context.Context, nc *bus.Conn, cfg Config) (*Worker, error
 	for _, t := range ts {
 		reserved = append(reserved, t.Name)
 	}
-	mcpReserved := slices.Clone(reserved)
+	mcpReserved := append(slices.Clone(reserved), script.OrchestratorTools()...)
 	for _, t := range all {
 		mcpReserved = append(mcpReserved, t.Name)
 	}

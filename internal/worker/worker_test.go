@@ -38,11 +38,11 @@ func (s *syncBuffer) String() string {
 // TestUnprefixedMCPCannotTakeABuiltinName: a worker that serves get_time
 // alone bridges an unprefixed MCP server that lists echo and calculator,
 // names of built-in tools this worker does not serve (another worker
-// does): neither is served, each with a log line; the server's other tool
-// is.
+// does), and write_tool, the orchestrator's: none is served, each with a
+// log line; the server's other tool is.
 func TestUnprefixedMCPCannotTakeABuiltinName(t *testing.T) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "m", Version: "1"}, nil)
-	for _, name := range []string{"echo", "calculator", "lookup"} {
+	for _, name := range []string{"echo", "calculator", "write_tool", "lookup"} {
 		srv.AddTool(&mcp.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)},
 			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 				return &mcp.CallToolResult{}, nil
@@ -62,7 +62,7 @@ func TestUnprefixedMCPCannotTakeABuiltinName(t *testing.T) {
 	if got := fmt.Sprint(w.MCP[0].Served()); got != "[lookup]" {
 		t.Errorf("served %s, want [lookup]", got)
 	}
-	for _, name := range []string{"echo", "calculator"} {
+	for _, name := range []string{"echo", "calculator", "write_tool"} {
 		want := fmt.Sprintf(`tool=%s err="MCP tool \"%s\": %s is the name of a fleet tool (built-in or of this worker)"`, name, name, name)
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("log:\n%s\nwant it to contain %s", logs.String(), want)
