@@ -396,6 +396,10 @@ func TestHTTPEventStreamCap(t *testing.T) {
 		t.Fatalf("the first two streams: %d %d", r1.StatusCode, r2.StatusCode)
 	}
 	r3, close3 := open()
+	if r3.StatusCode == 200 {
+		close3()
+		t.Fatal("a third stream over --dashboard-max-clients 2 was served")
+	}
 	b, _ := io.ReadAll(r3.Body)
 	close3()
 	if r3.StatusCode != http.StatusServiceUnavailable || r3.Header.Get("Retry-After") == "" || !strings.Contains(string(b), "--dashboard-max-clients") {
