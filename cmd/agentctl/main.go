@@ -285,6 +285,7 @@ Command flags:
                   the writer and viewer tokens of the dashboard; required
                   off loopback, unless --insecure-http (dashboard)
   --http-allowed-hosts names, --http-max-body n, --http-body-timeout d,
+  --http-proxy-user-header h, --http-proxy-writers names,
   --dashboard-max-clients n, --dashboard-max-replay d,
   --dashboard-max-replay-bytes n
                   as the orchestrator's (dashboard)

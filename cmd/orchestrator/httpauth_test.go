@@ -313,6 +313,13 @@ func TestHTTPNonLoopbackNeedsCredentials(t *testing.T) {
 		t.Errorf("a short token from the environment: err = %v, want the variable named", err)
 	}
 	t.Setenv("AGENTFLEET_HTTP_TOKEN_FILE", "")
+	// An authenticating proxy's header is a credential.
+	if err := NewMain().ParseFlags([]string{"--http", "0.0.0.0:0", "--http-proxy-user-header", "X-Forwarded-User", "--http-proxy-writers", "ada"}); err != nil {
+		t.Errorf("0.0.0.0 behind an authenticating proxy: %v", err)
+	}
+	if err := NewMain().ParseFlags([]string{"--http-proxy-writers", "ada"}); err == nil || !strings.Contains(err.Error(), "--http-proxy-user-header") {
+		t.Errorf("--http-proxy-writers alone: err = %v", err)
+	}
 
 	t.Setenv("OPENAI_API_KEY", "")
 	t.Setenv("OPENAI_BASE_URL", "")
@@ -396,6 +403,10 @@ func TestHTTPEventStreamCap(t *testing.T) {
 		t.Fatalf("the first two streams: %d %d", r1.StatusCode, r2.StatusCode)
 	}
 	r3, close3 := open()
+	if r3.StatusCode == 200 {
+		close3()
+		t.Fatal("a third stream over --dashboard-max-clients 2 was served")
+	}
 	b, _ := io.ReadAll(r3.Body)
 	close3()
 	if r3.StatusCode != http.StatusServiceUnavailable || r3.Header.Get("Retry-After") == "" || !strings.Contains(string(b), "--dashboard-max-clients") {

@@ -58,6 +58,9 @@ type Config struct {
 	// page is dropped (its stream closed; the browser reconnects and
 	// resumes after the last event it got). Optional; default 8192.
 	ClientBuffer int
+	// ClientBufferBytes bounds the bytes of event data that may wait for
+	// one page, likewise. Optional; default 16 MiB.
+	ClientBufferBytes int64
 	// MaxRuns is how many runs the page keeps in memory, dropping the
 	// oldest; a page may ask fewer or more with ?max_runs=. Optional;
 	// default 200.
@@ -116,6 +119,9 @@ func New(ctx context.Context, cfg Config) (*Handler, error) {
 	}
 	if cfg.ClientBuffer <= 0 {
 		cfg.ClientBuffer = 8192
+	}
+	if cfg.ClientBufferBytes <= 0 {
+		cfg.ClientBufferBytes = 16 << 20
 	}
 	if cfg.MaxRuns <= 0 {
 		cfg.MaxRuns = 200

@@ -62,7 +62,7 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 
-	c, last := h.hub.join(h.cfg.ClientBuffer)
+	c, last := h.hub.join(h.cfg.ClientBuffer, h.cfg.ClientBufferBytes)
 	defer h.hub.leave(c)
 	s := &sseWriter{w: w, rc: rc}
 	replay := h.cfg.Feed.Retained()
@@ -118,11 +118,12 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request) {
 		case <-c.gone:
 			// Too slow: the browser reconnects with Last-Event-ID and
 			// resumes from the stream.
-			h.cfg.Logger.Info("dashboard: a page fell behind by more than its buffer; its stream is closed for it to resume", "remote", r.RemoteAddr, "buffer", h.cfg.ClientBuffer)
+			h.cfg.Logger.Info("dashboard: a page fell behind by more than its buffer; its stream is closed for it to resume", "remote", r.RemoteAddr, "buffer", h.cfg.ClientBuffer, "buffer_bytes", h.cfg.ClientBufferBytes)
 			return
 		case <-tick.C:
 			s.comment("keep-alive")
 		case e := <-c.ch:
+			c.took(e)
 			if e.Seq != 0 && e.Seq <= last {
 				continue // replayed already
 			}
@@ -131,6 +132,7 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request) {
 			for more := true; more; {
 				select {
 				case e := <-c.ch:
+					c.took(e)
 					s.event(e)
 				default:
 					more = false

@@ -2,13 +2,15 @@ package dashboard
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/agentfleet/agentfleet/internal/bus"
 )
 
 // hub fans the feed's events out to the pages: one subscription for all of
-// them, a bounded buffer per page, and a page whose buffer is full is
-// dropped rather than allowed to hold the others (or the NATS client) back.
+// them, a buffer per page bounded in events and in bytes, and a page whose
+// buffer is full is dropped rather than allowed to hold the others (or the
+// NATS client) back, or the process's memory.
 type hub struct {
 	mu      sync.Mutex
 	clients map[*client]struct{}
@@ -20,17 +22,22 @@ type hub struct {
 
 // client is one page's share of the hub.
 type client struct {
-	ch   chan bus.FeedEvent
-	gone chan struct{} // closed when the hub dropped the page
-	once sync.Once
+	ch       chan bus.FeedEvent
+	gone     chan struct{} // closed when the hub dropped the page
+	once     sync.Once
+	maxBytes int64
+	queued   atomic.Int64 // bytes of the events in ch
 }
+
+// took tells the hub the page took e from its buffer.
+func (c *client) took(e bus.FeedEvent) { c.queued.Add(-int64(len(e.Data))) }
 
 func newHub() *hub { return &hub{clients: map[*client]struct{}{}} }
 
-// join adds a page with room for size events and returns it with the
-// sequence up to which the page must replay.
-func (h *hub) join(size int) (*client, uint64) {
-	c := &client{ch: make(chan bus.FeedEvent, size), gone: make(chan struct{})}
+// join adds a page with room for size events of maxBytes bytes of data in
+// all, and returns it with the sequence up to which the page must replay.
+func (h *hub) join(size int, maxBytes int64) (*client, uint64) {
+	c := &client{ch: make(chan bus.FeedEvent, size), gone: make(chan struct{}), maxBytes: maxBytes}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.clients[c] = struct{}{}
@@ -63,12 +70,23 @@ func (h *hub) publish(e bus.FeedEvent) {
 	if e.Seq > h.last {
 		h.last = e.Seq
 	}
+	n := int64(len(e.Data))
 	for c := range h.clients {
+		if c.queued.Load()+n > c.maxBytes {
+			h.drop(c)
+			continue
+		}
 		select {
 		case c.ch <- e:
+			c.queued.Add(n)
 		default:
-			delete(h.clients, c)
-			c.once.Do(func() { close(c.gone) })
+			h.drop(c)
 		}
 	}
+}
+
+// drop removes a page that has no room left and tells it so.
+func (h *hub) drop(c *client) {
+	delete(h.clients, c)
+	c.once.Do(func() { close(c.gone) })
 }

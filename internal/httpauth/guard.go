@@ -27,6 +27,14 @@ type Config struct {
 	// MCPToken is one more token accepted on /mcp (and only there), with
 	// the writer role: --mcp-token. Alone it guards /mcp and nothing else.
 	MCPToken string
+	// ProxyUserHeader, when set, is the header in which an authenticating
+	// proxy in front (oauth2-proxy and the like) names the user: a request
+	// that carries it, with no token or cookie, is that user's, a writer
+	// when in ProxyWriters, else a viewer. The listener must then be
+	// reachable by the proxy alone, since anyone else could set the header.
+	ProxyUserHeader string
+	// ProxyWriters are the users of ProxyUserHeader given the writer role.
+	ProxyWriters []string
 	// Hosts is the Host allow-list; see NewHosts. Optional; default the
 	// loopback names.
 	Hosts Hosts
@@ -75,14 +83,17 @@ func New(cfg Config) *Guard {
 		cfg.Hosts, _ = NewHosts("", nil)
 	}
 	g := &Guard{cfg: cfg}
-	if g.protected() {
+	if cfg.WriterToken != "" || cfg.ViewerToken != "" {
 		g.sessions = newSessions(cfg.SessionTTL, cfg.WriterToken, cfg.ViewerToken)
 	}
 	return g
 }
 
-// protected reports whether the listener has writer or viewer tokens.
-func (g *Guard) protected() bool { return g.cfg.WriterToken != "" || g.cfg.ViewerToken != "" }
+// protected reports whether the listener has writer or viewer tokens, or
+// trusts a proxy's user header.
+func (g *Guard) protected() bool {
+	return g.cfg.WriterToken != "" || g.cfg.ViewerToken != "" || g.cfg.ProxyUserHeader != ""
+}
 
 // Protected reports whether the whole listener needs credentials (it has
 // writer or viewer tokens), as opposed to /mcp alone (--mcp-token) or
@@ -122,14 +133,18 @@ func (g *Guard) Wrap(h http.Handler) http.Handler {
 		if c, err := r.Cookie(CookieName); err == nil {
 			cookie = c.Value
 		}
-		v := g.Decide(Facts{Method: r.Method, Path: r.URL.Path, Host: r.Host, Origin: r.Header.Get("Origin"),
-			Authorization: r.Header.Get("Authorization"), Cookie: cookie, Now: time.Now()})
+		f := Facts{Method: r.Method, Path: r.URL.Path, Host: r.Host, Origin: r.Header.Get("Origin"),
+			Authorization: r.Header.Get("Authorization"), Cookie: cookie, Now: time.Now()}
+		if g.cfg.ProxyUserHeader != "" {
+			f.ProxyUser = r.Header.Get(g.cfg.ProxyUserHeader)
+		}
+		v := g.Decide(f)
 		if v.Status != 0 {
 			g.refuse(w, r, v)
 			return
 		}
 		g.boundBody(w, r)
-		if g.protected() && classify(r.Method, r.URL.Path) == routeLogin {
+		if g.sessions != nil && classify(r.Method, r.URL.Path) == routeLogin {
 			g.serveLogin(w, r, cookie)
 			return
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -17,6 +18,8 @@ type Facts struct {
 	Authorization string
 	// Cookie is the session cookie's value, "" without.
 	Cookie string
+	// ProxyUser is the value of Config.ProxyUserHeader, "" without.
+	ProxyUser string
 	// Now is the time of the request, for the cookie's expiry.
 	Now time.Time
 }
@@ -60,7 +63,7 @@ func (g *Guard) Decide(f Facts) Verdict {
 		}
 		return Verdict{Role: role, ByCookie: byCookie && err == nil}
 	}
-	page := rt == routePage && safeMethod(f.Method)
+	page := rt == routePage && safeMethod(f.Method) && g.sessions != nil
 	if err != nil {
 		return Verdict{Status: http.StatusUnauthorized, Message: err.Error() + "; " + g.noCredential(rt), Login: page}
 	}
@@ -117,6 +120,12 @@ func (g *Guard) credential(f Facts, rt route) (Role, bool, error) {
 		}
 		return role, true, nil
 	}
+	if u := strings.TrimSpace(f.ProxyUser); u != "" && g.cfg.ProxyUserHeader != "" {
+		if slices.Contains(g.cfg.ProxyWriters, u) {
+			return Writer, false, nil
+		}
+		return Viewer, false, nil
+	}
 	return Anonymous, false, nil
 }
 
@@ -124,6 +133,9 @@ func (g *Guard) credential(f Facts, rt route) (Role, bool, error) {
 func (g *Guard) noCredential(rt route) string {
 	if rt == routeMCP && !g.protected() {
 		return "this /mcp needs Authorization: Bearer <token> (the orchestrator's --mcp-token)"
+	}
+	if g.sessions == nil {
+		return fmt.Sprintf("this server takes its users from the authenticating proxy in front (header %s): reach it through the proxy", g.cfg.ProxyUserHeader)
 	}
 	return "this server needs a credential: Authorization: Bearer <token> (the token of --http-token-file, or --http-viewer-token-file to watch only), or the session cookie of a login at /login"
 }

@@ -177,6 +177,39 @@ func TestDecideWithoutTokens(t *testing.T) {
 	}
 }
 
+// TestDecideProxyUser: with --http-proxy-user-header, the proxy's user is a
+// writer when listed in --http-proxy-writers, else a viewer; a request
+// without the header is refused; tokens keep working beside it.
+func TestDecideProxyUser(t *testing.T) {
+	proxied := testGuard(t, Config{ProxyUserHeader: "X-Forwarded-User", ProxyWriters: []string{"ada"}})
+	tokens := testGuard(t, Config{WriterToken: writerTok, ProxyUserHeader: "X-Forwarded-User"})
+	for _, c := range []struct {
+		name   string
+		g      *Guard
+		f      Facts
+		status int
+		role   Role
+	}{
+		{"writer user approves", proxied, Facts{Method: "POST", Path: "/api/approve", ProxyUser: "ada", Origin: "http://localhost"}, 0, Writer},
+		{"writer user on mcp", proxied, Facts{Method: "POST", Path: "/mcp", ProxyUser: "ada"}, 0, Writer},
+		{"other user watches", proxied, Facts{Method: "GET", Path: "/api/events", ProxyUser: "bob"}, 0, Viewer},
+		{"other user may not approve", proxied, Facts{Method: "POST", Path: "/api/approve", ProxyUser: "bob"}, 403, 0},
+		{"no header", proxied, Facts{Method: "GET", Path: "/"}, 401, 0},
+		{"blank header", proxied, Facts{Method: "GET", Path: "/api/events", ProxyUser: "  "}, 401, 0},
+		{"token beside the proxy", tokens, Facts{Method: "POST", Path: "/api/send", Authorization: "Bearer " + writerTok}, 0, Writer},
+		{"wrong token beats the header", tokens, Facts{Method: "POST", Path: "/api/send", Authorization: "Bearer wrong-wrong-wrong-wrong", ProxyUser: "ada"}, 401, 0},
+	} {
+		c.f.Host = "localhost"
+		v := c.g.Decide(c.f)
+		if v.Status != c.status || (c.status == 0 && v.Role != c.role) {
+			t.Errorf("%s: %+v, want status %d role %s", c.name, v, c.status, c.role)
+		}
+	}
+	if v := proxied.Decide(Facts{Method: "GET", Path: "/", Host: "localhost"}); v.Login || !strings.Contains(v.Message, "X-Forwarded-User") {
+		t.Errorf("no header, no tokens: %+v, want a plain 401 naming the proxy's header", v)
+	}
+}
+
 // raiseRole rewrites a viewer cookie's payload to say writer, keeping its
 // signature.
 func raiseRole(t *testing.T, cookie string) string {
