@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sync"
 	"syscall"
 	"time"
 
@@ -161,9 +162,27 @@ func (m *Main) ParseFlags(args []string) error {
 	if m.Replicas < 1 || m.Replicas > 5 {
 		return fmt.Errorf("--stream-replicas %d: JetStream keeps 1 to 5 replicas (3 in a cluster of three servers)", m.Replicas)
 	}
+	if _, ok := m.Stderr.(*os.File); !ok {
+		// The log and the MCP servers' standard error share it, and
+		// os/exec copies a child's into a writer that is not a file from
+		// a goroutine of its own.
+		m.Stderr = &syncWriter{w: m.Stderr}
+	}
 	var err error
 	m.logger, err = m.Log.Logger(m.Stderr)
 	return err
+}
+
+// syncWriter serializes the writes to w.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
 
 // Run connects to NATS and starts serving; it returns once the worker has
