@@ -129,7 +129,7 @@ type Input struct {
 	Check func(*Inbound) error
 	// Replies decides which reply subjects are answered; input whose reply
 	// it refuses is rejected, unanswered. Optional; the zero value answers
-	// inboxes under DefaultInbox.
+	// inbox space (DefaultReplyInboxes).
 	Replies ReplyGuard
 
 	js jetstream.JetStream // set by Relayed
