@@ -18,8 +18,8 @@ const DefaultInboxPrefix = "_INBOX"
 //
 // An explicit prefix must be DefaultInboxPrefix or start with "_INBOX.":
 // the fleet answers only on reply subjects under _INBOX., so a prefix
-// elsewhere would never hear back. It must be a subject without wildcards,
-// empty tokens or spaces.
+// elsewhere would never hear back. Its tokens are those ReplyGuard answers:
+// letters, digits, '-' and '_'.
 func InboxPrefix(explicit, user string) (string, error) {
 	if explicit == "" {
 		if singleToken(user) {
@@ -38,12 +38,13 @@ func InboxPrefix(explicit, user string) (string, error) {
 			return "", fmt.Errorf("inbox prefix %q: has a wildcard (%q); a prefix names one inbox space", explicit, tok)
 		case strings.ContainsAny(tok, " \t\r\n"):
 			return "", fmt.Errorf("inbox prefix %q: has white space", explicit)
+		case !ValidToken(tok):
+			return "", fmt.Errorf("inbox prefix %q: token %q may hold only letters, digits, '-' and '_', or the fleet's replies to it are refused", explicit, tok)
 		}
 	}
 	return explicit, nil
 }
 
-// singleToken reports whether name can stand as one token of a subject.
-func singleToken(name string) bool {
-	return name != "" && !strings.ContainsAny(name, ".*> \t\r\n")
-}
+// singleToken reports whether name can stand as one token of an inbox
+// prefix that the fleet answers (see ReplyGuard).
+func singleToken(name string) bool { return ValidToken(name) }

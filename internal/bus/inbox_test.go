@@ -16,6 +16,7 @@ func TestInboxPrefix(t *testing.T) {
 		{name: "dotted user", user: "alice.smith", want: "_INBOX"},
 		{name: "user with a space", user: "alice smith", want: "_INBOX"},
 		{name: "user with a wildcard", user: "al*", want: "_INBOX"},
+		{name: "user the fleet could not answer", user: "alice@example", want: "_INBOX"},
 		{name: "explicit wins", explicit: "_INBOX.team1", user: "alice", want: "_INBOX.team1"},
 		{name: "explicit default", explicit: "_INBOX", user: "alice", want: "_INBOX"},
 		{name: "explicit deeper", explicit: "_INBOX.alice.laptop", want: "_INBOX.alice.laptop"},
@@ -29,6 +30,7 @@ func TestInboxPrefix(t *testing.T) {
 		{name: "trailing dot", explicit: "_INBOX.alice.", err: "has an empty token"},
 		{name: "double dot", explicit: "_INBOX..alice", err: "has an empty token"},
 		{name: "space", explicit: "_INBOX.al ice", err: "has white space"},
+		{name: "a token the fleet does not answer", explicit: "_INBOX.über", err: `token "über" may hold only letters, digits, '-' and '_'`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,12 +6,6 @@ import (
 	"strings"
 )
 
-// DefaultInbox is the inbox prefix of nats.go and of the other NATS
-// clients: a request's reply subject is _INBOX.<token>[.<token>...]. Per-user
-// inbox prefixes live under it (_INBOX.<user>), so that one publish right,
-// _INBOX.>, lets the fleet answer every user.
-const DefaultInbox = "_INBOX"
-
 // ServiceImportReply is the prefix under which nats-server maps the reply
 // subject of a request that crossed accounts through a service import
 // (_R_.<token>...): an answer there goes back to the requester's own reply
@@ -19,7 +13,9 @@ const DefaultInbox = "_INBOX"
 const ServiceImportReply = "_R_"
 
 // DefaultReplyInboxes are the inbox prefixes a zero ReplyGuard answers.
-var DefaultReplyInboxes = []string{DefaultInbox, ServiceImportReply}
+// Per-user inbox prefixes live under DefaultInboxPrefix (_INBOX.<user>), so
+// that one publish right, _INBOX.>, lets the fleet answer every user.
+var DefaultReplyInboxes = []string{DefaultInboxPrefix, ServiceImportReply}
 
 // maxReplyLen bounds a reply subject; inboxes are tens of bytes.
 const maxReplyLen = 512
@@ -43,7 +39,7 @@ type ReplyGuard struct {
 	// Inboxes are the inbox prefixes that replies may be under; each is
 	// one or more plain tokens, none a system subject or under the
 	// fleet's prefix. Optional; default DefaultReplyInboxes: the fleet's
-	// programs use DefaultInbox, per-user inbox prefixes must lie under
+	// programs use DefaultInboxPrefix, per-user inbox prefixes must lie under
 	// it, and clients in an account of their own reach the fleet through
 	// service imports, whose replies the server maps under
 	// ServiceImportReply.
