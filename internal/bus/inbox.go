@@ -22,7 +22,7 @@ const DefaultInboxPrefix = "_INBOX"
 // letters, digits, '-' and '_'.
 func InboxPrefix(explicit, user string) (string, error) {
 	if explicit == "" {
-		if singleToken(user) {
+		if ValidToken(user) { // a token ReplyGuard answers
 			return DefaultInboxPrefix + "." + user, nil
 		}
 		return DefaultInboxPrefix, nil
@@ -44,7 +44,3 @@ func InboxPrefix(explicit, user string) (string, error) {
 	}
 	return explicit, nil
 }
-
-// singleToken reports whether name can stand as one token of an inbox
-// prefix that the fleet answers (see ReplyGuard).
-func singleToken(name string) bool { return ValidToken(name) }
