@@ -68,8 +68,13 @@ type Fleet struct {
 	bg       sync.WaitGroup
 	rounding atomic.Bool // a background round is in flight
 
-	mu       sync.Mutex
-	members  map[string]*member
+	mu      sync.Mutex
+	members map[string]*member
+	// left holds, by instance id, when each worker said it left: an info
+	// answer it sent before (a round's answers come late, for a window)
+	// must not bring it back. A notice from the id lifts it, since a
+	// worker stops beating before it says it left. Bounded: see maxLeft.
+	left     map[string]time.Time
 	asking   map[string]bool // workers a question is out to
 	reported map[string]bool // skipped endpoints already reported
 
@@ -81,6 +86,10 @@ type Fleet struct {
 	clashes  map[string]bool // conflicts logged, by key, while they last
 	ready    bool
 }
+
+// maxLeft bounds the workers a Fleet remembers as left: notices are
+// small, and whoever may publish them could otherwise grow the set.
+const maxLeft = 4096
 
 // Beat defaults of workers; see ServerConfig.Beat.
 const (
@@ -111,7 +120,7 @@ func WatchFleet(ctx context.Context, nc *nats.Conn, subjects Subjects, cfg Fleet
 	}
 	f := &Fleet{
 		nc: nc, subjects: subjects, cfg: cfg, stop: make(chan struct{}), done: make(chan struct{}),
-		members: map[string]*member{}, asking: map[string]bool{}, reported: map[string]bool{},
+		members: map[string]*member{}, left: map[string]time.Time{}, asking: map[string]bool{}, reported: map[string]bool{},
 	}
 	f.ctx, f.cancel = context.WithCancel(context.Background())
 	var err error
@@ -206,6 +215,9 @@ func (f *Fleet) onNotice(msg *nats.Msg) {
 		f.mu.Lock()
 		_, known := f.members[n.ID]
 		delete(f.members, n.ID)
+		if len(f.left) < maxLeft {
+			f.left[n.ID] = time.Now()
+		}
 		f.mu.Unlock()
 		if known {
 			f.publish()
@@ -217,6 +229,7 @@ func (f *Fleet) onNotice(msg *nats.Msg) {
 		beat = clampBeat(time.Duration(min(n.BeatMS, int64(MaxBeat/time.Millisecond))) * time.Millisecond)
 	}
 	f.mu.Lock()
+	delete(f.left, n.ID)
 	m := f.members[n.ID]
 	if m != nil && sameTools(m, n.Tools) {
 		m.seen = time.Now()
@@ -282,6 +295,9 @@ func (f *Fleet) upsert(info *micro.Info, beat time.Duration) bool {
 	m.seen = time.Now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if _, gone := f.left[m.id]; gone {
+		return false // an answer sent before the worker left
+	}
 	old := f.members[m.id]
 	switch {
 	case beat != 0:
@@ -332,6 +348,12 @@ func (f *Fleet) expire() bool {
 	now := time.Now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	for id, at := range f.left {
+		// Every answer sent before the worker left has come by now.
+		if now.Sub(at) > 2*f.cfg.Window {
+			delete(f.left, id)
+		}
+	}
 	removed := false
 	for id, m := range f.members {
 		limit := 2*f.cfg.Interval + f.cfg.Window

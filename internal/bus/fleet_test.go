@@ -208,6 +208,66 @@ func TestKilledWorkerIsRemovedWithinBeats(t *testing.T) {
 	t.Logf("removed %v after the worker died (3 beats of 200ms)", took.Round(time.Millisecond))
 }
 
+// fakeInfo is the $SRV.INFO answer of a worker id serving one tool.
+func fakeInfo(id, tool string) []byte {
+	def := agentfleet.ToolDef{Name: tool, Description: "fake", InputSchema: json.RawMessage(`{"type":"object"}`)}
+	b, _ := json.Marshal(micro.Info{
+		ServiceIdentity: micro.ServiceIdentity{Name: "fake", ID: id, Version: "1.0.0", Metadata: map[string]string{bus.MetaProtocol: "1", "prefix": "agent"}},
+		Type:            micro.InfoResponseType,
+		Endpoints:       []micro.EndpointInfo{{Name: tool, Subject: "agent.tool." + tool, QueueGroup: bus.QueueGroup, Metadata: bus.ToolMetadata(&def)}},
+	})
+	return b
+}
+
+// TestAnswerFromBeforeLeftIsIgnored has a worker's info answer to a round
+// arrive after the worker said it left, as it does when the answer was on
+// its way while the worker drained: the worker stays removed. A marker
+// answer on the same round, after it, says when the stale one was read.
+func TestAnswerFromBeforeLeftIsIgnored(t *testing.T) {
+	srv := bustest.MustRunNATS(t)
+	nc := bustest.MustConnect(t, srv)
+	wc := bustest.MustConnect(t, srv)
+	held := make(chan string, 16)
+	var first atomic.Bool
+	if _, err := wc.Subscribe("$SRV.INFO", func(m *nats.Msg) {
+		if first.CompareAndSwap(false, true) {
+			m.Respond(fakeInfo("leaver1", "leaver")) // the first round finds it
+			return
+		}
+		held <- m.Reply // the rounds after it wait
+	}); err != nil {
+		t.Fatal(err)
+	}
+	wc.Flush()
+	_, l := watch(t, nc, bus.FleetConfig{Interval: time.Hour, Wait: 200 * time.Millisecond, Window: 10 * time.Second})
+	l.waitFor(t, "the worker's tool", 5*time.Second, func() bool { return l.has("leaver") })
+	var reply string
+	select {
+	case reply = <-held:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no background round asked for info")
+	}
+	left, _ := json.Marshal(bus.FleetNotice{Event: "left", Service: "fake", ID: "leaver1"})
+	wc.Publish("agent.fleet", left)
+	l.waitFor(t, "the left worker's tool to go", 5*time.Second, func() bool { return !l.has("leaver") })
+	wc.Publish(reply, fakeInfo("leaver1", "leaver")) // sent before it left
+	wc.Publish(reply, fakeInfo("marker1", "marker"))
+	l.waitFor(t, "the marker", 5*time.Second, func() bool { return l.has("marker") })
+	if l.has("leaver") {
+		t.Errorf("the worker that left is back from an answer it sent before: %v", l.sets)
+	}
+
+	// A beat after "left" is a worker alive (a notice it did not send
+	// removed it): it is taken back.
+	beat, _ := json.Marshal(bus.FleetNotice{Event: "beat", Service: "fake", ID: "leaver1", Tools: []string{"leaver"}, BeatMS: 1000})
+	if _, err := wc.Subscribe("$SRV.INFO.fake.leaver1", func(m *nats.Msg) { m.Respond(fakeInfo("leaver1", "leaver")) }); err != nil {
+		t.Fatal(err)
+	}
+	wc.Flush()
+	wc.Publish("agent.fleet", beat)
+	l.waitFor(t, "the beating worker back", 5*time.Second, func() bool { return l.has("leaver") })
+}
+
 // TestNewWorkerIsAddedAtOnce starts a worker beside a running watcher: its
 // tools are there within a second, without waiting for a round.
 func TestNewWorkerIsAddedAtOnce(t *testing.T) {

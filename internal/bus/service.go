@@ -36,6 +36,13 @@ type service struct {
 	endpoints []*endpoint
 	subs      []*nats.Subscription // verbs, then endpoints
 	stopped   bool
+
+	// gate is held (read) by every control answer while it is built and
+	// sent, and taken by stop: once stop returns, no answer goes out, so
+	// the worker's "left" notice, published after stop, is the last
+	// thing discovery hears from it.
+	gate      sync.RWMutex
+	answering bool
 }
 
 // endpoint is one endpoint of a service; stats under service.mu.
@@ -62,7 +69,7 @@ func newService(nc *nats.Conn, cfg serviceConfig) (*service, error) {
 	}
 	s := &service{
 		nc: nc, description: cfg.Description, queue: cfg.QueueGroup, replies: cfg.Replies,
-		statsData: cfg.StatsData, started: time.Now().UTC(), log: cfg.Logger, refused: cfg.Refused,
+		statsData: cfg.StatsData, started: time.Now().UTC(), log: cfg.Logger, refused: cfg.Refused, answering: true,
 		identity: micro.ServiceIdentity{Name: cfg.Name, ID: nuid.Next(), Version: cfg.Version, Metadata: cfg.Metadata},
 	}
 	if s.identity.Metadata == nil {
@@ -87,7 +94,9 @@ func newService(nc *nats.Conn, cfg serviceConfig) (*service, error) {
 
 // control answers one control request.
 func (s *service) control(verb micro.Verb, m *nats.Msg) {
-	if !s.answerable(m) {
+	s.gate.RLock()
+	defer s.gate.RUnlock()
+	if !s.answering || !s.answerable(m) {
 		return
 	}
 	var v any
@@ -180,8 +189,12 @@ func (s *service) stats() micro.Stats {
 }
 
 // stop drains every subscription: requests already received still reach
-// their handlers. It may be called more than once.
+// their handlers, but control requests are no longer answered. It may be
+// called more than once.
 func (s *service) stop() error {
+	s.gate.Lock()
+	s.answering = false
+	s.gate.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopped {

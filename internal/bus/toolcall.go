@@ -2,6 +2,7 @@ package bus
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -154,7 +155,15 @@ func (c *call) tick() {
 		} else {
 			*f = Frame{T: FrameHeartbeat, ID: c.req.ID}
 		}
-		c.publish(f)
+		if err := c.publish(f); errors.Is(err, nats.ErrConnectionClosed) {
+			// The connection is closed for good: no frame of this call
+			// can reach the orchestrator, which has given it up as lost.
+			// The call stops rather than beat into the void.
+			c.done = true
+			c.mu.Unlock()
+			c.cancel(ErrConnectionClosed)
+			return
+		}
 		c.beat = now.Add(c.s.cfg.Heartbeat)
 	}
 	c.timer.Reset(c.nextTick(c.beat))
@@ -163,6 +172,10 @@ func (c *call) tick() {
 		c.cancel(context.DeadlineExceeded)
 	}
 }
+
+// ErrConnectionClosed is the cause a call is cancelled with when the
+// worker's connection closed for good while it ran.
+var ErrConnectionClosed = errors.New("the worker's connection to NATS is closed")
 
 // progress sends a progress frame; after the final frame, none.
 func (c *call) progress(partial any) {
@@ -174,11 +187,13 @@ func (c *call) progress(partial any) {
 	}
 }
 
-// publish sends a frame that is not final. Under mu.
-func (c *call) publish(f *Frame) {
-	if err := publishFrame(c.s.nc, c.reply, f); err != nil {
+// publish sends a frame that is not final, and returns the error. Under mu.
+func (c *call) publish(f *Frame) error {
+	err := publishFrame(c.s.nc, c.reply, f)
+	if err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 		c.logWarn("publish frame", "type", f.T, "err", err)
 	}
+	return err
 }
 
 func (c *call) logWarn(msg string, args ...any) {

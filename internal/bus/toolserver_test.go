@@ -137,3 +137,42 @@ func TestRequestWithoutReplyIsNotRun(t *testing.T) {
 		t.Errorf("NoReply() = %d, want 1", n)
 	}
 }
+
+// TestClosedConnectionCancelsTheCall closes a worker's connection while a
+// call runs: the call's next heartbeat cannot go out, and the call is
+// cancelled with ErrConnectionClosed rather than beating into the void
+// until the process exits.
+func TestClosedConnectionCancelsTheCall(t *testing.T) {
+	srv := bustest.MustRunNATS(t)
+	wc, cc := bustest.MustConnect(t, srv), bustest.MustConnect(t, srv)
+	running, cause := make(chan struct{}), make(chan error, 1)
+	block := &agentfleet.Tool{
+		ToolDef: agentfleet.ToolDef{Name: "block", Description: "runs until cancelled"},
+		Handler: agentfleet.HandlerFunc(func(ctx context.Context, c *agentfleet.Call) (*agentfleet.ToolResult, error) {
+			close(running)
+			<-ctx.Done()
+			cause <- context.Cause(ctx)
+			return nil, ctx.Err()
+		}),
+	}
+	s, err := bus.Serve(wc, bus.ServerConfig{Tools: []*agentfleet.Tool{block}, Heartbeat: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	req, _ := bus.EncodeRequest(&bus.CallRequest{V: bus.ProtocolVersion, ID: "c", Tool: "block", Args: map[string]any{}})
+	if err := cc.PublishRequest("agent.tool.block", cc.NewRespInbox(), req); err != nil {
+		t.Fatal(err)
+	}
+	<-running
+	wc.Close()
+	select {
+	case err := <-cause:
+		if err != bus.ErrConnectionClosed {
+			t.Errorf("cause = %v, want %v", err, bus.ErrConnectionClosed)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call still runs 10s after its connection closed")
+	}
+	bustest.Eventually(t, "no call in flight", func() bool { return s.InFlight() == 0 })
+}

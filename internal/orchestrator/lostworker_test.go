@@ -36,6 +36,7 @@ func TestLostWorkerRetryLogged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer victim.Stop()
 	bustest.Eventually(t, "the agent to see lookup", func() bool {
 		_, ok := find(f.orch, "default", "lookup")
 		return ok
