@@ -70,7 +70,10 @@ func startTracedFleet(t *testing.T, env []string) *tracedFleet {
 	f := &tracedFleet{nc: nc, llm: llmtest.NewServer(t), workers: map[string]*exec.Cmd{}}
 	bin := toolworkerBinary(t)
 	for name, tools := range map[string]string{"w1": "calculator,sleep", "w2": "echo,sleep"} {
-		cmd := exec.Command(bin, "--nats-url", srv.ClientURL(), "--name", name, "--tools", tools, "--heartbeat", "50ms", "--log-level", "warn")
+		// Heartbeats every 250ms: the killed worker is given up after
+		// 750ms of silence, while a survivor slowed by a busy machine (the
+		// race detector, other tests) is not.
+		cmd := exec.Command(bin, "--nats-url", srv.ClientURL(), "--name", name, "--tools", tools, "--heartbeat", "250ms", "--log-level", "warn")
 		cmd.Env = append(cleanEnv(), env...)
 		cmd.Stderr = os.Stderr
 		if err := cmd.Start(); err != nil {
