@@ -3,8 +3,10 @@ package agentfleet_test
 import (
 	"bufio"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -181,4 +183,77 @@ func TestSlug(t *testing.T) {
 			t.Errorf("slug(%q) = %q, want %q", c.title, got, c.want)
 		}
 	}
+}
+
+// TestDesignPackageTable checks docs/DESIGN.md's package table against go
+// list: every package of the module has a row, its own or a parent
+// directory's (`cmd/*` stands for every command), and every row names
+// packages that exist.
+func TestDesignPackageTable(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	const module = "github.com/agentfleet/agentfleet"
+	var pkgs []string
+	for _, p := range strings.Fields(string(out)) {
+		p = strings.TrimPrefix(strings.TrimPrefix(p, module), "/")
+		if p == "" {
+			p = "agentfleet" // the root package, as the table names it
+		}
+		pkgs = append(pkgs, p)
+	}
+	rows, err := packageRows("docs/DESIGN.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) == 0 {
+		t.Fatal(`docs/DESIGN.md has no table headed "| package | role | imports |"`)
+	}
+	for _, p := range pkgs {
+		if !slices.ContainsFunc(rows, func(r string) bool { return covers(r, p) }) {
+			t.Errorf("docs/DESIGN.md's package table has no row for %s", p)
+		}
+	}
+	for _, r := range rows {
+		if !slices.ContainsFunc(pkgs, func(p string) bool { return covers(r, p) }) {
+			t.Errorf("docs/DESIGN.md's package table has a row for %s, which go list does not list", r)
+		}
+	}
+}
+
+// packageRows returns the packages named, in backquotes, in the first cell
+// of each row of a Markdown file's package table.
+func packageRows(path string) ([]string, error) {
+	lines, err := proseLines(path)
+	if err != nil {
+		return nil, err
+	}
+	var rows []string
+	in := false
+	for _, l := range lines {
+		switch {
+		case strings.HasPrefix(l.text, "| package | role | imports |"):
+			in = true
+		case in && strings.HasPrefix(l.text, "|---"):
+		case in && strings.HasPrefix(l.text, "| "):
+			cell, _, _ := strings.Cut(strings.TrimPrefix(l.text, "| "), " |")
+			for _, m := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(cell, -1) {
+				rows = append(rows, m[1])
+			}
+		default:
+			in = false
+		}
+	}
+	return rows, nil
+}
+
+// covers reports whether a table row naming row stands for package p: the
+// package itself, one under it, or, for a row ending in "/*", any package
+// under its parent.
+func covers(row, p string) bool {
+	if parent, ok := strings.CutSuffix(row, "/*"); ok {
+		return strings.HasPrefix(p, parent+"/")
+	}
+	return p == row || strings.HasPrefix(p, row+"/")
 }
