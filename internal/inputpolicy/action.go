@@ -65,6 +65,7 @@ var opNames = [...]string{
 	Retry: "retry", Reject: "reject", Count: "count",
 }
 
+// String names the op as the table tests spell it ("take", "ack", ...).
 func (o Op) String() string {
 	if o >= 0 && int(o) < len(opNames) {
 		return opNames[o]
