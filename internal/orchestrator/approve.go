@@ -2,12 +2,12 @@ package orchestrator
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/approval"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/inputpolicy"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 )
 
@@ -40,25 +40,25 @@ func (s *session) newGate() *approval.Gate {
 	})
 }
 
-// answerDecision returns how a decision's delivery is answered: the reply
-// to its publisher (an error one also as an error event), then the
-// delivery settled. A decision that could not act here is left to be
-// delivered again (to this session's next owner, or to hear why not).
-func (s *session) answerDecision(in *bus.Inbound) approval.Answer {
+// answerDecision returns how a decision's delivery is answered, as the
+// input policy decides (inputpolicy.Decided): the reply to its publisher
+// (an error one also as an error event), then the delivery settled, or the
+// delivery left to come again.
+func (s *session) answerDecision(in *bus.Inbound, d inputpolicy.Delivery) approval.Answer {
 	return func(r *agentfleet.ApprovalReply, final bool) {
-		if !final && in.Durable() {
-			in.Done(false)
-			return
-		}
-		in.ReplyDecision(r)
-		if !r.OK {
-			s.o.pub.Emit(&agentfleet.Event{
-				Type: agentfleet.EventError, Agent: s.agent.profile.Name, Session: s.name, Time: time.Now().UTC(),
-				ToolCallID: r.ToolCallID, Subject: in.Subject, ErrorMessage: fmt.Sprintf("decision rejected: %s", r.Error),
-			})
-		}
-		if s.o.LeaseErr() == nil {
-			in.Done(true)
+		st := inputpolicy.State{Leased: s.o.LeaseErr() == nil}
+		for _, a := range inputpolicy.Decided(st, d, inputpolicy.Verdict{OK: r.OK, Final: final, Error: r.Error}) {
+			switch a.Op {
+			case inputpolicy.ReplyDecision:
+				in.ReplyDecision(r)
+			case inputpolicy.Emit:
+				s.o.pub.Emit(&agentfleet.Event{
+					Type: agentfleet.EventError, Agent: s.agent.profile.Name, Session: s.name, Time: time.Now().UTC(),
+					ToolCallID: r.ToolCallID, Subject: in.Subject, ErrorMessage: a.Err.Error(),
+				})
+			default:
+				s.perform(in, a)
+			}
 		}
 	}
 }

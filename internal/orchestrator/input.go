@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/inputpolicy"
 	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/google/uuid"
 )
@@ -17,7 +18,9 @@ import (
 // HandleInput takes one message from a client subject. It never blocks on a
 // run or on the store: a session that is not in memory is loaded in the
 // background while its input waits; ask replies are sent, and durable input
-// settled, when the run that took the message ends.
+// settled, when the run that took the message ends. What is done with the
+// message is the input policy's (inputpolicy.Step); HandleInput carries it
+// out.
 func (o *Orchestrator) HandleInput(in *bus.Inbound) error {
 	a, ok := o.agents[in.Agent]
 	if !ok {
@@ -26,44 +29,66 @@ func (o *Orchestrator) HandleInput(in *bus.Inbound) error {
 	if err := bus.CheckToken("session", in.Session); err != nil {
 		return err
 	}
-	if in.Durable() && !o.owns(bus.Partition(in.Agent, in.Session)) {
-		// Its partition is being handed over: the next owner takes it.
-		in.Done(false)
-		return nil
+	d := delivery(in, false)
+	var st inputpolicy.State
+	if d.Durable {
+		st.Owned = o.owns(bus.Partition(in.Agent, in.Session))
 	}
-	switch in.Kind {
-	case bus.KindIn, bus.KindAsk, bus.KindSteer:
-		if in.Message.ID == "" {
-			// Every message has an id, so that its run can be found.
-			in.Message.ID = in.Kind + "-" + uuid.NewString()
-		}
-	case bus.KindApprove:
-		if in.Decision.ID == "" {
-			// A decision names itself, so that the losers of a race can
-			// be told which one won.
-			in.Decision.ID = "approve-" + uuid.NewString()
-		}
-	case bus.KindAbort:
+	var found *session
+	if d.Kind == inputpolicy.Abort {
 		o.mu.Lock()
-		s := o.sessions[in.Agent+"."+in.Session]
+		found = o.sessions[in.Agent+"."+in.Session]
 		o.mu.Unlock()
-		if s == nil || s.evicted.Load() {
-			return fmt.Errorf("session %s of agent %s has no active run to abort", in.Session, in.Agent)
-		}
-		s.deliver(in)
-		return nil
-	default:
-		return fmt.Errorf("unknown input kind %q", in.Kind)
+		st.InMemory = found != nil && !found.evicted.Load()
 	}
-	for {
-		s, err := o.acquire(a, in.Session)
-		if err != nil {
-			return err
-		}
-		if s.deliver(in) {
-			return nil
+	_, acts := inputpolicy.Step(st, d)
+	for _, act := range acts {
+		switch act.Op {
+		case inputpolicy.Nak:
+			// Its partition is being handed over: the next owner takes it.
+			in.Done(false)
+		case inputpolicy.Reject:
+			return act.Err
+		case inputpolicy.Take:
+			if !act.Load {
+				found.deliver(in)
+				return nil
+			}
+			name(in)
+			for {
+				s, err := o.acquire(a, in.Session)
+				if err != nil {
+					return err
+				}
+				if s.deliver(in) {
+					return nil
+				}
+			}
 		}
 	}
+	return nil
+}
+
+// name gives a message or a decision without an id one.
+func name(in *bus.Inbound) {
+	switch {
+	case in.Message != nil && in.Message.ID == "":
+		// Every message has an id, so that its run can be found.
+		in.Message.ID = in.Kind + "-" + uuid.NewString()
+	case in.Decision != nil && in.Decision.ID == "":
+		// A decision names itself, so that the losers of a race can be
+		// told which one won.
+		in.Decision.ID = "approve-" + uuid.NewString()
+	}
+}
+
+// deliver hands one input message to the session: held while it loads,
+// handled at once after. It reports false when the session was evicted
+// meanwhile, so the caller takes a fresh one.
+func (s *session) deliver(in *bus.Inbound) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stepLocked(in, false, false)
 }
 
 // acquire returns the session in memory, or a new one that loads in the

@@ -12,6 +12,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/history"
+	"github.com/agentfleet/agentfleet/internal/inputpolicy"
 	"github.com/agentfleet/agentfleet/internal/partition"
 )
 
@@ -179,7 +180,7 @@ func (o *Orchestrator) releasePartition(p int) {
 	}
 	for _, s := range sessions {
 		o.forget(s)
-		s.suspend(errHandover, handOver)
+		s.suspend(errHandover, inputpolicy.HandOver)
 	}
 	for _, s := range sessions {
 		if s.loop != nil {
@@ -208,7 +209,7 @@ func (o *Orchestrator) leaseLost(why error) {
 	o.mu.Unlock()
 	for _, s := range sessions {
 		s.evicted.Store(true)
-		s.suspend(why, leaveAlone)
+		s.suspend(why, inputpolicy.LeaveAlone)
 	}
 	for _, s := range sessions {
 		if s.loop != nil {
@@ -380,7 +381,7 @@ func (o *Orchestrator) close(ctx context.Context) error {
 		o.stopping = true
 		o.mu.Unlock()
 		for _, s := range sessions {
-			s.suspend(errShutdown, handOver)
+			s.suspend(errShutdown, inputpolicy.HandOver)
 		}
 		for _, s := range sessions {
 			if s.loop == nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/approval"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/history"
+	"github.com/agentfleet/agentfleet/internal/inputpolicy"
 	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/tracing"
@@ -156,10 +157,10 @@ func (s *session) load(loads chan struct{}) {
 		s.resumed++
 	}
 	for _, in := range pending {
-		s.handleLocked(in, true)
+		s.stepLocked(in, true, true)
 	}
 	for _, in := range s.backlog {
-		s.handleLocked(in, false)
+		s.stepLocked(in, false, true)
 	}
 	s.backlog = nil
 	s.loaded = true
@@ -346,11 +347,14 @@ func (s *session) answer(final *agentfleet.AssistantMessage) {
 	}
 	s.mu.Unlock()
 	s.o.pub.PublishOut(s.agent.profile.Name, s.name, final)
-	ack := s.o.LeaseErr() == nil
+	st := inputpolicy.State{Leased: s.o.LeaseErr() == nil}
 	for _, in := range waiting {
-		in.Reply(final)
-		if ack {
-			in.Done(true)
+		for _, a := range inputpolicy.Ended(st, delivery(in, false), final.RunID) {
+			if a.Op == inputpolicy.Answer {
+				in.Reply(final)
+			} else {
+				s.perform(in, a)
+			}
 		}
 	}
 }
@@ -363,7 +367,7 @@ func (s *session) fenced(err error) error {
 	if errors.Is(err, history.ErrFenced) && s.o.LeaseErr() == nil && context.Cause(s.ctx) == nil {
 		s.o.log.Warn("session written by another orchestrator: dropped to be loaded again", "agent", s.agent.profile.Name, "session", s.name, "err", err)
 		s.o.forget(s)
-		go s.suspend(err, retryLater)
+		go s.suspend(err, inputpolicy.RetryLater)
 	}
 	return err
 }
@@ -373,20 +377,10 @@ func (s *session) suspended(runID string, err error) {
 	s.o.log.Info("run suspended", "agent", s.agent.profile.Name, "session", s.name, "run_id", runID, "err", err)
 }
 
-// settleMode says what a suspended session does with the deliveries waiting
-// on it.
-type settleMode int
-
-const (
-	leaveAlone settleMode = iota // lost lead: touch nothing, acknowledge nothing
-	handOver                     // shutdown: ask for them to be delivered again at once
-	retryLater                   // fenced while serving: deliver again after a backoff
-)
-
 // suspend stops the session for good: its active run stops without ending,
 // no store of it goes on, and the deliveries waiting on it are left for the
 // next owner as mode says.
-func (s *session) suspend(why error, mode settleMode) {
+func (s *session) suspend(why error, mode inputpolicy.Mode) {
 	s.cancel(why)
 	s.mu.Lock()
 	if s.stopped == nil {
@@ -406,124 +400,8 @@ func (s *session) suspend(why error, mode settleMode) {
 		l.Suspend(why)
 	}
 	for _, in := range waiting {
-		switch mode {
-		case handOver:
-			in.Done(false)
-		case retryLater:
-			in.Retry(bus.Temporary(why))
-		}
-	}
-}
-
-// deliver hands one input message to the session: held while it loads,
-// handled at once after. It reports false when the session was evicted
-// meanwhile, so the caller takes a fresh one.
-func (s *session) deliver(in *bus.Inbound) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.evicted.Load() {
-		return false
-	}
-	if s.stopped != nil {
-		in.Retry(fmt.Errorf("session %s is being handed over: %w", s.name, s.stopped))
-		return true
-	}
-	if !s.loaded {
-		if limit := s.o.cfg.SessionQueue; len(s.backlog) >= limit {
-			in.Retry(fmt.Errorf("session %s of agent %s has %d messages waiting, the limit is %d", s.name, s.agent.profile.Name, len(s.backlog), limit))
-			return true
-		}
-		s.backlog = append(s.backlog, in)
-		return true
-	}
-	s.handleLocked(in, false)
-	return true
-}
-
-// handleLocked carries out Decide for in. scanned marks input read from the
-// stream at load, which has no delivery of its own to settle.
-func (s *session) handleLocked(in *bus.Inbound, scanned bool) {
-	o := s.o
-	if in.Kind == bus.KindApprove {
-		if !scanned {
-			s.gate.Decide(in.Decision, s.answerDecision(in))
-		}
-		return
-	}
-	if in.Kind == bus.KindAbort {
-		if !s.loop.Abort(in.Reason) {
-			in.Reject(fmt.Errorf("session %s of agent %s has no active run to abort", s.name, s.agent.profile.Name))
-			return
-		}
-		in.Reply(&agentfleet.AssistantMessage{
-			Role: agentfleet.RoleAssistant, Content: []agentfleet.Content{},
-			StopReason: agentfleet.StopReasonAborted, ErrorMessage: in.Reason, Timestamp: time.Now().UTC(),
-		})
-		return
-	}
-	id := in.Message.ID
-	k := Known{}
-	if m := s.msgs[id]; m != nil {
-		k = Known{Seen: true, RunID: m.run, Ended: m.run != "" && s.hasEnded(m.run), Seq: m.seq}
-	}
-	d := Decide(k, Arrival{Ask: in.Kind == bus.KindAsk, Seq: in.Seq, Scanned: scanned})
-	switch d.Action {
-	case Queue:
-		if limit := o.cfg.SessionQueue; s.loop.Queued() >= limit {
-			in.Retry(fmt.Errorf("session %s of agent %s has %d messages queued, the limit is %d", s.name, s.agent.profile.Name, s.loop.Queued(), limit))
-			return
-		}
-		m := s.msg(id)
-		m.seq = in.Seq
-		m.trace = in.Trace
-		if !scanned {
-			m.delivered = true
-			o.observeInput("accepted")
-		}
-		if !scanned || in.HasReply() {
-			// A relayed ask read from the stream is answered when its run
-			// ends: its delivery may have gone to an owner that died.
-			m.tickets = append(m.tickets, in)
-			s.waiting++
-		}
-		ctx := context.Background()
-		if in.Trace.IsValid() {
-			ctx = trace.ContextWithRemoteSpanContext(ctx, in.Trace)
-		}
-		if in.Kind == bus.KindSteer {
-			s.loop.SteerContext(ctx, in.Message)
-		} else {
-			s.loop.SendContext(ctx, in.Message)
-		}
-	case Attach:
-		m := s.msgs[id]
-		if !scanned {
-			// The first delivery this process sees of a message it read
-			// from the stream, or whose run it resumed, is no duplicate.
-			if m.delivered {
-				o.observeInput("duplicate")
-			} else {
-				o.observeInput("accepted")
-			}
-			m.delivered = true
-		}
-		if !scanned || in.HasReply() {
-			m.tickets = append(m.tickets, in)
-			s.waiting++
-		}
-	case Answered:
-		if scanned {
-			in.Reply(s.runs[k.RunID].final) // a relayed ask read from the stream
-			return
-		}
-		o.observeInput("duplicate")
-		final := s.runs[k.RunID].final
-		in.Reply(final)
-		if d.Replay {
-			o.pub.PublishOut(s.agent.profile.Name, s.name, final)
-		}
-		if o.LeaseErr() == nil {
-			in.Done(true)
+		for _, a := range inputpolicy.Suspended(delivery(in, false), mode, bus.Temporary(why)) {
+			s.perform(in, a)
 		}
 	}
 }

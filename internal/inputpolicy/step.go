@@ -1,0 +1,139 @@
+package inputpolicy
+
+import "fmt"
+
+// Step decides what to do with delivery d of a session that stands as s,
+// and returns the session's new state with the actions, in the order the
+// runner carries them out. It is the whole input policy of a session:
+//
+//   - durable input of a partition this orchestrator does not serve goes
+//     back at once, for the next owner (a handover);
+//   - input is taken by its session, loaded if need be; an abort only by a
+//     session in memory, and one that is not has no run to abort;
+//   - a session that left memory meanwhile is taken afresh; one that is
+//     being handed over has the input delivered again later; one that is
+//     loading holds it, up to Limit, in arrival order;
+//   - a decision goes to the approval gate (Decided answers it), an abort to
+//     the active run (Aborted answers it);
+//   - a message whose id is new starts a run of its own, queued behind any
+//     interrupted run, up to Limit (a steer enters the active run);
+//   - a redelivery or another copy of a message whose run is queued,
+//     running, or resumed after a restart waits for that run: one run,
+//     settled once (Ended);
+//   - a message whose run ended is answered from the store and settled,
+//     not run again; a new copy of an in also gets the final message on the
+//     out subject again.
+//
+// A delivery read from the stream at load (Scanned) settles nothing: the
+// consumer's delivery of the same message does. It counts nothing either.
+func Step(s State, d Delivery) (State, []Action) {
+	if !s.Taken {
+		return s, admit(s, d)
+	}
+	switch {
+	case s.Evicted:
+		return s, []Action{{Op: Retake}}
+	case s.Stopped != nil:
+		return s, retry(fmt.Errorf("session %s is being handed over: %w", d.Session, s.Stopped))
+	case !s.Loaded:
+		if s.Backlog >= s.Limit {
+			return s, retry(fmt.Errorf("session %s of agent %s has %d messages waiting, the limit is %d", d.Session, d.Agent, s.Backlog, s.Limit))
+		}
+		return s, []Action{{Op: Hold}}
+	}
+	switch d.Kind {
+	case Decision:
+		if d.Scanned {
+			return s, nil
+		}
+		return s, []Action{{Op: Gate}}
+	case Abort:
+		return s, []Action{{Op: AbortRun, Reason: d.Reason}}
+	}
+	return message(s, d)
+}
+
+// admit decides what to do with a delivery that no session has taken yet.
+func admit(s State, d Delivery) []Action {
+	if d.Durable && !s.Owned {
+		return []Action{{Op: Nak}}
+	}
+	switch d.Kind {
+	case In, Ask, Steer, Decision:
+		return []Action{{Op: Take, Load: true}}
+	case Abort:
+		if !s.InMemory {
+			return []Action{noRun(d)}
+		}
+		return []Action{{Op: Take}}
+	}
+	return []Action{{Op: Reject, Err: fmt.Errorf("unknown input kind %q", string(d.Kind))}}
+}
+
+// message decides for an in, ask or steer by what the session knows of its
+// id.
+func message(s State, d Delivery) (State, []Action) {
+	k := s.Msg
+	var acts []Action
+	switch {
+	case !k.Seen:
+		if s.Queued >= s.Limit {
+			if d.Scanned {
+				return s, nil
+			}
+			return s, retry(fmt.Errorf("session %s of agent %s has %d messages queued, the limit is %d", d.Session, d.Agent, s.Queued, s.Limit))
+		}
+		s.Msg = Message{Seen: true, Seq: d.Seq, Delivered: !d.Scanned}
+		if !d.Scanned {
+			acts = append(acts, count("accepted"))
+		}
+		if !d.Scanned || d.Reply {
+			// A relayed ask read from the stream is answered when its run
+			// ends: its delivery may have gone to an owner that died.
+			acts = append(acts, Action{Op: Wait})
+		}
+		return s, append(acts, Action{Op: Start, Steer: d.Kind == Steer})
+	case !k.Ended:
+		if !d.Scanned {
+			// The first delivery this process sees of a message it read
+			// from the stream, or whose run it resumed, is no duplicate.
+			if k.Delivered {
+				acts = append(acts, count("duplicate"))
+			} else {
+				acts = append(acts, count("accepted"))
+			}
+			s.Msg.Delivered = true
+		}
+		if !d.Scanned || d.Reply {
+			acts = append(acts, Action{Op: Wait})
+		}
+		return s, acts
+	}
+	if d.Scanned {
+		if d.Reply {
+			acts = append(acts, Action{Op: Answer, Run: k.Run}) // a relayed ask read from the stream
+		}
+		return s, acts
+	}
+	acts = append(acts, count("duplicate"))
+	if d.Reply {
+		acts = append(acts, Action{Op: Answer, Run: k.Run})
+	}
+	// Another stream message with an id already answered, not a
+	// redelivery: a client that sent it anew reads the out subject.
+	if d.Kind != Ask && d.Seq != 0 && k.Seq != 0 && d.Seq != k.Seq {
+		acts = append(acts, Action{Op: Publish, Run: k.Run})
+	}
+	if s.Leased && d.Durable {
+		acts = append(acts, Action{Op: Ack})
+	}
+	return s, acts
+}
+
+func retry(err error) []Action { return []Action{{Op: Retry, Err: err}} }
+
+func count(outcome string) Action { return Action{Op: Count, Outcome: outcome} }
+
+func noRun(d Delivery) Action {
+	return Action{Op: Reject, Err: fmt.Errorf("session %s of agent %s has no active run to abort", d.Session, d.Agent)}
+}
