@@ -39,9 +39,13 @@ func TestProgressFloodBoundedInEventStream(t *testing.T) {
 	if err != nil || o.IsError || agentfleet.JoinText(o.Result.Content) != "flooded" {
 		t.Fatalf("flood = %+v, %v; want its result", o, err)
 	}
-	f.events.wait(t, "the flood's tool.end", func(e agentfleet.Event) bool {
+	end := f.events.wait(t, "the flood's tool.end", func(e agentfleet.Event) bool {
 		return e.ToolCallID == "call_flood" && e.Type == agentfleet.EventToolEnd
 	})
+	// A loaded machine may give the worker up for lost behind its own
+	// flood and run the call again: each attempt floods anew, and the
+	// bound holds over them all.
+	sent := updates * max(end.Attempt, 1)
 	var (
 		out, bytes int
 		notice     map[string]any
@@ -63,10 +67,10 @@ func TestProgressFloodBoundedInEventStream(t *testing.T) {
 	}
 	// Progress frames are best effort on the bus: a flood may lose some
 	// before they reach the orchestrator, which counts what it dropped.
-	if d, _ := notice["updates"].(float64); notice == nil || d < 1 || int(d) > updates-out || notice["limit_bytes"] != float64(limit) {
-		t.Errorf("notice of the dropped updates = %v, want up to %d dropped of a limit of %d", notice, updates-out, limit)
+	if d, _ := notice["updates"].(float64); notice == nil || d < 1 || int(d) > sent-out || notice["limit_bytes"] != float64(limit) {
+		t.Errorf("notice of the dropped updates = %v, want up to %d dropped of a limit of %d", notice, sent-out, limit)
 	}
-	t.Logf("%d of %d updates published, %d bytes of events; %v", out, updates, bytes, notice)
+	t.Logf("%d of %d updates published (%d attempts), %d bytes of events; %v", out, sent, end.Attempt, bytes, notice)
 	if o, err := f.orch.CallTool(ctx, "default", "flood", agentfleet.ToolCall{Name: "say", Arguments: map[string]any{"text": "still"}}, nil); err != nil || o.IsError {
 		t.Errorf("say after the flood = %+v, %v", o, err)
 	}
