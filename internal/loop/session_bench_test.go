@@ -40,9 +40,8 @@ func benchSession(b *testing.B, cfg loop.Config) {
 	sink := &countingSink{}
 	var stored atomic.Int64
 	cfg.Agent, cfg.Session, cfg.Model, cfg.Tools = "bench", "s", loop.ModelFunc(toolThenText), store
-	cfg.Sink = sink
-	cfg.OnAppend = func(string, agentfleet.Message) error { stored.Add(1); return nil }
-	cfg.OnRunEnd = func(*agentfleet.AssistantMessage) error { return nil }
+	cfg.Sink = loop.Events(sink)
+	cfg.Store = storeFuncs{append: func(string, agentfleet.Message) error { stored.Add(1); return nil }}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {

@@ -67,8 +67,8 @@ func (r *run) applySummary(ctx context.Context, st *State) {
 		}
 		if cut > covered {
 			next, err := r.writeSummary(ctx, st, text, hist[covered:cut], cut)
-			if err == nil && r.s.cfg.OnSummary != nil {
-				err = r.s.cfg.OnSummary(r.id, next)
+			if err == nil {
+				err = r.s.cfg.Store.AppendSummary(r.id, next)
 			}
 			if err != nil {
 				r.emit(&agentfleet.Event{Type: agentfleet.EventError, ErrorMessage: "context summary not written: " + err.Error()})

@@ -11,7 +11,7 @@ import (
 
 // TestSummarizeReplacesOldTurns has a session of the summarize strategy
 // with a long history: the model is asked for a summary of the oldest
-// turns (all but the recent ones that fill half the budget), OnSummary gets
+// turns (all but the recent ones that fill half the budget), the store gets
 // it, and the request sends the summary in their place; the next run
 // reuses it without another summary.
 func TestSummarizeReplacesOldTurns(t *testing.T) {
@@ -20,10 +20,10 @@ func TestSummarizeReplacesOldTurns(t *testing.T) {
 	hist := longHistory(20, 400)
 	var stored []*agentfleet.ContextSummary
 	s, ev := llmSession(t, srv, loop.Config{History: hist, Context: loop.ContextPolicy{Strategy: loop.StrategySummarize, Window: 4000, ReserveOutput: 500},
-		OnSummary: func(runID string, sum *agentfleet.ContextSummary) error {
+		Store: storeFuncs{summary: func(runID string, sum *agentfleet.ContextSummary) error {
 			stored = append(stored, sum)
 			return nil
-		}})
+		}}})
 	if final := wait(t, s.Send(agentfleet.NewUserMessage("first"))); agentfleet.JoinText(final.Content) != "one" {
 		t.Fatalf("first run: %q %s (%s)", agentfleet.JoinText(final.Content), final.StopReason, final.ErrorMessage)
 	}
