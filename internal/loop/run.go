@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
+	"github.com/agentfleet/agentfleet/internal/window"
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -240,17 +241,17 @@ func (r *run) callModel() (*agentfleet.AssistantMessage, []agentfleet.ToolCall, 
 		Model: cfg.ModelName, Tools: cfg.Tools, Messages: r.s.view(),
 		RunStart: r.s.runStart(r.id), Tokens: &r.s.tokens,
 	}
-	req, final := r.request(st, CompactWindow)
+	req, final := r.request(st, window.CompactWindow)
 	if final != nil {
 		return nil, nil, final
 	}
 	r.emit(&agentfleet.Event{Type: agentfleet.EventMessageStart})
 	msg, err := r.complete(req)
-	if err != nil && errors.Is(err, ErrContextLength) && r.ctx.Err() == nil {
-		n := RequestBytes(req)
+	if err != nil && errors.Is(err, window.ErrContextLength) && r.ctx.Err() == nil {
+		n := requestBytes(req)
 		r.s.tokens.Overflowed(n, cfg.Context.Window)
 		st.Refused = max(r.s.tokens.Tokens(n), 1)
-		if req, final = r.request(st, CompactContextLength); final != nil {
+		if req, final = r.request(st, window.CompactContextLength); final != nil {
 			r.emit(&agentfleet.Event{Type: agentfleet.EventMessageEnd, Message: final})
 			return nil, nil, final
 		}
@@ -267,7 +268,7 @@ func (r *run) callModel() (*agentfleet.AssistantMessage, []agentfleet.ToolCall, 
 		return nil, nil, final
 	}
 	if msg.Usage != nil {
-		r.s.tokens.Calibrate(RequestBytes(req), msg.Usage.InputTokens)
+		r.s.tokens.Calibrate(requestBytes(req), msg.Usage.InputTokens)
 	}
 	msg.Role = agentfleet.RoleAssistant
 	msg.RunID = r.id

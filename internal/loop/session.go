@@ -5,7 +5,11 @@
 // Its caller wires it once, when it builds the Session: the loop calls down
 // into what its Config gives it, the Model, the tool pipeline, a Store for
 // what it keeps (store.go) and a Sink for what it puts out (sink.go), and
-// never back up into its caller otherwise.
+// never back up into its caller otherwise. What fits in the context window
+// and within the budgets is decided by internal/window. It imports the
+// domain types, internal/pipeline, internal/tools, internal/tracing and
+// internal/window, OpenTelemetry's API and uuid; never a transport (nats.go,
+// the model's client) nor the orchestrator.
 package loop
 
 import (
@@ -20,6 +24,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/tools"
+	"github.com/agentfleet/agentfleet/internal/window"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -52,9 +57,9 @@ type Config struct {
 	// Context keeps each request within the model's context window, when
 	// PrepareContext is not set; its zero value sends the history whole
 	// until the model refuses a request as too long.
-	Context ContextPolicy
+	Context window.Policy
 	// Budget bounds the tokens and tool calls of runs; zero fields, none.
-	Budget Budget
+	Budget window.Budget
 	// Summary is the session's last stored summary (the summarize
 	// strategy), for a session that resumes.
 	Summary *agentfleet.ContextSummary
@@ -111,7 +116,7 @@ type Session struct {
 	seq    uint64
 
 	// tokens estimates requests; calibrated by every model response.
-	tokens Estimator
+	tokens window.Estimator
 
 	mu       sync.Mutex
 	spentTok int // tokens of every model response in the history
@@ -169,7 +174,7 @@ func New(cfg Config) *Session {
 	}
 	s := &Session{cfg: cfg, idle: make(chan struct{}), lastIdle: time.Now(), summary: cfg.Summary}
 	if cfg.Summary != nil {
-		s.spentTok += tokensOf(cfg.Summary.Usage)
+		s.spentTok += window.TokensOf(cfg.Summary.Usage)
 	}
 	for _, e := range orderResults(slices.Clone(cfg.History)) {
 		s.history = append(s.history, e.Message)
@@ -183,7 +188,7 @@ func New(cfg Config) *Session {
 			}
 		}
 		if a, ok := e.Message.(*agentfleet.AssistantMessage); ok {
-			s.spentTok += tokensOf(a.Usage)
+			s.spentTok += window.TokensOf(a.Usage)
 		}
 	}
 	close(s.idle)
@@ -480,7 +485,7 @@ func mergeArrivals(a, b []*pending) []*pending {
 func (s *Session) record(runID string, m agentfleet.Message) {
 	s.mu.Lock()
 	if a, ok := m.(*agentfleet.AssistantMessage); ok {
-		s.spentTok += tokensOf(a.Usage)
+		s.spentTok += window.TokensOf(a.Usage)
 	}
 	s.history = append(s.history, m)
 	s.runOf = append(s.runOf, runID)

@@ -9,6 +9,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/tools"
+	"github.com/agentfleet/agentfleet/internal/window"
 )
 
 // countingSink counts the events of a benchmark's sessions.
@@ -62,5 +63,5 @@ func BenchmarkSessionRun(b *testing.B) { benchSession(b, loop.Config{}) }
 // BenchmarkSessionRunWindow is BenchmarkSessionRun with a context window
 // set, so that every request is measured and fitted.
 func BenchmarkSessionRunWindow(b *testing.B) {
-	benchSession(b, loop.Config{Context: loop.ContextPolicy{Window: 8192}})
+	benchSession(b, loop.Config{Context: window.Policy{Window: 8192}})
 }
