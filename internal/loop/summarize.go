@@ -19,6 +19,9 @@ func (r *run) prepareContext(ctx context.Context, st *State) (*pipeline.Context,
 		r.applySummary(ctx, st)
 	}
 	pctx := &pipeline.Context{SystemPrompt: st.SystemPrompt, Messages: st.Messages, Tools: st.Tools}
+	if p.Unbounded(st.Refused) {
+		return pctx, nil // nothing to measure: not even the tool definitions
+	}
 	pctx.Messages, st.Compaction = p.Fit(window.FitInput{
 		Messages: st.Messages, RunStart: st.RunStart, FixedBytes: fixedBytes(st), Refused: st.Refused, Tokens: st.Tokens,
 	})

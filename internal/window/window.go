@@ -100,11 +100,16 @@ type FitInput struct {
 	Tokens *Estimator
 }
 
+// Unbounded reports whether requests go as they are, so that Fit has
+// nothing to measure: the window is unknown, and the model refused no
+// request (refused is FitInput.Refused).
+func (p Policy) Unbounded(refused int) bool { return p.Window <= 0 && refused <= 0 }
+
 // Fit returns the messages to send for in: the history truncated to fit
 // the window, or to half of the refused request when in.Refused is set,
 // and what was left out, nil when nothing was. It is a pure function.
 func (p Policy) Fit(in FitInput) ([]agentfleet.Message, *Compaction) {
-	if p.Window <= 0 && in.Refused <= 0 {
+	if p.Unbounded(in.Refused) {
 		return in.Messages, nil
 	}
 	est := in.Tokens
