@@ -20,7 +20,7 @@ const (
 	ClassConnection = "connection" // refused, reset, cut short
 	ClassClient     = "client"     // other 4xx: the request is wrong
 	// ClassContextLength is a 400 (or 413) refusing the request as longer
-	// than the model's context window: errors.Is(err, loop.ErrContextLength).
+	// than the model's context window: errors.Is(err, window.ErrContextLength).
 	ClassContextLength = "context_length"
 	ClassCanceled      = "canceled" // the caller's context was canceled
 	ClassOther         = "other"    // anything else: bad JSON, a local error

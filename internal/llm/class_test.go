@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/agentfleet/agentfleet/internal/loop"
+	"github.com/agentfleet/agentfleet/internal/window"
 	openai "github.com/sashabaranov/go-openai"
 )
 
@@ -115,14 +115,14 @@ func TestErrorText(t *testing.T) {
 }
 
 // TestContextLengthIsLoopErr checks that the loop sees a refusal for length
-// as loop.ErrContextLength, and no other error as one.
+// as window.ErrContextLength, and no other error as one.
 func TestContextLengthIsLoopErr(t *testing.T) {
 	long := &Error{Status: 400, Class: ClassContextLength, Err: errors.New("x")}
-	if !errors.Is(fmt.Errorf("model: %w", long), loop.ErrContextLength) {
-		t.Error("a context_length error is not loop.ErrContextLength")
+	if !errors.Is(fmt.Errorf("model: %w", long), window.ErrContextLength) {
+		t.Error("a context_length error is not window.ErrContextLength")
 	}
-	if errors.Is(&Error{Status: 400, Class: ClassClient, Err: errors.New("x")}, loop.ErrContextLength) {
-		t.Error("a client error is loop.ErrContextLength")
+	if errors.Is(&Error{Status: 400, Class: ClassClient, Err: errors.New("x")}, window.ErrContextLength) {
+		t.Error("a client error is window.ErrContextLength")
 	}
 }
 

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/agentfleet/agentfleet/internal/loop"
+	"github.com/agentfleet/agentfleet/internal/window"
 	openai "github.com/sashabaranov/go-openai"
 )
 
@@ -63,10 +63,10 @@ func (e *Error) Error() string {
 // Unwrap returns the error of the last attempt.
 func (e *Error) Unwrap() error { return e.Err }
 
-// Is reports whether e is loop.ErrContextLength: the model refused the
+// Is reports whether e is window.ErrContextLength: the model refused the
 // request as longer than its context window (class ClassContextLength).
 func (e *Error) Is(target error) bool {
-	return target == loop.ErrContextLength && e.Class == ClassContextLength
+	return target == window.ErrContextLength && e.Class == ClassContextLength
 }
 
 // cause returns the text of err without go-openai's "error, status code:

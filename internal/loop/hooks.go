@@ -6,6 +6,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/tools"
+	"github.com/agentfleet/agentfleet/internal/window"
 )
 
 // State is the session's runtime state as the prepare-context hook sees it
@@ -25,14 +26,14 @@ type State struct {
 	RunStart int
 	// Tokens is the session's token estimate, calibrated by the usage of
 	// its last model response.
-	Tokens *Estimator
+	Tokens *window.Estimator
 	// Refused, when not zero, is the estimated tokens of the messages of
 	// this turn's request that the model refused as longer than its
 	// context window: the hook is called again for a shorter one.
 	Refused int
 	// Compaction is set by a hook that left out or shortened messages; the
 	// loop emits it as a context.compacted event.
-	Compaction *Compaction
+	Compaction *window.Compaction
 }
 
 // PrepareContextFunc builds the context of one turn from the session state

@@ -166,8 +166,71 @@ func newSession(t *testing.T, model loop.Model, cfg loop.Config, ts ...*agentfle
 		t.Fatal(err)
 	}
 	ev := &events{}
-	cfg.Agent, cfg.Session, cfg.Model, cfg.Tools, cfg.Sink = "test", "s1", model, store, ev
+	cfg.Agent, cfg.Session, cfg.Model, cfg.Tools = "test", "s1", model, store
+	if cfg.Sink == nil {
+		cfg.Sink = loop.Events(ev)
+	}
 	return loop.New(cfg), ev
+}
+
+// storeFuncs is a loop.Store of functions; a nil one stores nothing, fails
+// never and knows of no unexecuted call.
+type storeFuncs struct {
+	append     func(runID string, m agentfleet.Message) error
+	summary    func(runID string, sum *agentfleet.ContextSummary) error
+	end        func(final *agentfleet.AssistantMessage) error
+	unexecuted func(callID string) bool
+}
+
+func (f storeFuncs) Append(runID string, m agentfleet.Message) error {
+	if f.append == nil {
+		return nil
+	}
+	return f.append(runID, m)
+}
+
+func (f storeFuncs) AppendSummary(runID string, sum *agentfleet.ContextSummary) error {
+	if f.summary == nil {
+		return nil
+	}
+	return f.summary(runID, sum)
+}
+
+func (f storeFuncs) EndRun(final *agentfleet.AssistantMessage) error {
+	if f.end == nil {
+		return nil
+	}
+	return f.end(final)
+}
+
+func (f storeFuncs) Unexecuted(callID string) bool {
+	return f.unexecuted != nil && f.unexecuted(callID)
+}
+
+// outcomes is a loop.Sink that records events and counts the runs that
+// ended and were suspended.
+type outcomes struct {
+	*events
+	mu               sync.Mutex
+	ended, suspended int
+}
+
+func (o *outcomes) RunEnded(*agentfleet.AssistantMessage) {
+	o.mu.Lock()
+	o.ended++
+	o.mu.Unlock()
+}
+
+func (o *outcomes) RunSuspended(string, error) {
+	o.mu.Lock()
+	o.suspended++
+	o.mu.Unlock()
+}
+
+func (o *outcomes) counts() (ended, suspended int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.ended, o.suspended
 }
 
 func wait(t *testing.T, ch <-chan *agentfleet.AssistantMessage) *agentfleet.AssistantMessage {

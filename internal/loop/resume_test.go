@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -57,6 +58,39 @@ func TestResumeSettlesOnlyItsOwnCalls(t *testing.T) {
 	}
 	if ran["safe#a2"] != 1 || ran["safe#a1"] != 0 || ran["safe#b1"] != 0 {
 		t.Errorf("calls run: %v; want only safe#a2, once", ran)
+	}
+}
+
+// TestResumeRunsUnexecutedCalls resumes a run whose two calls of a tool
+// that is neither idempotent nor read-only have no result: the one the
+// store knows never ran (it waited for approval) runs, the other gets the
+// unknown-outcome result.
+func TestResumeRunsUnexecutedCalls(t *testing.T) {
+	var mu sync.Mutex
+	ran := map[string]int{}
+	send := tool("send", false, func(ctx context.Context, c *agentfleet.Call) (*agentfleet.ToolResult, error) {
+		mu.Lock()
+		ran[c.ID]++
+		mu.Unlock()
+		return agentfleet.TextResult("sent"), nil
+	})
+	history := entries("run-1", agentfleet.NewUserMessage("q"), callMsg("send#1", "send#2"))
+	m := &script{steps: []step{say("done")}}
+	s, _ := newSession(t, m, loop.Config{History: history, Store: storeFuncs{unexecuted: func(id string) bool { return id == "send#1" }}}, send)
+	if final := wait(t, s.Resume("run-1")); final == nil || agentfleet.JoinText(final.Content) != "done" {
+		t.Fatalf("final = %+v", final)
+	}
+	if ran["send#1"] != 1 || ran["send#2"] != 0 {
+		t.Errorf("calls run: %v; want send#1 once, send#2 not", ran)
+	}
+	results := map[string]string{}
+	for _, h := range s.History() {
+		if tr, ok := h.(*agentfleet.ToolResultMessage); ok {
+			results[tr.ToolCallID] = agentfleet.JoinText(tr.Content)
+		}
+	}
+	if results["send#1"] != "sent" || results["send#2"] != fmt.Sprintf(loop.UnknownOutcomeText, "send") {
+		t.Errorf("results %q", results)
 	}
 }
 
@@ -139,7 +173,8 @@ func TestResumeBeforeLaterInput(t *testing.T) {
 }
 
 // TestStoreFailureSuspends fails to store the model's response: the run is
-// suspended (run.suspended, no run.end, OnRunEnd never called), the tools are
+// suspended (run.suspended, no run.end, the end never stored, the sink told
+// of the suspension and of no end), the tools are
 // not run, and the session takes no more input.
 func TestStoreFailureSuspends(t *testing.T) {
 	var ran int
@@ -148,25 +183,29 @@ func TestStoreFailureSuspends(t *testing.T) {
 		return agentfleet.TextResult("ran"), nil
 	})
 	fenced := errors.New("fenced")
-	var ended, suspended int
+	var stored int
 	stores := 0
+	ev := &outcomes{events: &events{}}
 	m := &script{steps: []step{use("safe {}"), say("never")}}
-	s, ev := newSession(t, m, loop.Config{
-		OnAppend: func(runID string, msg agentfleet.Message) error {
-			stores++
-			if _, ok := msg.(*agentfleet.AssistantMessage); ok {
-				return fenced
-			}
-			return nil
+	s, _ := newSession(t, m, loop.Config{
+		Store: storeFuncs{
+			append: func(runID string, msg agentfleet.Message) error {
+				stores++
+				if _, ok := msg.(*agentfleet.AssistantMessage); ok {
+					return fenced
+				}
+				return nil
+			},
+			end: func(*agentfleet.AssistantMessage) error { stored++; return nil },
 		},
-		OnRunEnd:  func(*agentfleet.AssistantMessage) error { ended++; return nil },
-		OnSuspend: func(string, error) { suspended++ },
+		Sink: ev,
 	}, safe)
 	if final := wait(t, s.Send(agentfleet.NewUserMessage("go"))); final != nil {
 		t.Errorf("final = %+v, want nil for a suspended run", final)
 	}
-	if ran != 0 || ended != 0 || suspended != 1 {
-		t.Errorf("tool runs %d, run ends %d, suspensions %d; want 0, 0, 1", ran, ended, suspended)
+	ended, suspended := ev.counts()
+	if ran != 0 || stored != 0 || ended != 0 || suspended != 1 {
+		t.Errorf("tool runs %d, run ends stored %d, told %d, suspensions %d; want 0, 0, 0, 1", ran, stored, ended, suspended)
 	}
 	var last agentfleet.Event
 	for _, e := range ev.list() {
@@ -195,12 +234,12 @@ func TestSuspendStopsWithoutEnding(t *testing.T) {
 	var mu sync.Mutex
 	var stored []string
 	m := &script{steps: []step{use("block {}"), say("never")}}
-	s, ev := newSession(t, m, loop.Config{OnAppend: func(runID string, msg agentfleet.Message) error {
+	s, ev := newSession(t, m, loop.Config{Store: storeFuncs{append: func(runID string, msg agentfleet.Message) error {
 		mu.Lock()
 		defer mu.Unlock()
 		stored = append(stored, msg.MessageRole())
 		return nil
-	}}, block)
+	}}}, block)
 	reply := s.Send(agentfleet.NewUserMessage("go"))
 	<-inCall
 	if !s.Suspend(errors.New("shutting down")) {

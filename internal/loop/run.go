@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
+	"github.com/agentfleet/agentfleet/internal/window"
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -56,10 +57,7 @@ func (r *run) store(m agentfleet.Message) bool {
 	if r.suspended() != nil {
 		return false
 	}
-	if r.s.cfg.OnAppend == nil {
-		return true
-	}
-	if err := r.s.cfg.OnAppend(r.id, m); err != nil {
+	if err := r.s.cfg.Store.Append(r.id, m); err != nil {
 		r.suspend(err)
 		return false
 	}
@@ -147,25 +145,19 @@ func (r *run) execute(first []*pending) *agentfleet.AssistantMessage {
 			final.Timestamp = time.Now().UTC()
 		}
 		// The end is stored before run.end says so.
-		if r.s.cfg.OnRunEnd != nil {
-			if err := r.s.cfg.OnRunEnd(final); err != nil {
-				r.suspend(err)
-			}
+		if err := r.s.cfg.Store.EndRun(final); err != nil {
+			r.suspend(err)
 		}
 	}
 	if err := r.suspended(); err != nil {
 		r.emit(&agentfleet.Event{Type: agentfleet.EventRunSuspended, ErrorMessage: err.Error()})
 		r.endSpan(nil, err)
-		if r.s.cfg.OnSuspend != nil {
-			r.s.cfg.OnSuspend(r.id, err)
-		}
+		r.s.cfg.Sink.RunSuspended(r.id, err)
 		return nil
 	}
 	r.emit(&agentfleet.Event{Type: agentfleet.EventRunEnd, StopReason: final.StopReason, Message: final})
 	r.endSpan(final, nil)
-	if r.s.cfg.OnRunEnded != nil {
-		r.s.cfg.OnRunEnded(final)
-	}
+	r.s.cfg.Sink.RunEnded(final)
 	return final
 }
 
@@ -249,17 +241,17 @@ func (r *run) callModel() (*agentfleet.AssistantMessage, []agentfleet.ToolCall, 
 		Model: cfg.ModelName, Tools: cfg.Tools, Messages: r.s.view(),
 		RunStart: r.s.runStart(r.id), Tokens: &r.s.tokens,
 	}
-	req, final := r.request(st, CompactWindow)
+	req, final := r.request(st, window.CompactWindow)
 	if final != nil {
 		return nil, nil, final
 	}
 	r.emit(&agentfleet.Event{Type: agentfleet.EventMessageStart})
 	msg, err := r.complete(req)
-	if err != nil && errors.Is(err, ErrContextLength) && r.ctx.Err() == nil {
-		n := RequestBytes(req)
+	if err != nil && errors.Is(err, window.ErrContextLength) && r.ctx.Err() == nil {
+		n := requestBytes(req)
 		r.s.tokens.Overflowed(n, cfg.Context.Window)
 		st.Refused = max(r.s.tokens.Tokens(n), 1)
-		if req, final = r.request(st, CompactContextLength); final != nil {
+		if req, final = r.request(st, window.CompactContextLength); final != nil {
 			r.emit(&agentfleet.Event{Type: agentfleet.EventMessageEnd, Message: final})
 			return nil, nil, final
 		}
@@ -276,7 +268,7 @@ func (r *run) callModel() (*agentfleet.AssistantMessage, []agentfleet.ToolCall, 
 		return nil, nil, final
 	}
 	if msg.Usage != nil {
-		r.s.tokens.Calibrate(RequestBytes(req), msg.Usage.InputTokens)
+		r.s.tokens.Calibrate(requestBytes(req), msg.Usage.InputTokens)
 	}
 	msg.Role = agentfleet.RoleAssistant
 	msg.RunID = r.id
@@ -459,7 +451,7 @@ const UnknownOutcomeText = "Tool %s: the orchestrator stopped while this call wa
 // the final message when the records show the run had ended its work (a
 // final answer, a terminating batch, the turn limit); nil means the turns go
 // on. Only the run's own records count, however the session went on. A
-// call that Config.Unexecuted says never ran goes through the pipeline
+// call that the Store says never ran (Unexecuted) goes through the pipeline
 // again (a call waiting for approval waits again).
 func (r *run) settle() *agentfleet.AssistantMessage {
 	var (
@@ -509,9 +501,9 @@ func (r *run) settle() *agentfleet.AssistantMessage {
 		return finalOf(msg)
 	}
 	if len(missing) > 0 {
-		tools, unexecuted := r.s.cfg.Tools, r.s.cfg.Unexecuted
+		tools, store := r.s.cfg.Tools, r.s.cfg.Store
 		batch := r.runBatch(msg, missing, func(ctx context.Context, in *pipeline.BeforeContext) (*pipeline.BeforeResult, error) {
-			if unexecuted != nil && unexecuted(in.Call.ID) {
+			if store.Unexecuted(in.Call.ID) {
 				return nil, nil
 			}
 			if t, ok := tools.Get(in.Call.Name); ok && !t.Annotations.Idempotent && !t.Annotations.ReadOnly {

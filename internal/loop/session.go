@@ -1,6 +1,15 @@
 // Package loop runs the agent loop of spec sections 5 and 6 for one session:
 // it queues input, runs turns of model call and tool batch until the model
 // stops, and emits the lifecycle events of every run.
+//
+// Its caller wires it once, when it builds the Session: the loop calls down
+// into what its Config gives it, the Model, the tool pipeline, a Store for
+// what it keeps (store.go) and a Sink for what it puts out (sink.go), and
+// never back up into its caller otherwise. What fits in the context window
+// and within the budgets is decided by internal/window. It imports the
+// domain types, internal/pipeline, internal/tools, internal/tracing and
+// internal/window, OpenTelemetry's API and uuid; never a transport (nats.go,
+// the model's client) nor the orchestrator.
 package loop
 
 import (
@@ -15,6 +24,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/tools"
+	"github.com/agentfleet/agentfleet/internal/window"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -47,35 +57,21 @@ type Config struct {
 	// Context keeps each request within the model's context window, when
 	// PrepareContext is not set; its zero value sends the history whole
 	// until the model refuses a request as too long.
-	Context ContextPolicy
+	Context window.Policy
 	// Budget bounds the tokens and tool calls of runs; zero fields, none.
-	Budget Budget
+	Budget window.Budget
 	// Summary is the session's last stored summary (the summarize
 	// strategy), for a session that resumes.
 	Summary *agentfleet.ContextSummary
-	// OnSummary, if set, stores a summary the model wrote, before requests
-	// use it; an error means it is not used.
-	OnSummary func(runID string, sum *agentfleet.ContextSummary) error
+	// Store keeps the history, summaries and run ends (store.go); default
+	// none: the history is kept in memory only.
+	Store Store
 	// Sink receives every lifecycle event, envelope filled in, in sequence
-	// order. Emit is called with no session lock held, one event at a time.
-	Sink agentfleet.EventSink
+	// order, and the outcome of every run (sink.go); default none.
+	Sink Sink
 	// History is the conversation so far, with the run of each message, for
 	// a session that resumes.
 	History []Entry
-	// OnAppend, if set, is called with each message as it is appended to
-	// the history, in order (for storage); tool results as each call ends.
-	// It returns once the message is stored. An error means it never will
-	// be (another orchestrator owns the session, this one is stopping): the
-	// run is suspended.
-	OnAppend func(runID string, m agentfleet.Message) error
-	// OnRunEnd, if set, is called with the final message of each run before
-	// its run.end event (to store the end of the run). An error suspends
-	// the run instead: no run.end.
-	OnRunEnd func(final *agentfleet.AssistantMessage) error
-	// OnRunEnded, if set, is called with the final message of each run
-	// after its run.end event was emitted (to answer whoever waits on it:
-	// an answer never overtakes the event).
-	OnRunEnded func(final *agentfleet.AssistantMessage)
 	// Tracer, if set, records each run as a span, with a span for each of
 	// its turns, model calls and tool calls (trace.go). A run's span is a
 	// child of the trace context its first input was sent with
@@ -84,14 +80,6 @@ type Config struct {
 	// TraceAttributes go on every run's span besides the loop's own (the
 	// orchestrator's id).
 	TraceAttributes []attribute.KeyValue
-	// OnSuspend, if set, is called when a run is suspended, with the reason.
-	OnSuspend func(runID string, err error)
-	// Unexecuted, if set, reports whether a tool call of a resumed run is
-	// known never to have run although the history holds no result for it
-	// (it waits for a person's approval, or was refused): such a call goes
-	// through the pipeline again, whatever its tool's annotations, instead
-	// of getting the unknown-outcome result.
-	Unexecuted func(callID string) bool
 }
 
 // Entry is one message of a history with the run that added it, and, for
@@ -128,7 +116,7 @@ type Session struct {
 	seq    uint64
 
 	// tokens estimates requests; calibrated by every model response.
-	tokens Estimator
+	tokens window.Estimator
 
 	mu       sync.Mutex
 	spentTok int // tokens of every model response in the history
@@ -178,9 +166,15 @@ func New(cfg Config) *Session {
 	if cfg.Format == nil {
 		cfg.Format = DefaultFormat
 	}
+	if cfg.Store == nil {
+		cfg.Store = memoryStore{}
+	}
+	if cfg.Sink == nil {
+		cfg.Sink = discard{}
+	}
 	s := &Session{cfg: cfg, idle: make(chan struct{}), lastIdle: time.Now(), summary: cfg.Summary}
 	if cfg.Summary != nil {
-		s.spentTok += tokensOf(cfg.Summary.Usage)
+		s.spentTok += window.TokensOf(cfg.Summary.Usage)
 	}
 	for _, e := range orderResults(slices.Clone(cfg.History)) {
 		s.history = append(s.history, e.Message)
@@ -194,7 +188,7 @@ func New(cfg Config) *Session {
 			}
 		}
 		if a, ok := e.Message.(*agentfleet.AssistantMessage); ok {
-			s.spentTok += tokensOf(a.Usage)
+			s.spentTok += window.TokensOf(a.Usage)
 		}
 	}
 	close(s.idle)
@@ -491,7 +485,7 @@ func mergeArrivals(a, b []*pending) []*pending {
 func (s *Session) record(runID string, m agentfleet.Message) {
 	s.mu.Lock()
 	if a, ok := m.(*agentfleet.AssistantMessage); ok {
-		s.spentTok += tokensOf(a.Usage)
+		s.spentTok += window.TokensOf(a.Usage)
 	}
 	s.history = append(s.history, m)
 	s.runOf = append(s.runOf, runID)
@@ -512,9 +506,6 @@ func (s *Session) entries() []Entry {
 // emit fills the envelope of e and hands it to the sink. Sequence numbers are
 // assigned under the same lock as delivery, so the sink sees them in order.
 func (s *Session) emit(runID string, turn int, traceID string, e *agentfleet.Event) {
-	if s.cfg.Sink == nil {
-		return
-	}
 	s.emitMu.Lock()
 	defer s.emitMu.Unlock()
 	s.seq++

@@ -335,12 +335,12 @@ func TestRunTraceModelError(t *testing.T) {
 func TestRunTraceSuspended(t *testing.T) {
 	tracer, rec := newRecorder(t)
 	m := &script{steps: []step{use("get {}")}}
-	s, _ := newSession(t, m, loop.Config{Tracer: tracer, OnAppend: func(runID string, msg agentfleet.Message) error {
+	s, _ := newSession(t, m, loop.Config{Tracer: tracer, Store: storeFuncs{append: func(runID string, msg agentfleet.Message) error {
 		if _, ok := msg.(*agentfleet.AssistantMessage); ok {
 			return errors.New("fenced")
 		}
 		return nil
-	}}, tool("get", false, text("value")))
+	}}}, tool("get", false, text("value")))
 	if final := wait(t, s.Send(agentfleet.NewUserMessage("go"))); final != nil {
 		t.Fatalf("final = %+v, want a suspended run", final)
 	}
@@ -466,7 +466,7 @@ func TestRunTraceResumed(t *testing.T) {
 			events = append(events, e)
 			mu.Unlock()
 		})
-		s, _ := newSession(t, &script{steps: []step{say("done")}}, loop.Config{Tracer: tracer, History: history, Sink: sink})
+		s, _ := newSession(t, &script{steps: []step{say("done")}}, loop.Config{Tracer: tracer, History: history, Sink: loop.Events(sink)})
 		if final := wait(t, s.Resume("run-1")); final == nil || final.RunID != "run-1" {
 			t.Fatalf("final = %+v", final)
 		}

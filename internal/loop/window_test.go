@@ -1,6 +1,7 @@
 package loop_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -8,7 +9,27 @@ import (
 	"github.com/agentfleet/agentfleet/internal/llm"
 	"github.com/agentfleet/agentfleet/internal/llm/llmtest"
 	"github.com/agentfleet/agentfleet/internal/loop"
+	"github.com/agentfleet/agentfleet/internal/window"
 )
+
+// longHistory returns n past turns, each a user message, an assistant
+// message calling two tools, their results and a text answer, every
+// message about size bytes long.
+func longHistory(n, size int) []loop.Entry {
+	var out []loop.Entry
+	pad := strings.Repeat("x", size)
+	for i := range n {
+		run := fmt.Sprintf("run%d", i)
+		a, b := fmt.Sprintf("t%d#a", i), fmt.Sprintf("t%d#b", i)
+		out = append(out, entries(run,
+			agentfleet.NewUserMessage(fmt.Sprintf("question %d %s", i, pad)),
+			callMsg(a, b),
+			result(a, "result a "+pad), result(b, "result b "+pad),
+			answer(fmt.Sprintf("answer %d %s", i, pad)),
+		)...)
+	}
+	return out
+}
 
 // llmSession is a session whose model is a real client of an llmtest
 // server.
@@ -73,9 +94,9 @@ func TestLongHistorySendsBoundedRequest(t *testing.T) {
 	hist := longHistory(100, 400)
 	full := 0
 	for _, e := range hist {
-		full += loop.MessageBytes(e.Message)
+		full += window.MessageBytes(e.Message)
 	}
-	s, ev := llmSession(t, srv, loop.Config{History: hist, SystemPrompt: "be brief", Context: loop.ContextPolicy{Window: 8000, ReserveOutput: 1000}})
+	s, ev := llmSession(t, srv, loop.Config{History: hist, SystemPrompt: "be brief", Context: window.Policy{Window: 8000, ReserveOutput: 1000}})
 	if final := wait(t, s.Send(agentfleet.NewUserMessage("what now?"))); final.StopReason != agentfleet.StopReasonStop {
 		t.Fatalf("stop reason %s (%s)", final.StopReason, final.ErrorMessage)
 	}
@@ -99,7 +120,7 @@ func TestLongHistorySendsBoundedRequest(t *testing.T) {
 		t.Fatalf("%d context.compacted events, want 1", len(cs))
 	}
 	c := cs[0]
-	if c.Strategy != "truncate" || c.Reason != loop.CompactWindow || c.DroppedTurns == 0 || c.DroppedMessages != 5*c.DroppedTurns ||
+	if c.Strategy != "truncate" || c.Reason != window.CompactWindow || c.DroppedTurns == 0 || c.DroppedMessages != 5*c.DroppedTurns ||
 		c.TokensAfter > 7000 || c.TokensBefore < 40000 {
 		t.Errorf("context.compacted %+v", c)
 	}
@@ -116,7 +137,7 @@ func TestLongHistorySendsBoundedRequest(t *testing.T) {
 // half as long.
 func TestUsageCalibratesTheEstimate(t *testing.T) {
 	srv := llmtest.NewServer(t)
-	s, _ := llmSession(t, srv, loop.Config{History: longHistory(100, 400), Context: loop.ContextPolicy{Window: 8000, ReserveOutput: 1000}})
+	s, _ := llmSession(t, srv, loop.Config{History: longHistory(100, 400), Context: window.Policy{Window: 8000, ReserveOutput: 1000}})
 	first := llmtest.TextReply("ok")
 	first.Usage = &llmtest.Usage{PromptTokens: 13000, CompletionTokens: 1, TotalTokens: 13001}
 	srv.Enqueue(first.Response(), llmtest.TextReply("ok").Response())
@@ -178,7 +199,7 @@ func TestContextLengthExceededCompactsAndRetries(t *testing.T) {
 				t.Errorf("the retry ends with %q, want the current message", last.Text())
 			}
 			cs := eventsOf(ev, agentfleet.EventContextCompacted)
-			if len(cs) != 1 || cs[0].Reason != loop.CompactContextLength || cs[0].DroppedMessages == 0 {
+			if len(cs) != 1 || cs[0].Reason != window.CompactContextLength || cs[0].DroppedMessages == 0 {
 				t.Errorf("context.compacted events %+v, want one for context_length_exceeded", cs)
 			}
 			if n := len(eventsOf(ev, agentfleet.EventError)); n != 0 {
@@ -201,22 +222,22 @@ func TestBudgetsEndTheRun(t *testing.T) {
 	spent.Usage = &agentfleet.Usage{InputTokens: 900, OutputTokens: 100, TotalTokens: 1000}
 	for _, c := range []struct {
 		name       string
-		budget     loop.Budget
+		budget     window.Budget
 		history    []loop.Entry
 		replies    []llmtest.Response
 		requests   int
 		limit, use int
 		which      string
 	}{
-		{"tokens per run", loop.Budget{MaxTokensPerRun: 200}, nil,
+		{"tokens per run", window.Budget{MaxTokensPerRun: 200}, nil,
 			[]llmtest.Response{usage(llmtest.ToolCallsReply(echo)), usage(llmtest.ToolCallsReply(echo)), usage(llmtest.TextReply("never"))},
-			2, 200, 220, loop.BudgetTokensPerRun},
-		{"tokens per session", loop.Budget{MaxTokensPerSession: 500}, entries("old", agentfleet.NewUserMessage("hi"), spent),
+			2, 200, 220, window.BudgetTokensPerRun},
+		{"tokens per session", window.Budget{MaxTokensPerSession: 500}, entries("old", agentfleet.NewUserMessage("hi"), spent),
 			[]llmtest.Response{usage(llmtest.TextReply("never"))},
-			0, 500, 1000, loop.BudgetTokensPerSession},
-		{"tool calls per run", loop.Budget{MaxToolCallsPerRun: 2}, nil,
+			0, 500, 1000, window.BudgetTokensPerSession},
+		{"tool calls per run", window.Budget{MaxToolCallsPerRun: 2}, nil,
 			[]llmtest.Response{usage(llmtest.ToolCallsReply(echo)), usage(llmtest.ToolCallsReply(echo, echo)), usage(llmtest.TextReply("never"))},
-			2, 2, 3, loop.BudgetToolCallsPerRun},
+			2, 2, 3, window.BudgetToolCallsPerRun},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			srv := llmtest.NewServer(t)
@@ -248,7 +269,7 @@ func TestToolCallBudgetAnswersTheCalls(t *testing.T) {
 	srv := llmtest.NewServer(t)
 	echo := llmtest.ToolCall{Name: "echo", Arguments: `{}`}
 	srv.Enqueue(llmtest.ToolCallsReply(echo, echo).Response(), llmtest.TextReply("next").Response())
-	s, ev := llmSession(t, srv, loop.Config{Budget: loop.Budget{MaxToolCallsPerRun: 1}}, tool("echo", true, text("echoed")))
+	s, ev := llmSession(t, srv, loop.Config{Budget: window.Budget{MaxToolCallsPerRun: 1}}, tool("echo", true, text("echoed")))
 	wait(t, s.Send(agentfleet.NewUserMessage("go")))
 	for _, e := range eventsOf(ev, agentfleet.EventToolEnd) {
 		if !e.IsError || e.Outcome != "skipped" || !strings.Contains(agentfleet.JoinText(e.Result.Content), "limit of 1 tool calls") {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/agentfleet/agentfleet/internal/approval"
 	"github.com/agentfleet/agentfleet/internal/bus"
-	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
+	"github.com/agentfleet/agentfleet/internal/window"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -78,21 +78,21 @@ type Profile struct {
 	approval    approval.Policy
 }
 
-// Context returns the profile's context policy; window is the context
+// Context returns the profile's context policy; tokens is the context
 // window of a profile that sets none (0: unknown).
-func (p *Profile) Context(window int) loop.ContextPolicy {
+func (p *Profile) Context(tokens int) window.Policy {
 	if p.ContextWindow > 0 {
-		window = p.ContextWindow
+		tokens = p.ContextWindow
 	}
-	return loop.ContextPolicy{
+	return window.Policy{
 		Strategy: p.ContextStrategy, SummaryModel: p.SummaryModel,
-		Window: window, ReserveOutput: p.ReserveOutput, MaxToolResultBytes: p.MaxToolResultBytes,
+		Window: tokens, ReserveOutput: p.ReserveOutput, MaxToolResultBytes: p.MaxToolResultBytes,
 	}
 }
 
 // Budget returns the profile's budgets.
-func (p *Profile) Budget() loop.Budget {
-	return loop.Budget{MaxTokensPerRun: p.MaxTokensPerRun, MaxTokensPerSession: p.MaxTokensPerSession, MaxToolCallsPerRun: p.MaxToolCallsPerRun}
+func (p *Profile) Budget() window.Budget {
+	return window.Budget{MaxTokensPerRun: p.MaxTokensPerRun, MaxTokensPerSession: p.MaxTokensPerSession, MaxToolCallsPerRun: p.MaxToolCallsPerRun}
 }
 
 // Approval returns the profile's approval policy.
@@ -154,8 +154,8 @@ func (p *Profile) check(i int) error {
 	}
 	switch p.ContextStrategy {
 	case "":
-		p.ContextStrategy = loop.StrategyTruncate
-	case loop.StrategyTruncate, loop.StrategySummarize:
+		p.ContextStrategy = window.StrategyTruncate
+	case window.StrategyTruncate, window.StrategySummarize:
 	default:
 		return fmt.Errorf("%s: context_strategy %q is not truncate or summarize", where, p.ContextStrategy)
 	}

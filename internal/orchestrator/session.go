@@ -255,14 +255,9 @@ func (s *session) config(entries []loop.Entry) loop.Config {
 		},
 		Tracer:          o.cfg.Tracer,
 		TraceAttributes: []attribute.KeyValue{tracing.Orchestrator.String(o.id)},
-		Unexecuted:      s.gate.Unexecuted,
-		Sink:            o.sink(),
+		Store:           loopStore{s},
+		Sink:            loopSink{EventSink: o.sink(), s: s},
 		History:         entries,
-		OnAppend:        s.stored,
-		OnRunEnd:        s.ended,
-		OnSummary:       s.summarized,
-		OnRunEnded:      s.answer,
-		OnSuspend:       s.suspended,
 	}
 }
 

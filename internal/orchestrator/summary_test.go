@@ -12,8 +12,8 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/llm"
 	"github.com/agentfleet/agentfleet/internal/llm/llmtest"
-	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
+	"github.com/agentfleet/agentfleet/internal/window"
 )
 
 // TestSummaryIsStoredAndReusedAfterRestart runs a durable session of a
@@ -52,7 +52,7 @@ agents:
 	if len(reqs) != 4 {
 		t.Fatalf("%d model requests, want 4 (three answers and a summary)", len(reqs))
 	}
-	if got := reqs[2].Messages[0].Text(); got != loop.SummaryPrompt {
+	if got := reqs[2].Messages[0].Text(); got != window.SummaryPrompt {
 		t.Errorf("third request's system prompt %q, want the summary prompt", got)
 	}
 	if !strings.Contains(reqs[2].Messages[1].Text(), "question 1") || !strings.Contains(reqs[2].Messages[1].Text(), "assistant: a2") {

@@ -1,99 +1,36 @@
-package loop_test
+package window_test
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/agentfleet/agentfleet"
-	"github.com/agentfleet/agentfleet/internal/loop"
+	"github.com/agentfleet/agentfleet/internal/window"
 )
-
-// longHistory returns n past turns, each a user message, an assistant
-// message calling two tools, their results and a text answer, every
-// message about size bytes long.
-func longHistory(n, size int) []loop.Entry {
-	var out []loop.Entry
-	pad := strings.Repeat("x", size)
-	for i := range n {
-		run := fmt.Sprintf("run%d", i)
-		a, b := fmt.Sprintf("t%d#a", i), fmt.Sprintf("t%d#b", i)
-		out = append(out, entries(run,
-			agentfleet.NewUserMessage(fmt.Sprintf("question %d %s", i, pad)),
-			callMsg(a, b),
-			result(a, "result a "+pad), result(b, "result b "+pad),
-			answer(fmt.Sprintf("answer %d %s", i, pad)),
-		)...)
-	}
-	return out
-}
-
-func messagesOf(es []loop.Entry) []agentfleet.Message {
-	out := make([]agentfleet.Message, len(es))
-	for i, e := range es {
-		out[i] = e.Message
-	}
-	return out
-}
-
-// checkPairs fails unless every tool result of msgs follows the assistant
-// message that called it, every call of an assistant message has its
-// result, and the first message is a user message.
-func checkPairs(t *testing.T, msgs []agentfleet.Message) {
-	t.Helper()
-	if len(msgs) == 0 {
-		return
-	}
-	if _, ok := msgs[0].(*agentfleet.UserMessage); !ok {
-		t.Errorf("the first message is a %s, want a user message", msgs[0].MessageRole())
-	}
-	open := map[string]bool{}
-	for i, m := range msgs {
-		switch m := m.(type) {
-		case *agentfleet.AssistantMessage:
-			for id := range open {
-				t.Errorf("message %d: call %s has no result before it", i, id)
-			}
-			open = map[string]bool{}
-			for _, c := range m.ToolCalls() {
-				open[c.ID] = true
-			}
-		case *agentfleet.ToolResultMessage:
-			if !open[m.ToolCallID] {
-				t.Errorf("message %d: result of %s without its call before it", i, m.ToolCallID)
-			}
-			delete(open, m.ToolCallID)
-		default:
-			for id := range open {
-				t.Errorf("message %d: call %s has no result before it", i, id)
-			}
-		}
-	}
-}
 
 // TestTruncateKeepsWholeTurns truncates a history to every budget from
 // nothing to all of it: no tool call is parted from its result, the
 // current run is always kept, the result fits when it can, and the history
 // given is left as it was.
 func TestTruncateKeepsWholeTurns(t *testing.T) {
-	hist := messagesOf(longHistory(6, 100))
+	hist := history(6, 100)
 	current := []agentfleet.Message{agentfleet.NewUserMessage("now"), callMsg("now#c"), result("now#c", "fresh")}
 	msgs := append(append([]agentfleet.Message(nil), hist...), current...)
 	before := roles(msgs)
-	est := new(loop.Estimator)
+	est := new(window.Estimator)
 	all := 0
 	for _, m := range msgs {
-		all += loop.MessageBytes(m)
+		all += window.MessageBytes(m)
 	}
 	for budget := 0; budget <= est.Tokens(all)+10; budget += 7 {
-		tr := loop.Truncate(loop.TruncateInput{Messages: msgs, RunStart: len(hist), Budget: budget, Tokens: est})
+		tr := window.Truncate(window.TruncateInput{Messages: msgs, RunStart: len(hist), Budget: budget, Tokens: est})
 		checkPairs(t, tr.Messages)
 		if got, want := roles(tr.Messages[len(tr.Messages)-3:]), roles(current); got != want {
 			t.Fatalf("budget %d: the request ends %s, want the current run %s", budget, got, want)
 		}
 		cur := 0
 		for _, m := range current {
-			cur += loop.MessageBytes(m)
+			cur += window.MessageBytes(m)
 		}
 		if est.Tokens(cur) <= budget && tr.TokensAfter > budget {
 			t.Errorf("budget %d: %d tokens kept, over the budget", budget, tr.TokensAfter)
@@ -116,7 +53,7 @@ func TestTruncateShortensToolResults(t *testing.T) {
 	long := strings.Repeat("é", 3000) // 6000 bytes, two per rune
 	big := result("get#1", long)
 	msgs := []agentfleet.Message{agentfleet.NewUserMessage("q"), callMsg("get#1"), big, answer("done")}
-	tr := loop.Truncate(loop.TruncateInput{Messages: msgs, RunStart: 0, Budget: 1 << 20, MaxResultBytes: 1001})
+	tr := window.Truncate(window.TruncateInput{Messages: msgs, RunStart: 0, Budget: 1 << 20, MaxResultBytes: 1001})
 	if tr.Shortened != 1 || tr.DroppedMessages != 0 {
 		t.Fatalf("shortened %d, dropped %d; want 1 and 0", tr.Shortened, tr.DroppedMessages)
 	}
@@ -139,7 +76,7 @@ func TestTruncateShortensToolResults(t *testing.T) {
 // TestEstimatorCalibrates checks that the estimate follows the prompt
 // tokens the server reports, and that a refusal raises it above the window.
 func TestEstimatorCalibrates(t *testing.T) {
-	var e loop.Estimator
+	var e window.Estimator
 	if got, want := e.Tokens(4000), 1000; got != want {
 		t.Errorf("uncalibrated: %d tokens for 4000 bytes, want %d", got, want)
 	}

@@ -1,4 +1,4 @@
-package loop
+package window
 
 import (
 	"math"
@@ -87,14 +87,26 @@ func (e *Estimator) Overflowed(n, window int) {
 
 // RequestBytes measures a request as the estimate counts it: the system
 // prompt, every message and every tool definition.
-func RequestBytes(req *Request) int {
-	n := len(req.SystemPrompt) + messageOverhead
-	for _, m := range req.Messages {
-		n += MessageBytes(m)
-	}
-	for i := range req.Tools {
-		d := &req.Tools[i]
+func RequestBytes(systemPrompt string, msgs []agentfleet.Message, tools []agentfleet.ToolDef) int {
+	return FixedBytes(systemPrompt, tools) + MessagesBytes(msgs)
+}
+
+// FixedBytes measures what every request of a turn sends besides its
+// messages: the system prompt and the tool definitions.
+func FixedBytes(systemPrompt string, tools []agentfleet.ToolDef) int {
+	n := len(systemPrompt) + messageOverhead
+	for i := range tools {
+		d := &tools[i]
 		n += len(d.Name) + len(d.Description) + len(d.InputSchema) + messageOverhead
+	}
+	return n
+}
+
+// MessagesBytes measures messages as the estimate counts them.
+func MessagesBytes(ms []agentfleet.Message) int {
+	n := 0
+	for _, m := range ms {
+		n += MessageBytes(m)
 	}
 	return n
 }
