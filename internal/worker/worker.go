@@ -140,11 +140,11 @@ func StartContext(ctx context.Context, nc *bus.Conn, cfg Config) (*Worker, error
 		mcpReserved = append(mcpReserved, t.Name)
 	}
 	claims := &mcpbridge.Claims{}
+	host := newMCPHost(nc, cfg)
 	for _, sp := range cfg.MCP {
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		b, err := mcpbridge.Start(ctx, nc, mcpbridge.Config{
-			Spec: sp, Prefix: cfg.Prefix, Concurrency: cfg.Concurrency, Heartbeat: cfg.Heartbeat,
-			Logger: cfg.Logger, Observe: cfg.Observe, Reserved: mcpReserved, Claims: claims, Stderr: cfg.MCPStderr, Timeout: cfg.MCPTimeout, Tracer: cfg.Tracer,
+		b, err := mcpbridge.Start(ctx, host, mcpbridge.Config{
+			Spec: sp, Logger: cfg.Logger, Reserved: mcpReserved, Claims: claims, Stderr: cfg.MCPStderr, Timeout: cfg.MCPTimeout,
 		})
 		cancel()
 		if err != nil {
