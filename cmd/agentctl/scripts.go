@@ -2,7 +2,7 @@ package main
 
 // The subcommands of tools that manage the fleet's scripted tools:
 // export, import, history and delete. They work on the KV bucket of
-// scripts.Store directly; import stores a definition with script.Write,
+// scriptfleet.Store directly; import stores a definition with script.Write,
 // which is what write_tool does.
 
 import (
@@ -22,8 +22,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/bus/scriptfleet"
 	"github.com/agentfleet/agentfleet/internal/script"
-	"github.com/agentfleet/agentfleet/internal/scripts"
 	"github.com/agentfleet/agentfleet/internal/tools"
 )
 
@@ -34,7 +34,7 @@ const maxDefinitionBytes = 4 << 20
 // withScripts opens the store of scripted tools and runs f with it. A
 // permission violation ends f and is its error; an interrupt ends it
 // without one.
-func (m *Main) withScripts(ctx context.Context, f func(ctx context.Context, store *scripts.Store) error) error {
+func (m *Main) withScripts(ctx context.Context, f func(ctx context.Context, store *scriptfleet.Store) error) error {
 	ctx, done := m.untilDenied(ctx)
 	defer done()
 	store, err := m.openScripts(ctx)
@@ -54,7 +54,7 @@ func (m *Main) withScripts(ctx context.Context, f func(ctx context.Context, stor
 // exportTool prints the current definition of a scripted tool, or the
 // revision --revision names, as indented JSON.
 func (m *Main) exportTool(ctx context.Context) error {
-	return m.withScripts(ctx, func(ctx context.Context, store *scripts.Store) error {
+	return m.withScripts(ctx, func(ctx context.Context, store *scriptfleet.Store) error {
 		name := m.pos[0]
 		var def *script.Definition
 		if m.Revision == 0 {
@@ -74,7 +74,7 @@ func (m *Main) exportTool(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			i := slices.IndexFunc(hist, func(r scripts.Revision) bool { return r.Revision == m.Revision })
+			i := slices.IndexFunc(hist, func(r scriptfleet.Revision) bool { return r.Revision == m.Revision })
 			switch {
 			case i < 0:
 				kept := make([]string, len(hist))
@@ -111,7 +111,7 @@ func writeJSON(w io.Writer, v any) error {
 
 // notStored explains why the store has no current definition of name:
 // deleted, not a scripted tool, or unknown.
-func (m *Main) notStored(ctx context.Context, store *scripts.Store, name string) error {
+func (m *Main) notStored(ctx context.Context, store *scriptfleet.Store, name string) error {
 	if hist, err := store.History(ctx, name); err == nil && len(hist) > 0 {
 		last := hist[len(hist)-1]
 		return fmt.Errorf("the scripted tool %s was deleted (revision %d, %s); agentctl tools history %s lists its earlier revisions", name, last.Revision, formatTime(last.Time), name)
@@ -151,7 +151,7 @@ func (m *Main) importTool(ctx context.Context) error {
 		return fmt.Errorf("%s: %w", file, err)
 	}
 	def.Replace = def.Replace || m.Replace
-	return m.withScripts(ctx, func(ctx context.Context, store *scripts.Store) error {
+	return m.withScripts(ctx, func(ctx context.Context, store *scriptfleet.Store) error {
 		// script.Write refuses this too; saying it here names the flag.
 		existing, err := store.Get(ctx, def.Name)
 		switch {
@@ -336,7 +336,7 @@ func scriptExcerpt(def *script.Definition, msg string) string {
 // toolHistory lists the revisions of a scripted tool that the bucket
 // keeps, oldest first.
 func (m *Main) toolHistory(ctx context.Context) error {
-	return m.withScripts(ctx, func(ctx context.Context, store *scripts.Store) error {
+	return m.withScripts(ctx, func(ctx context.Context, store *scriptfleet.Store) error {
 		name := m.pos[0]
 		hist, err := store.History(ctx, name)
 		if errors.Is(err, script.ErrNotFound) {
@@ -398,7 +398,7 @@ func formatTime(t time.Time) string {
 // deleteTool deletes a scripted tool; the workers stop serving it within a
 // second, and its revisions stay in the bucket's history.
 func (m *Main) deleteTool(ctx context.Context) error {
-	return m.withScripts(ctx, func(ctx context.Context, store *scripts.Store) error {
+	return m.withScripts(ctx, func(ctx context.Context, store *scriptfleet.Store) error {
 		name := m.pos[0]
 		cur, err := store.Get(ctx, name)
 		if errors.Is(err, script.ErrNotFound) {

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/agentfleet/agentfleet/internal/bus/scriptfleet"
 	"github.com/agentfleet/agentfleet/internal/script"
-	"github.com/agentfleet/agentfleet/internal/scripts"
 )
 
 // scriptWorkerProbeTimeout bounds the probe for a script worker: a worker
@@ -36,12 +36,12 @@ var scriptWorkerProbe = &script.Definition{
 func (m *Main) scriptWorkerWarning(ctx context.Context, name string) string {
 	ctx, cancel := context.WithTimeout(ctx, scriptWorkerProbeTimeout)
 	defer cancel()
-	subject := scripts.DryRunSubject(m.subjects.Prefix)
-	err := scripts.RemoteDryRun(m.nc, m.subjects.Prefix).DryRun(ctx, scriptWorkerProbe)
+	subject := scriptfleet.DryRunSubject(m.subjects.Prefix)
+	err := scriptfleet.RemoteDryRun(m.nc, m.subjects.Prefix).DryRun(ctx, scriptWorkerProbe)
 	switch {
 	case err == nil:
 		return ""
-	case errors.Is(err, scripts.ErrNoScriptWorker):
+	case errors.Is(err, scriptfleet.ErrNoScriptWorker):
 		return fmt.Sprintf("no script worker answers on %s, so no worker serves %s yet and write_tool fails: start a tool worker with --scripts (or the orchestrator with --workers N and JetStream), which serves it within a second", subject, name)
 	default:
 		return fmt.Sprintf("could not tell whether a script worker serves %s: a dry run on %s: %v", name, subject, err)

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
-	"github.com/agentfleet/agentfleet/internal/scripts"
+	"github.com/agentfleet/agentfleet/internal/bus/scriptfleet"
 	"github.com/agentfleet/agentfleet/internal/worker"
 )
 
@@ -25,7 +25,7 @@ func TestToolsImportWithoutScriptWorker(t *testing.T) {
 	// The bucket, as an orchestrator with JetStream creates it, and a
 	// worker without --scripts, which answers $SRV.INFO but serves no
 	// scripted tool.
-	if _, err := scripts.NewStore(ctx, bustest.MustConnect(t, s), scripts.StoreConfig{}); err != nil {
+	if _, err := scriptfleet.NewStore(ctx, bustest.MustConnect(t, s), scriptfleet.StoreConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet/internal/bus"
-	"github.com/agentfleet/agentfleet/internal/scripts"
+	"github.com/agentfleet/agentfleet/internal/bus/scriptfleet"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -207,15 +207,15 @@ func (m *Main) untilDenied(ctx context.Context) (context.Context, context.Cancel
 }
 
 // openScripts binds the KV bucket of the scripted tools. Unlike
-// scripts.NewStore alone, it does not create a missing bucket: the
+// scriptfleet.NewStore alone, it does not create a missing bucket: the
 // orchestrator and the workers that serve scripts create it with the
 // replicas of their configuration, which agentctl does not know.
-func (m *Main) openScripts(ctx context.Context) (*scripts.Store, error) {
+func (m *Main) openScripts(ctx context.Context) (*scriptfleet.Store, error) {
 	js, err := jetstream.New(m.nc)
 	if err != nil {
 		return nil, fmt.Errorf("JetStream: %w", err)
 	}
-	bucket := scripts.DefaultBucket
+	bucket := scriptfleet.DefaultBucket
 	_, err = js.KeyValue(ctx, bucket)
 	switch {
 	case errors.Is(err, jetstream.ErrBucketNotFound):
@@ -225,7 +225,7 @@ func (m *Main) openScripts(ctx context.Context) (*scripts.Store, error) {
 	case err != nil:
 		return nil, fmt.Errorf("KV bucket %s: %w", bucket, err)
 	}
-	return scripts.NewStore(ctx, m.nc, scripts.StoreConfig{Bucket: bucket})
+	return scriptfleet.NewStore(ctx, m.nc, scriptfleet.StoreConfig{Bucket: bucket})
 }
 
 // replay prints the events on subject kept in the fleet's event stream from

@@ -24,6 +24,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/scriptfleet"
 	"github.com/agentfleet/agentfleet/internal/cli"
 	"github.com/agentfleet/agentfleet/internal/dashboard"
 	"github.com/agentfleet/agentfleet/internal/httpauth"
@@ -33,7 +34,6 @@ import (
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
 	"github.com/agentfleet/agentfleet/internal/partition"
 	"github.com/agentfleet/agentfleet/internal/script"
-	"github.com/agentfleet/agentfleet/internal/scripts"
 	"github.com/agentfleet/agentfleet/internal/tools"
 	"github.com/agentfleet/agentfleet/internal/tools/builtin"
 	"github.com/agentfleet/agentfleet/internal/tracing"
@@ -258,7 +258,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	var local []*agentfleet.Tool
 	if scripted {
-		store, err := scripts.NewStore(ctx, m.nc, scripts.StoreConfig{Replicas: m.Streams.Replicas})
+		store, err := scriptfleet.NewStore(ctx, m.nc, scriptfleet.StoreConfig{Replicas: m.Streams.Replicas})
 		if err != nil {
 			return err
 		}
@@ -274,7 +274,7 @@ func (m *Main) Run(ctx context.Context) error {
 		local = []*agentfleet.Tool{
 			// The dry run runs model-written code: on a script worker,
 			// never in this process.
-			m.announced(script.WriteTool(store, fleet, scripts.RemoteDryRun(m.nc, m.Prefix)), agentfleet.EventToolWritten),
+			m.announced(script.WriteTool(store, fleet, scriptfleet.RemoteDryRun(m.nc, m.Prefix)), agentfleet.EventToolWritten),
 			m.announced(script.DeleteTool(store, fleet), agentfleet.EventToolDeleted),
 		}
 	}

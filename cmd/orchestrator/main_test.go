@@ -20,7 +20,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
-	"github.com/agentfleet/agentfleet/internal/history"
+	"github.com/agentfleet/agentfleet/internal/bus/history"
 	"github.com/agentfleet/agentfleet/internal/llm/llmtest"
 	"github.com/agentfleet/agentfleet/internal/worker"
 	"github.com/nats-io/nats.go"

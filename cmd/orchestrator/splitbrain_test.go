@@ -14,7 +14,7 @@ import (
 
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
-	"github.com/agentfleet/agentfleet/internal/history"
+	"github.com/agentfleet/agentfleet/internal/bus/history"
 	"github.com/agentfleet/agentfleet/internal/worker"
 	"github.com/nats-io/nats.go/jetstream"
 )

@@ -15,9 +15,9 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/scriptfleet"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/script"
-	"github.com/agentfleet/agentfleet/internal/scripts"
 	"github.com/nats-io/nats-server/v2/server"
 )
 
@@ -74,7 +74,7 @@ func TestScriptsUnderDeployConf(t *testing.T) {
 	// stores one; its call_tool reaches the built-in echo.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	store, err := scripts.NewStore(ctx, orch, scripts.StoreConfig{})
+	store, err := scriptfleet.NewStore(ctx, orch, scriptfleet.StoreConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestScriptsUnderDeployConf(t *testing.T) {
 	// write_tool's dry run, answered by the worker.
 	dry := &script.Definition{Name: "upper", Description: "upper case", InputSchema: json.RawMessage(`{"type":"object"}`),
 		Code: "def execute(args):\n    return 'ok'\n"}
-	if err := scripts.RemoteDryRun(orch, "agent").DryRun(ctx, dry); err != nil {
+	if err := scriptfleet.RemoteDryRun(orch, "agent").DryRun(ctx, dry); err != nil {
 		t.Errorf("dry run: %v\n%s", err, stderr)
 	}
 	// A tool written while the worker runs is served too: the watch of the

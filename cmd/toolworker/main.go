@@ -274,7 +274,7 @@ func (m *Main) Close() error {
 	return errors.Join(errs...)
 }
 
-// isolation maps the flag to scripts.ServerConfig.Isolation.
+// isolation maps the flag to scriptfleet.ServerConfig.Isolation.
 func isolation(flag string) string {
 	if flag == "process" {
 		return scripts.IsolationProcess

@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/agentfleet/agentfleet/internal/history"
+	"github.com/agentfleet/agentfleet/internal/bus/history"
 )
 
 // Class is a class of violation of the fleet's guarantees.

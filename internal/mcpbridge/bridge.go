@@ -1,8 +1,10 @@
-// Package mcpbridge serves the tools of MCP servers to the fleet: a Bridge
+// Package mcpbridge brings the tools of MCP servers to the fleet: a Bridge
 // connects to one MCP server as an MCP client (a command on stdio, or a
-// streamable HTTP endpoint), lists its tools and serves each as a fleet
-// tool on NATS, following the server's tools/list_changed and coming back
-// after the server went away.
+// streamable HTTP endpoint), lists its tools and turns each into a fleet
+// tool, which its Host serves (the worker's, on NATS), following the
+// server's tools/list_changed and coming back after the server went away.
+//
+// It does not import the NATS client: the transport is the Host's.
 package mcpbridge
 
 import (
@@ -20,28 +22,42 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
-	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/nats-io/nats.go"
-	"go.opentelemetry.io/otel/trace"
 )
+
+// Host serves sets of fleet tools for a Bridge: the worker's serves them
+// on NATS. The bridge calls Serve with the whole set each time it
+// changes, and drains the set it replaces.
+type Host interface {
+	// Serve starts serving tools as the tool server called name; the
+	// tools take calls once it returns. It fails when they cannot be
+	// served, with an error that says why.
+	Serve(name string, tools []*agentfleet.Tool) (Served, error)
+	// MaxPayload is the largest message the transport carries, the
+	// default bound of Limits.InfoBytes; 0 or less means 1 MiB.
+	MaxPayload() int64
+}
+
+// Served is one set of tools a Host serves.
+type Served interface {
+	// Name is the name of the tool server.
+	Name() string
+	// InFlight returns the calls running now.
+	InFlight() int
+	// Drain stops taking calls and lets those in flight finish until ctx
+	// ends, then cancels them.
+	Drain(ctx context.Context) error
+}
 
 // Config configures a Bridge. Spec is required; every other field is
 // optional and its zero value means the documented default.
 type Config struct {
 	Spec Spec
-	// Prefix is the subject prefix; default bus.DefaultPrefix.
-	Prefix string
-	// Name is the micro service name; default "mcp-" + Spec.Name.
+	// Name is the name of the tool server the Host is asked for; default
+	// "mcp-" + Spec.Name.
 	Name string
-	// Concurrency, Heartbeat, Logger and Observe are those of
-	// bus.ServerConfig; Logger defaults to slog.Default().
-	Concurrency int
-	Heartbeat   time.Duration
-	Logger      *slog.Logger
-	Observe     func(tool, outcome string, d time.Duration)
-	// Tracer is that of bus.ServerConfig: each call a span.
-	Tracer trace.Tracer
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
 	// Reserved names are never served, whatever the prefix: the worker
 	// gives the names of all built-in tools and of the tools it serves
 	// itself.
@@ -60,7 +76,7 @@ type Config struct {
 	// default 30s.
 	ConnectTimeout time.Duration
 	// Limits bound the server's tool list; the zero value means the
-	// defaults (DefaultMaxTools, bus.ToolBounds, the NATS max payload).
+	// defaults (DefaultMaxTools, bus.ToolBounds, the Host's max payload).
 	Limits Limits
 	// Stderr receives a stdio server's standard error; default os.Stderr.
 	Stderr io.Writer
@@ -73,7 +89,7 @@ type Config struct {
 // its tools stay on the fleet and their calls fail with an error that
 // says so, until the bridge has reconnected (restarting a stdio server).
 type Bridge struct {
-	nc       *nats.Conn
+	host     Host
 	cfg      Config
 	log      *slog.Logger
 	client   *mcp.Client
@@ -89,7 +105,7 @@ type Bridge struct {
 	mu       sync.Mutex
 	sess     *mcp.ClientSession
 	down     error             // why there is no session
-	current  *bus.ToolServer   // nil while no tool is served
+	current  Served            // nil while no tool is served
 	served   map[string]string // fleet name → MCP name
 	defs     map[string]agentfleet.ToolDef
 	draining sync.WaitGroup
@@ -99,10 +115,14 @@ type Bridge struct {
 // Close. ctx bounds the first connection and tools/list only (each also
 // bounded by Config.ConnectTimeout): a server that cannot be reached or
 // started, or does not list its tools in time, fails Start with an error
-// that names it; after that, the bridge reconnects by itself.
-func Start(ctx context.Context, nc *nats.Conn, cfg Config) (*Bridge, error) {
+// that names it; after that, the bridge reconnects by itself. host serves
+// the tools, from the first listing until Close.
+func Start(ctx context.Context, host Host, cfg Config) (*Bridge, error) {
 	if cfg.Spec.Name == "" || (len(cfg.Spec.Command) == 0) == (cfg.Spec.URL == "") {
 		return nil, fmt.Errorf("mcp bridge: spec %q needs a name and either a command or a URL", cfg.Spec)
+	}
+	if host == nil {
+		return nil, fmt.Errorf("mcp bridge: MCP server %s has no host to serve its tools", cfg.Spec.Name)
 	}
 	if cfg.Name == "" {
 		cfg.Name = "mcp-" + cfg.Spec.Name
@@ -123,7 +143,7 @@ func Start(ctx context.Context, nc *nats.Conn, cfg Config) (*Bridge, error) {
 		cfg.Stderr = os.Stderr
 	}
 	b := &Bridge{
-		nc: nc, cfg: cfg, log: cfg.Logger.With("mcp_server", cfg.Spec.Name),
+		host: host, cfg: cfg, log: cfg.Logger.With("mcp_server", cfg.Spec.Name),
 		reserved: map[string]bool{}, changed: make(chan struct{}, 1),
 		done: make(chan struct{}), served: map[string]string{}, defs: map[string]agentfleet.ToolDef{},
 	}
@@ -272,7 +292,7 @@ func (b *Bridge) session() (*mcp.ClientSession, error) {
 // with the bound and left out; the others are served. The listing stops
 // at Limits.MaxTools.
 func (b *Bridge) refresh(ctx context.Context, sess *mcp.ClientSession) error {
-	lim := b.cfg.Limits.withDefaults(b.nc.MaxPayload())
+	lim := b.cfg.Limits.withDefaults(b.host.MaxPayload())
 	var listed []*mcp.Tool
 	more := false
 	for t, err := range sess.Tools(ctx, nil) {
@@ -320,18 +340,14 @@ func (b *Bridge) refresh(ctx context.Context, sess *mcp.ClientSession) error {
 	if maps.EqualFunc(defs, b.defs, sameDef) {
 		return nil
 	}
-	var next *bus.ToolServer
+	var next Served
 	if len(defs) > 0 {
 		var ts []*agentfleet.Tool
 		for _, name := range slices.Sorted(maps.Keys(defs)) {
 			ts = append(ts, &agentfleet.Tool{ToolDef: defs[name], Handler: b.handler(name, names[name])})
 		}
 		var err error
-		next, err = bus.Serve(b.nc, bus.ServerConfig{
-			Name: b.cfg.Name, Prefix: b.cfg.Prefix, Tools: ts, Concurrency: b.cfg.Concurrency,
-			Heartbeat: b.cfg.Heartbeat, Logger: b.cfg.Logger, Observe: b.cfg.Observe, Tracer: b.cfg.Tracer,
-			Kind: bus.KindMCP,
-		})
+		next, err = b.host.Serve(b.cfg.Name, ts)
 		if err != nil {
 			return fmt.Errorf("serve its tools: %w", err)
 		}

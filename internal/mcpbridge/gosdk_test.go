@@ -142,7 +142,7 @@ func TestStdioRestart(t *testing.T) {
 // error that names the server and the command.
 func TestStartFails(t *testing.T) {
 	f := newFleet(t)
-	_, err := mcpbridge.Start(context.Background(), f.nc, mcpbridge.Config{Spec: mcpbridge.Spec{Name: "nope", Command: []string{"/nonexistent/mcp-server"}}, Logger: quiet()})
+	_, err := mcpbridge.Start(context.Background(), f.host, mcpbridge.Config{Spec: mcpbridge.Spec{Name: "nope", Command: []string{"/nonexistent/mcp-server"}}, Logger: quiet()})
 	if err == nil {
 		t.Fatal("start succeeded")
 	}
@@ -193,7 +193,8 @@ func TestSeveralWorkers(t *testing.T) {
 	s := bustest.MustRunNATS(t)
 	spec := mcpbridge.Spec{Name: "shared", URL: hs.URL}
 	for range 2 {
-		w := &fleet{nc: bustest.MustConnect(t, s)}
+		nc := bustest.MustConnect(t, s)
+		w := &fleet{nc: nc, host: natsHost{nc}}
 		w.start(t, mcpbridge.Config{Spec: spec})
 	}
 	f := newFleetOn(t, s)

@@ -38,11 +38,26 @@ func npmBin(t *testing.T, name string) string {
 	return p
 }
 
-// fleet is a NATS server and a tool client on it.
+// fleet is a NATS server, a tool client on it and the host of the
+// bridges, which serves their tools there as a worker does.
 type fleet struct {
 	nc     *nats.Conn
 	client *bus.ToolClient
+	host   natsHost
 }
+
+// natsHost serves a bridge's tools on NATS as tool servers of kind mcp.
+type natsHost struct{ nc *nats.Conn }
+
+func (h natsHost) Serve(name string, tools []*agentfleet.Tool) (mcpbridge.Served, error) {
+	srv, err := bus.Serve(h.nc, bus.ServerConfig{Name: name, Tools: tools, Kind: bus.KindMCP, Logger: quiet()})
+	if err != nil {
+		return nil, err
+	}
+	return srv, nil
+}
+
+func (h natsHost) MaxPayload() int64 { return h.nc.MaxPayload() }
 
 func newFleet(t *testing.T) *fleet {
 	t.Helper()
@@ -58,7 +73,7 @@ func newFleetOn(t *testing.T, s *server.Server) *fleet {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return &fleet{nc: nc, client: c}
+	return &fleet{nc: nc, client: c, host: natsHost{nc}}
 }
 
 // call runs a tool on the fleet as the orchestrator's executor would.
@@ -82,7 +97,7 @@ func (f *fleet) start(t *testing.T, cfg mcpbridge.Config) *mcpbridge.Bridge {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	b, err := mcpbridge.Start(ctx, f.nc, cfg)
+	b, err := mcpbridge.Start(ctx, f.host, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

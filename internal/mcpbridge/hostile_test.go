@@ -69,7 +69,7 @@ func startWithin(t *testing.T, f *fleet, cfg mcpbridge.Config, d time.Duration) 
 	}
 	done := make(chan started, 1)
 	go func() {
-		b, err := mcpbridge.Start(context.Background(), f.nc, cfg)
+		b, err := mcpbridge.Start(context.Background(), f.host, cfg)
 		done <- started{b, err}
 	}()
 	select {
@@ -294,7 +294,7 @@ func TestHugeHTTPMessage(t *testing.T) {
 	serveBuiltinEcho(t, f)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, err := mcpbridge.Start(ctx, f.nc, mcpbridge.Config{Spec: mcpbridge.Spec{Name: "huge", URL: hs.URL}, Logger: quiet()})
+	_, err := mcpbridge.Start(ctx, f.host, mcpbridge.Config{Spec: mcpbridge.Spec{Name: "huge", URL: hs.URL}, Logger: quiet()})
 	if err == nil {
 		t.Fatal("the bridge started on an 80 MiB tools/list")
 	}

@@ -2,7 +2,6 @@ package orchestrator
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -13,7 +12,6 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/google/uuid"
-	"github.com/nats-io/nats.go"
 )
 
 // Agents returns the names of the agents, sorted.
@@ -96,48 +94,4 @@ func (o *Orchestrator) Ask(ctx context.Context, agentName, session, text string,
 		return nil, err
 	}
 	return bus.Ask(ctx, o.nc, o.subjects, agentName, session, text, onEvent)
-}
-
-// answerCalls subscribes Subjects.Call for agentctl mcp: each request is
-// one call run by CallTool, answered with a bus.CallReplyJSON. Any
-// orchestrator answers as well as another.
-func (o *Orchestrator) answerCalls() (*nats.Subscription, error) {
-	sub, err := o.nc.QueueSubscribe(o.subjects.CallWildcard(), bus.QueueInput, func(m *nats.Msg) {
-		if !o.mayAnswer(m) {
-			return // the call is not run
-		}
-		go o.answerCall(m)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("subscribe %s: %w", o.subjects.CallWildcard(), err)
-	}
-	return sub, nil
-}
-
-func (o *Orchestrator) answerCall(m *nats.Msg) {
-	reply := func(r *bus.CallReplyJSON) {
-		b, err := json.Marshal(r)
-		if err != nil {
-			b, _ = json.Marshal(&bus.CallReplyJSON{Error: fmt.Sprintf("the result does not encode: %v", err)})
-		}
-		if err := o.nc.Publish(m.Reply, b); err != nil {
-			o.log.Warn("call reply", "subject", m.Subject, "err", err)
-		}
-	}
-	agentName, session, err := o.subjects.ParseCall(m.Subject)
-	if err != nil {
-		reply(&bus.CallReplyJSON{Error: err.Error()})
-		return
-	}
-	var req bus.CallRequestJSON
-	if err := json.Unmarshal(m.Data, &req); err != nil {
-		reply(&bus.CallReplyJSON{Error: fmt.Sprintf("call on %s: the request is not a JSON call: %v", m.Subject, err)})
-		return
-	}
-	out, err := o.CallTool(o.life, agentName, session, agentfleet.ToolCall{ID: req.ID, Name: req.Name, Arguments: req.Arguments}, nil)
-	if err != nil {
-		reply(&bus.CallReplyJSON{Error: err.Error()})
-		return
-	}
-	reply(&bus.CallReplyJSON{Result: out.Result, IsError: out.IsError, Outcome: string(out.Kind)})
 }

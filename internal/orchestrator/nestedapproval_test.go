@@ -16,6 +16,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/scriptfleet"
 	"github.com/agentfleet/agentfleet/internal/llm"
 	"github.com/agentfleet/agentfleet/internal/llm/llmtest"
 	"github.com/agentfleet/agentfleet/internal/mcpserver"
@@ -58,7 +59,7 @@ func TestNestedCallOfGatedToolIsRefused(t *testing.T) {
 		{Name: "default", Approve: []string{"echo"}},
 	}}, bus.ServerConfig{Tools: []*agentfleet.Tool{gated, echo("say")}})
 
-	srv, err := scripts.Serve(ctx, bustest.MustConnect(t, f.srv), scripts.ServerConfig{
+	srv, err := scriptfleet.Serve(ctx, bustest.MustConnect(t, f.srv), scriptfleet.ServerConfig{
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Heartbeat: 100 * time.Millisecond,
 	})
 	if err != nil {
@@ -211,7 +212,7 @@ func TestToolWrittenAtRunTimeCannotReachGatedTool(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { worker.Stop() })
-	srv, err := scripts.Serve(ctx, bustest.MustConnect(t, s), scripts.ServerConfig{
+	srv, err := scriptfleet.Serve(ctx, bustest.MustConnect(t, s), scriptfleet.ServerConfig{
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Heartbeat: 100 * time.Millisecond,
 	})
 	if err != nil {
@@ -222,7 +223,7 @@ func TestToolWrittenAtRunTimeCannotReachGatedTool(t *testing.T) {
 	fleet := func() []agentfleet.ToolDef { return orch.Fleet().Tools() }
 	// write_tool returns once the fleet serves the tool, as the
 	// orchestrator command's does.
-	write := starlark.WriteTool(srv.Store(), fleet, scripts.RemoteDryRun(nc, bus.DefaultPrefix))
+	write := starlark.WriteTool(srv.Store(), fleet, scriptfleet.RemoteDryRun(nc, bus.DefaultPrefix))
 	inner := write.Handler
 	write.Handler = agentfleet.HandlerFunc(func(ctx context.Context, c *agentfleet.Call) (*agentfleet.ToolResult, error) {
 		res, err := inner.Call(ctx, c)

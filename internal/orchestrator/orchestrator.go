@@ -17,13 +17,13 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
-	"github.com/agentfleet/agentfleet/internal/history"
+	"github.com/agentfleet/agentfleet/internal/bus/history"
+	"github.com/agentfleet/agentfleet/internal/bus/services"
 	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/partition"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/tools"
 	"github.com/google/uuid"
-	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -116,8 +116,7 @@ type Orchestrator struct {
 	client   *bus.ToolClient
 	fleet    *bus.Fleet
 	input    *bus.Input
-	toolsSub *nats.Subscription // answers Subjects.AgentTools
-	callSub  *nats.Subscription // answers Subjects.Call
+	services *services.Services // answers Subjects.AgentTools and Subjects.Call
 	durable  *bus.Durable
 	history  *history.Store
 	table    *partition.Table // with durable input: the partitions this one owns

@@ -11,7 +11,8 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
-	"github.com/agentfleet/agentfleet/internal/history"
+	"github.com/agentfleet/agentfleet/internal/bus/history"
+	"github.com/agentfleet/agentfleet/internal/bus/services"
 	"github.com/agentfleet/agentfleet/internal/inputpolicy"
 	"github.com/agentfleet/agentfleet/internal/partition"
 )
@@ -49,14 +50,12 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 	if o.cfg.Observer != nil {
 		o.input.OnInput = o.cfg.Observer.Input
 	}
-	if o.toolsSub, err = o.answerTools(); err != nil {
+	o.services, err = services.Start(o.life, o.nc, services.Config{Subjects: o.subjects, Replies: o.replies, Logger: o.log}, agentServices{o})
+	if err != nil {
 		return errors.Join(fmt.Errorf("orchestrator: %w", err), o.fleet.Close(), o.client.Close())
 	}
-	if o.callSub, err = o.answerCalls(); err != nil {
-		return errors.Join(fmt.Errorf("orchestrator: %w", err), o.toolsSub.Unsubscribe(), o.fleet.Close(), o.client.Close())
-	}
 	fail := func(err error) error {
-		return errors.Join(fmt.Errorf("orchestrator: %w", err), o.toolsSub.Unsubscribe(), o.callSub.Unsubscribe(), o.fleet.Close(), o.client.Close())
+		return errors.Join(fmt.Errorf("orchestrator: %w", err), o.services.Close(), o.fleet.Close(), o.client.Close())
 	}
 	if o.cfg.Durable {
 		o.durable, err = bus.OpenDurable(ctx, o.nc, o.subjects, o.cfg.DurableConfig)
@@ -395,11 +394,8 @@ func (o *Orchestrator) close(ctx context.Context) error {
 	if o.in != nil {
 		o.in.Stop()
 	}
-	if o.toolsSub != nil {
-		errs = append(errs, o.toolsSub.Unsubscribe())
-	}
-	if o.callSub != nil {
-		errs = append(errs, o.callSub.Unsubscribe())
+	if o.services != nil {
+		errs = append(errs, o.services.Close())
 	}
 	if o.fleet != nil {
 		errs = append(errs, o.fleet.Close())

@@ -58,7 +58,7 @@ func DryRun(ctx context.Context, def *Definition, env Env) error {
 // when the script ran through, an error wrapping ErrDryRunIncomplete for a
 // note, any other error for a fault that must be fixed. Where it runs is the
 // implementation's choice: write_tool in the orchestrator sends it to a
-// script worker (scripts.RemoteDryRun), so that model-written code never
+// script worker (scriptfleet.RemoteDryRun), so that model-written code never
 // runs in the orchestrator's process.
 type DryRunner interface {
 	DryRun(ctx context.Context, def *Definition) error

@@ -81,7 +81,7 @@ type childMessage struct {
 
 type childDone struct {
 	Result *agentfleet.ToolResult `json:"result,omitempty"`
-	Error  *errorReply            `json:"error,omitempty"`
+	Error  *ErrorReply            `json:"error,omitempty"`
 }
 
 // childToolResult answers a child's call_tool.
@@ -176,19 +176,25 @@ func runChild(limit string, in io.Reader, out io.Writer) error {
 		err = fmt.Errorf("unknown mode %q", req.Mode)
 	}
 	if err != nil {
-		done.Error = newErrorReply(err)
+		done.Error = NewErrorReply(err)
 	}
 	return send(&childMessage{Done: done})
 }
 
-// processRunner runs scripts in child processes.
-type processRunner struct {
+// ProcessRunner runs scripts in child processes (IsolationProcess): each
+// check, dry run and call in a child of its own.
+type ProcessRunner struct {
 	exe   string // the executable to start
 	limit uint64 // RLIMIT_AS of a child
 	env   script.Env
 }
 
-func newProcessRunner(env script.Env, limit uint64) (*processRunner, error) {
+// NewProcessRunner returns a runner whose children run scripts with env
+// (its CallTool and Print run in this process) and an address space of
+// limit bytes beyond what they mapped at their start; 0 means
+// DefaultChildAddressSpace. It fails when this process's executable cannot
+// be found.
+func NewProcessRunner(env script.Env, limit uint64) (*ProcessRunner, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("process isolation: %w", err)
@@ -196,7 +202,7 @@ func newProcessRunner(env script.Env, limit uint64) (*processRunner, error) {
 	if limit == 0 {
 		limit = DefaultChildAddressSpace
 	}
-	return &processRunner{exe: exe, limit: limit, env: env}, nil
+	return &ProcessRunner{exe: exe, limit: limit, env: env}, nil
 }
 
 // run starts a child for req and serves it until it is done: progress and
@@ -204,7 +210,7 @@ func newProcessRunner(env script.Env, limit uint64) (*processRunner, error) {
 // The child is killed when ctx ends or it outlives three time limits
 // (prepare, validate and execute), and its death is an error that says
 // how it died.
-func (p *processRunner) run(ctx context.Context, req *childRequest, call *agentfleet.Call) (*agentfleet.ToolResult, error) {
+func (p *ProcessRunner) run(ctx context.Context, req *childRequest, call *agentfleet.Call) (*agentfleet.ToolResult, error) {
 	env := p.env
 	req.Limits = childLimits{MaxSteps: env.MaxSteps, Timeout: env.Timeout, MaxMemory: env.MaxMemory, MaxResultBytes: env.MaxResultBytes, MaxDepth: env.MaxDepth, MaxProgressBytes: env.MaxProgressBytes}
 	timeout := env.Timeout
@@ -237,13 +243,13 @@ func (p *processRunner) run(ctx context.Context, req *childRequest, call *agentf
 		}
 		return nil, &childDied{tool: req.Definition.Name, wait: waitErr, serve: serveErr, stderr: stderr.String()}
 	}
-	if err := done.Error.err(); err != nil {
+	if err := done.Error.Err(); err != nil {
 		return nil, err
 	}
 	return done.Result, nil
 }
 
-func (p *processRunner) serve(ctx context.Context, req *childRequest, call *agentfleet.Call, stdin io.Writer, stdout io.Reader) (*childDone, error) {
+func (p *ProcessRunner) serve(ctx context.Context, req *childRequest, call *agentfleet.Call, stdin io.Writer, stdout io.Reader) (*childDone, error) {
 	enc := json.NewEncoder(stdin)
 	if err := enc.Encode(req); err != nil {
 		return nil, err
@@ -354,9 +360,22 @@ func (t *tailBuffer) String() string {
 	return string(t.b)
 }
 
-// isolatedTool returns def served through child processes: its handler
-// runs prepare, validate (or the schema) and execute in a child per call.
-func (p *processRunner) isolatedTool(def *script.Definition) *agentfleet.Tool {
+// Check checks def in a child, as script.New and script.WithChecks do in
+// this process.
+func (p *ProcessRunner) Check(ctx context.Context, def *script.Definition) error {
+	_, err := p.run(ctx, &childRequest{Mode: "check", Definition: def}, nil)
+	return err
+}
+
+// DryRun dry-runs def in a child, as script.DryRun does in this process.
+func (p *ProcessRunner) DryRun(ctx context.Context, def *script.Definition) error {
+	_, err := p.run(ctx, &childRequest{Mode: "dryrun", Definition: def}, nil)
+	return err
+}
+
+// Tool returns def served through child processes: its handler runs
+// prepare, validate (or the schema) and execute in a child per call.
+func (p *ProcessRunner) Tool(def *script.Definition) *agentfleet.Tool {
 	return &agentfleet.Tool{
 		ToolDef: def.ToolDef(),
 		Handler: agentfleet.HandlerFunc(func(ctx context.Context, call *agentfleet.Call) (*agentfleet.ToolResult, error) {

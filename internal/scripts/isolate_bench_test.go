@@ -31,11 +31,11 @@ func BenchmarkScriptCall(b *testing.B) {
 		benchCalls(b, t, args)
 	})
 	b.Run("child-process", func(b *testing.B) {
-		p, err := newProcessRunner(script.Env{}, 0)
+		p, err := NewProcessRunner(script.Env{}, 0)
 		if err != nil {
 			b.Fatal(err)
 		}
-		benchCalls(b, p.isolatedTool(benchDef), args)
+		benchCalls(b, p.Tool(benchDef), args)
 	})
 }
 

@@ -1,7 +1,8 @@
 // Package tracing holds what agentfleet needs of OpenTelemetry: the span
 // names and attributes it writes (the GenAI semantic conventions and its
-// own), the propagation of trace context in NATS headers, and a tracer
-// provider configured by the standard OTEL_* environment variables.
+// own), the propagation of trace context in message headers (NATS headers,
+// as plain maps), and a tracer provider configured by the standard OTEL_*
+// environment variables.
 //
 // Tracing is off unless the environment asks for it (FromEnv). When it is
 // off nothing is started: the code on the hot path checks Recording first,
@@ -12,7 +13,6 @@ import (
 	"context"
 	"strings"
 
-	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -22,11 +22,13 @@ import (
 // that trace context crosses NATS in every process alike.
 var Propagator propagation.TextMapPropagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 
-// HeaderCarrier adapts NATS headers to the propagator. nats.Header keys are
-// case-sensitive, unlike HTTP's: Set writes a key exactly as given (the W3C
-// names are lower case, "traceparent"), and Get finds a key written in any
-// case, since a client may have written "Traceparent".
-type HeaderCarrier nats.Header
+// HeaderCarrier adapts message headers to the propagator. It is a plain map
+// of keys to values, the underlying type of nats.Header, so a NATS message's
+// headers convert to it without this package importing the NATS client.
+// Keys are case-sensitive, unlike HTTP's: Set writes a key exactly as given
+// (the W3C names are lower case, "traceparent"), and Get finds a key written
+// in any case, since a client may have written "Traceparent".
+type HeaderCarrier map[string][]string
 
 // Get returns the first value of key, matched exactly, else without regard
 // to case.
@@ -63,12 +65,12 @@ func (c HeaderCarrier) Keys() []string {
 
 // Inject writes the trace context of ctx into h, creating h if it is nil,
 // and returns it. Without a valid span in ctx it returns h unchanged.
-func Inject(ctx context.Context, h nats.Header) nats.Header {
+func Inject(ctx context.Context, h map[string][]string) map[string][]string {
 	if !trace.SpanContextFromContext(ctx).IsValid() {
 		return h
 	}
 	if h == nil {
-		h = nats.Header{}
+		h = map[string][]string{}
 	}
 	Propagator.Inject(ctx, HeaderCarrier(h))
 	return h
@@ -76,7 +78,7 @@ func Inject(ctx context.Context, h nats.Header) nats.Header {
 
 // Extract returns ctx with the remote trace context (and baggage) found in
 // h, if any.
-func Extract(ctx context.Context, h nats.Header) context.Context {
+func Extract(ctx context.Context, h map[string][]string) context.Context {
 	if len(h) == 0 {
 		return ctx
 	}
@@ -85,7 +87,7 @@ func Extract(ctx context.Context, h nats.Header) context.Context {
 
 // Remote returns the remote span context that h carries; it is not valid
 // when h carries none, or a malformed one.
-func Remote(h nats.Header) trace.SpanContext {
+func Remote(h map[string][]string) trace.SpanContext {
 	if len(h) == 0 {
 		return trace.SpanContext{}
 	}

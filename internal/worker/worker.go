@@ -14,9 +14,9 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/scriptfleet"
 	"github.com/agentfleet/agentfleet/internal/mcpbridge"
 	"github.com/agentfleet/agentfleet/internal/script"
-	"github.com/agentfleet/agentfleet/internal/scripts"
 	"github.com/agentfleet/agentfleet/internal/tools/builtin"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -38,12 +38,12 @@ type Config struct {
 	Scripts   bool
 	ScriptEnv script.Env
 	// ScriptMemory is the memory budget the script calls of the process
-	// share (scripts.ServerConfig.Memory): give every worker of one process
+	// share (scriptfleet.ServerConfig.Memory): give every worker of one process
 	// the same. Nil: a budget of script.DefaultProcessMemory for this
 	// worker's scripts.
 	ScriptMemory *script.ProcessMemory
 	// ScriptIsolation and ScriptChildMemory are those of
-	// scripts.ServerConfig (Isolation, ChildAddressSpace).
+	// scriptfleet.ServerConfig (Isolation, ChildAddressSpace).
 	ScriptIsolation   string
 	ScriptChildMemory uint64
 	// ScriptReplicas are the replicas of the scripted tools' bucket when
@@ -68,7 +68,7 @@ type Worker struct {
 	// ToolServer serves the built-in tools; nil when the worker serves
 	// only MCP tools.
 	*bus.ToolServer
-	Scripts *scripts.Server
+	Scripts *scriptfleet.Server
 	MCP     []*mcpbridge.Bridge
 	name    string
 	conc    int
@@ -140,11 +140,11 @@ func StartContext(ctx context.Context, nc *bus.Conn, cfg Config) (*Worker, error
 		mcpReserved = append(mcpReserved, t.Name)
 	}
 	claims := &mcpbridge.Claims{}
+	host := newMCPHost(nc, cfg)
 	for _, sp := range cfg.MCP {
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		b, err := mcpbridge.Start(ctx, nc, mcpbridge.Config{
-			Spec: sp, Prefix: cfg.Prefix, Concurrency: cfg.Concurrency, Heartbeat: cfg.Heartbeat,
-			Logger: cfg.Logger, Observe: cfg.Observe, Reserved: mcpReserved, Claims: claims, Stderr: cfg.MCPStderr, Timeout: cfg.MCPTimeout, Tracer: cfg.Tracer,
+		b, err := mcpbridge.Start(ctx, host, mcpbridge.Config{
+			Spec: sp, Logger: cfg.Logger, Reserved: mcpReserved, Claims: claims, Stderr: cfg.MCPStderr, Timeout: cfg.MCPTimeout,
 		})
 		cancel()
 		if err != nil {
@@ -158,11 +158,11 @@ func StartContext(ctx context.Context, nc *bus.Conn, cfg Config) (*Worker, error
 		// worker that has announced its built-in tools finishes its start.
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		w.Scripts, err = scripts.Serve(ctx, nc, scripts.ServerConfig{
+		w.Scripts, err = scriptfleet.Serve(ctx, nc, scriptfleet.ServerConfig{
 			Prefix: cfg.Prefix, Concurrency: cfg.Concurrency, Heartbeat: cfg.Heartbeat,
 			Logger: cfg.Logger, Observe: cfg.Observe, Env: cfg.ScriptEnv, Reserved: reserved,
 			Isolation: cfg.ScriptIsolation, ChildAddressSpace: cfg.ScriptChildMemory, Memory: cfg.ScriptMemory,
-			Store: scripts.StoreConfig{Replicas: cfg.ScriptReplicas}, Tracer: cfg.Tracer,
+			Store: scriptfleet.StoreConfig{Replicas: cfg.ScriptReplicas}, Tracer: cfg.Tracer,
 		})
 		if err != nil {
 			return nil, errors.Join(err, w.Stop())

@@ -1,4 +1,4 @@
-package scripts
+package scriptfleet
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
-	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/script"
+	"github.com/agentfleet/agentfleet/internal/scripts"
 	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -40,7 +40,7 @@ type ServerConfig struct {
 	Store StoreConfig
 	// Env gives the scripts' limits and clock. When its CallTool is nil,
 	// call_tool calls the fleet through a bus.ToolClient on the server's
-	// connection (see FleetCaller).
+	// connection (see scripts.FleetCaller).
 	Env script.Env
 	// Client configures that bus.ToolClient; its Prefix is always Prefix.
 	Client bus.ClientConfig
@@ -51,10 +51,10 @@ type ServerConfig struct {
 	// DrainTimeout bounds how long a replaced set of tools may finish its
 	// calls in flight before they are canceled; default 10s.
 	DrainTimeout time.Duration
-	// Isolation says where scripts run: IsolationNone (default) in this
-	// process, IsolationProcess each check, call and dry run in a child
+	// Isolation says where scripts run: scripts.IsolationNone (default) in this
+	// process, scripts.IsolationProcess each check, call and dry run in a child
 	// process of this executable, which may map ChildAddressSpace bytes
-	// (default DefaultChildAddressSpace) beyond what it mapped at its
+	// (default scripts.DefaultChildAddressSpace) beyond what it mapped at its
 	// start, and dies alone when it needs more. Linux only. The executable
 	// must call RunChildIfRequested first thing in main.
 	Isolation         string
@@ -90,7 +90,7 @@ type Server struct {
 	store    *Store
 	client   *bus.ToolClient // nil when cfg.Env.CallTool was given
 	env      script.Env
-	runner   *processRunner // nil without process isolation
+	runner   *scripts.ProcessRunner // nil without process isolation
 	memory   *script.ProcessMemory
 	perCall  int64 // what a call reserves from memory
 	log      *slog.Logger
@@ -162,16 +162,16 @@ func Serve(ctx context.Context, nc *nats.Conn, cfg ServerConfig) (*Server, error
 		if s.client, err = bus.NewToolClient(nc, cc); err != nil {
 			return nil, fmt.Errorf("script server: %w", err)
 		}
-		s.env.CallTool = FleetCaller(s.client, 0)
+		s.env.CallTool = scripts.FleetCaller(s.client, 0)
 	}
 	switch cfg.Isolation {
-	case IsolationNone, "none":
-	case IsolationProcess:
-		if s.runner, err = newProcessRunner(s.env, cfg.ChildAddressSpace); err != nil {
+	case scripts.IsolationNone, "none":
+	case scripts.IsolationProcess:
+		if s.runner, err = scripts.NewProcessRunner(s.env, cfg.ChildAddressSpace); err != nil {
 			return nil, errors.Join(fmt.Errorf("script server: %w", err), s.closeClient())
 		}
 	default:
-		return nil, errors.Join(fmt.Errorf("script server: isolation %q: want %q or %q", cfg.Isolation, "none", IsolationProcess), s.closeClient())
+		return nil, errors.Join(fmt.Errorf("script server: isolation %q: want %q or %q", cfg.Isolation, "none", scripts.IsolationProcess), s.closeClient())
 	}
 	wctx, stop := context.WithCancel(context.Background())
 	s.stop = stop
@@ -392,8 +392,8 @@ func (s *Server) build(def *script.Definition) *agentfleet.Tool {
 	defer release()
 	if s.runner != nil {
 		// In a child too.
-		_, err = s.runner.run(ctx, &childRequest{Mode: "check", Definition: def}, nil)
-		t = s.runner.isolatedTool(def)
+		err = s.runner.Check(ctx, def)
+		t = s.runner.Tool(def)
 	} else if t, err = script.New(def, s.env); err == nil {
 		t, err = script.WithChecks(t)
 	}
@@ -451,73 +451,4 @@ func (s *Server) closeClient() error {
 		return nil
 	}
 	return s.client.Close()
-}
-
-// FleetCaller returns a script.Env CallTool that runs a script's call_tool
-// on the fleet through client. A call is bounded by the caller's deadline
-// (a script's own time limit) or, when it has none, by timeout (default
-// pipeline.DefaultTimeout). The call's ID, which carries the depth of
-// nesting, is passed on unchanged. It refuses every tool not in the
-// caller's allowed list (see bus.CallerFrom), and every tool when ctx
-// carries no caller or the list is empty; a tool the caller's list names
-// as gated (its calls need a person's decision) is refused with an error
-// that says so, and so is one in both lists. Both lists are passed on, so
-// that scripts called by scripts are bound alike.
-func FleetCaller(client *bus.ToolClient, timeout time.Duration) func(ctx context.Context, call *agentfleet.ToolCall) (*agentfleet.ToolResult, error) {
-	if timeout <= 0 {
-		timeout = pipeline.DefaultTimeout
-	}
-	return func(ctx context.Context, call *agentfleet.ToolCall) (*agentfleet.ToolResult, error) {
-		t := timeout
-		if dl, ok := ctx.Deadline(); ok {
-			t = time.Until(dl)
-		}
-		if t <= 0 {
-			return nil, fmt.Errorf("Tool %s: no time left for the call", call.Name)
-		}
-		// A script calls with its caller's permissions, passed on to the
-		// tools it calls. No list means nothing allowed: a request that
-		// lost or never had its list must not reach the whole fleet.
-		c, _ := bus.CallerFrom(ctx)
-		if err := CheckNested(c, call.Name); err != nil {
-			return nil, err
-		}
-		prep := &pipeline.Prepared{
-			Tool:    &agentfleet.Tool{ToolDef: agentfleet.ToolDef{Name: call.Name}},
-			Call:    *call,
-			Args:    call.Arguments,
-			Timeout: t,
-			Agent:   c.Agent, Session: c.Session, RunID: c.RunID, Allowed: c.Allowed, Gated: c.Gated,
-		}
-		return client.Execute(ctx, prep, func(any) {})
-	}
-}
-
-// NestedApprovalText is the error of a call_tool of a tool whose calls need
-// a person's decision: a nested call cannot wait for one.
-const NestedApprovalText = "call_tool: tool %s of agent %s needs a person's approval, which a call from inside a scripted tool cannot wait for; it was not called. The model must call %s directly, so that its call waits for a decision"
-
-// CheckNested decides whether a script running for caller c may call tool
-// name through call_tool: the tool must be in c.Allowed and not in c.Gated.
-// It fails closed: without an allowed list, no tool. Names are compared as
-// they are, since tool subjects are; a gated tool named in another case is
-// another tool, and must be in the allowed list like any.
-func CheckNested(c bus.Caller, name string) error {
-	if slices.Contains(c.Gated, name) {
-		return fmt.Errorf(NestedApprovalText, name, orUnnamed(c.Agent), name)
-	}
-	if len(c.Allowed) == 0 {
-		return fmt.Errorf("call_tool: tool %s is not allowed: the call request of this scripted tool carried no allowed list (field \"allowed\": the tools of the calling agent), so call_tool reaches no tool", name)
-	}
-	if !slices.Contains(c.Allowed, name) {
-		return fmt.Errorf("call_tool: tool %s is not allowed for agent %s", name, orUnnamed(c.Agent))
-	}
-	return nil
-}
-
-func orUnnamed(agent string) string {
-	if agent == "" {
-		return "(unnamed)"
-	}
-	return agent
 }

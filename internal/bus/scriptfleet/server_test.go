@@ -1,4 +1,4 @@
-package scripts_test
+package scriptfleet_test
 
 import (
 	"context"
@@ -16,9 +16,9 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/scriptfleet"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/script"
-	"github.com/agentfleet/agentfleet/internal/scripts"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 )
@@ -27,7 +27,7 @@ var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // scriptWorker is a process that serves scripts, with the sets it served.
 type scriptWorker struct {
-	srv     *scripts.Server
+	srv     *scriptfleet.Server
 	changes chan map[string]uint64
 }
 
@@ -35,7 +35,7 @@ func startScriptWorker(t *testing.T, s *server.Server, env script.Env) *scriptWo
 	t.Helper()
 	w := &scriptWorker{changes: make(chan map[string]uint64, 16)}
 	var err error
-	w.srv, err = scripts.Serve(testContext(t), bustest.MustConnect(t, s), scripts.ServerConfig{
+	w.srv, err = scriptfleet.Serve(testContext(t), bustest.MustConnect(t, s), scriptfleet.ServerConfig{
 		Logger: quietLog, Env: env, Heartbeat: 100 * time.Millisecond,
 		OnChange: func(served map[string]uint64) { w.changes <- served },
 	})
@@ -97,7 +97,7 @@ func TestScriptServer(t *testing.T) {
 	ctx := testContext(t)
 	s := bustest.MustRunNATS(t)
 	nc := bustest.MustConnect(t, s)
-	store, err := scripts.NewStore(ctx, nc, scripts.StoreConfig{})
+	store, err := scriptfleet.NewStore(ctx, nc, scriptfleet.StoreConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestScriptServerAnnouncesChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := scripts.NewStore(ctx, nc, scripts.StoreConfig{})
+	store, err := scriptfleet.NewStore(ctx, nc, scriptfleet.StoreConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +247,7 @@ func TestScriptCallToolOverTheBus(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { goTools.Stop() })
-	store, err := scripts.NewStore(ctx, nc, scripts.StoreConfig{})
+	store, err := scriptfleet.NewStore(ctx, nc, scriptfleet.StoreConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,7 +340,7 @@ func TestScriptCallToolHonoursCallerPermissions(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { secret.Stop() })
-	store, err := scripts.NewStore(ctx, nc, scripts.StoreConfig{})
+	store, err := scriptfleet.NewStore(ctx, nc, scriptfleet.StoreConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,11 @@
 // Nats-Expected-Last-Subject-Sequence), so that an orchestrator that was
 // deposed, paused or partitioned cannot write a session another one has
 // taken: its append fails with ErrFenced at the server.
+//
+// Its concern is the session histories in JetStream and their fenced writer.
+// It imports the NATS client and JetStream, internal/bus for the connection
+// and subjects, internal/tracing and the agentfleet root types; never the
+// agent core (internal/loop, internal/pipeline) nor the orchestrator.
 package history
 
 import (

@@ -1,4 +1,4 @@
-package scripts_test
+package scriptfleet_test
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/scriptfleet"
 	"github.com/agentfleet/agentfleet/internal/script"
-	"github.com/agentfleet/agentfleet/internal/scripts"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -31,7 +31,7 @@ func testContext(t *testing.T) context.Context {
 func TestScriptStore(t *testing.T) {
 	ctx := testContext(t)
 	nc := bustest.MustConnect(t, bustest.MustRunNATS(t))
-	store, err := scripts.NewStore(ctx, nc, scripts.StoreConfig{})
+	store, err := scriptfleet.NewStore(ctx, nc, scriptfleet.StoreConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestScriptStore(t *testing.T) {
 		t.Fatalf("bucket %q, want %q", got, want)
 	}
 	// Binding an existing bucket works too.
-	if _, err := scripts.NewStore(ctx, nc, scripts.StoreConfig{}); err != nil {
+	if _, err := scriptfleet.NewStore(ctx, nc, scriptfleet.StoreConfig{}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -128,7 +128,7 @@ func TestScriptStore(t *testing.T) {
 func TestScriptStoreHistoryIsBounded(t *testing.T) {
 	ctx := testContext(t)
 	nc := bustest.MustConnect(t, bustest.MustRunNATS(t))
-	store, err := scripts.NewStore(ctx, nc, scripts.StoreConfig{Bucket: "small_tools", History: 2})
+	store, err := scriptfleet.NewStore(ctx, nc, scriptfleet.StoreConfig{Bucket: "small_tools", History: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestScriptStoreHistoryIsBounded(t *testing.T) {
 func TestScriptStoreWatch(t *testing.T) {
 	ctx := testContext(t)
 	nc := bustest.MustConnect(t, bustest.MustRunNATS(t))
-	store, err := scripts.NewStore(ctx, nc, scripts.StoreConfig{})
+	store, err := scriptfleet.NewStore(ctx, nc, scriptfleet.StoreConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,14 +178,14 @@ func TestScriptStoreWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	next := func() scripts.Update {
+	next := func() scriptfleet.Update {
 		t.Helper()
 		select {
 		case u := <-updates:
 			return u
 		case <-ctx.Done():
 			t.Fatal("no update")
-			return scripts.Update{}
+			return scriptfleet.Update{}
 		}
 	}
 	if u := next(); u.Name != "a" || u.Revision != rev1 || u.Definition == nil || u.Definition.Code == "" {

@@ -1,4 +1,4 @@
-package scripts_test
+package scriptfleet_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/scriptfleet"
 	"github.com/agentfleet/agentfleet/internal/script"
 	"github.com/agentfleet/agentfleet/internal/scripts"
 )
@@ -35,7 +36,7 @@ func TestProcessIsolation(t *testing.T) {
 	ctx := testContext(t)
 	s := bustest.MustRunNATS(t)
 	changes := make(chan map[string]uint64, 16)
-	srv, err := scripts.Serve(ctx, bustest.MustConnect(t, s), scripts.ServerConfig{
+	srv, err := scriptfleet.Serve(ctx, bustest.MustConnect(t, s), scriptfleet.ServerConfig{
 		Logger: quietLog, Heartbeat: 100 * time.Millisecond, Env: isolatedEnv,
 		// The process budget out of the way too: room for a few calls.
 		Memory:    script.NewProcessMemory(4 * isolatedEnv.MaxMemory),
@@ -84,7 +85,7 @@ func TestProcessIsolation(t *testing.T) {
 	}
 
 	// A dry run dies in its child too, and says so.
-	dry := scripts.RemoteDryRun(nc, bus.DefaultPrefix)
+	dry := scriptfleet.RemoteDryRun(nc, bus.DefaultPrefix)
 	err = dry.DryRun(ctx, &script.Definition{Name: "hog2", Description: "hog", InputSchema: json.RawMessage(`{"type":"object"}`), Code: hogCode})
 	if err == nil || !strings.Contains(err.Error(), "hog2: the process running the script died") {
 		t.Errorf("dry run of a hog: %v, want the child's death", err)

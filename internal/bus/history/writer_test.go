@@ -9,7 +9,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
-	"github.com/agentfleet/agentfleet/internal/history"
+	"github.com/agentfleet/agentfleet/internal/bus/history"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )

@@ -1,4 +1,4 @@
-package scripts
+package scriptfleet
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/script"
+	"github.com/agentfleet/agentfleet/internal/scripts"
 	"github.com/nats-io/nats.go"
 )
 
@@ -35,64 +36,6 @@ func DryRunSubject(prefix string) string { return prefix + ".scripts.dryrun" }
 // dryRunRequest is the body of a dry-run request.
 type dryRunRequest struct {
 	Definition *script.Definition `json:"definition"`
-}
-
-// errorReply is the body of a dry run's reply (and the error of a call run
-// in a child process): no error, or its text and what kind of error it is,
-// so that the requester can tell a note from a fault.
-type errorReply struct {
-	// Error is the text of the dry run's error, empty when it ran through.
-	Error string `json:"error,omitempty"`
-	// Incomplete marks a note (script.ErrDryRunIncomplete).
-	Incomplete bool `json:"incomplete,omitempty"`
-	// Kind, Tool and Pos are those of a *script.Error.
-	Kind string `json:"kind,omitempty"`
-	Tool string `json:"tool,omitempty"`
-	Pos  string `json:"pos,omitempty"`
-	Msg  string `json:"msg,omitempty"`
-}
-
-func encodeError(err error) []byte {
-	r := newErrorReply(err)
-	b, _ := json.Marshal(r) // strings and bools only
-	return b
-}
-
-func newErrorReply(err error) *errorReply {
-	var r errorReply
-	if err != nil {
-		r.Error = err.Error()
-		r.Incomplete = errors.Is(err, script.ErrDryRunIncomplete)
-		var se *script.Error
-		if !r.Incomplete && errors.As(err, &se) && se.Error() == r.Error {
-			r.Kind, r.Tool, r.Pos, r.Msg = string(se.Kind), se.Tool, se.Pos, se.Msg
-		}
-	}
-	return &r
-}
-
-// remoteError is a dry run's error as the worker reported it.
-type remoteError struct {
-	text       string
-	incomplete bool
-}
-
-func (e *remoteError) Error() string { return e.text }
-
-// Is makes a note match script.ErrDryRunIncomplete, as it did on the
-// worker.
-func (e *remoteError) Is(target error) bool {
-	return e.incomplete && target == script.ErrDryRunIncomplete
-}
-
-func (r *errorReply) err() error {
-	switch {
-	case r == nil || r.Error == "":
-		return nil
-	case r.Kind != "":
-		return &script.Error{Tool: r.Tool, Kind: script.ErrorKind(r.Kind), Pos: r.Pos, Msg: r.Msg}
-	}
-	return &remoteError{text: r.Error, incomplete: r.Incomplete}
 }
 
 // ErrNoScriptWorker is wrapped by the error of a dry run that no script
@@ -122,11 +65,11 @@ func RemoteDryRun(nc *nats.Conn, prefix string) script.DryRunner {
 		case err != nil:
 			return fmt.Errorf("%s: the dry run on a script worker failed: %w", def.Name, err)
 		}
-		var r errorReply
+		var r scripts.ErrorReply
 		if err := json.Unmarshal(msg.Data, &r); err != nil {
 			return fmt.Errorf("%s: the script worker's dry-run reply is not JSON: %w", def.Name, err)
 		}
-		return r.err()
+		return r.Err()
 	})
 }
 
@@ -145,7 +88,7 @@ func (s *Server) serveDryRuns(ctx context.Context) error {
 		}
 		var req dryRunRequest
 		if err := json.Unmarshal(m.Data, &req); err != nil || req.Definition == nil {
-			m.Respond(encodeError(fmt.Errorf(`dry run: the request is not {"definition": {...}}: %v`, err)))
+			m.Respond(scripts.EncodeError(fmt.Errorf(`dry run: the request is not {"definition": {...}}: %v`, err)))
 			return
 		}
 		s.dryRuns.Add(1)
@@ -155,11 +98,11 @@ func (s *Server) serveDryRuns(ctx context.Context) error {
 			case slots <- struct{}{}:
 				defer func() { <-slots }()
 			case <-ctx.Done():
-				m.Respond(encodeError(fmt.Errorf("%s: the script worker is stopping; write the tool again", req.Definition.Name)))
+				m.Respond(scripts.EncodeError(fmt.Errorf("%s: the script worker is stopping; write the tool again", req.Definition.Name)))
 				return
 			}
 			err := s.runDryRun(ctx, req.Definition)
-			if rerr := m.Respond(encodeError(err)); rerr != nil {
+			if rerr := m.Respond(scripts.EncodeError(err)); rerr != nil {
 				s.log.Warn("answering a dry run", "tool", req.Definition.Name, "err", rerr)
 			}
 		}()
@@ -184,8 +127,7 @@ func (s *Server) runDryRun(ctx context.Context, def *script.Definition) error {
 	}
 	defer release()
 	if s.runner != nil {
-		_, err := s.runner.run(ctx, &childRequest{Mode: "dryrun", Definition: def}, nil)
-		return err
+		return s.runner.DryRun(ctx, def)
 	}
 	return script.DryRun(ctx, def, s.env)
 }

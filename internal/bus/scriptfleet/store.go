@@ -1,8 +1,12 @@
-// Package scripts keeps the fleet's scripted tools on NATS: the JetStream
-// KV store of their definitions, and the script server that serves them
-// from script workers and follows the store's changes. internal/script is
-// the sandbox they run in; internal/bus the transport under both.
-package scripts
+// Package scriptfleet keeps the fleet's scripted tools on NATS: the
+// JetStream KV store of their definitions, the script server that serves
+// them from script workers and follows the store's changes, and the dry-run
+// service of write_tool. internal/script is the sandbox they run in,
+// internal/scripts the child-process isolation and the nested call_tool
+// rules; internal/bus the transport. It may import those, nats.go and the
+// agentfleet root types, never the agent core (internal/loop,
+// internal/pipeline) nor the orchestrator.
+package scriptfleet
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package scripts_test
+package scriptfleet_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/scriptfleet"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/script"
 	"github.com/agentfleet/agentfleet/internal/scripts"
@@ -23,7 +24,7 @@ func TestProgressFloodOfIsolatedScript(t *testing.T) {
 	s := bustest.MustRunNATS(t)
 	changes := make(chan map[string]uint64, 16)
 	const limit = 300_000
-	srv, err := scripts.Serve(ctx, bustest.MustConnect(t, s), scripts.ServerConfig{
+	srv, err := scriptfleet.Serve(ctx, bustest.MustConnect(t, s), scriptfleet.ServerConfig{
 		Logger: quietLog, Heartbeat: time.Second, Isolation: scripts.IsolationProcess, ChildAddressSpace: 512 << 20,
 		Env:      script.Env{Timeout: 30 * time.Second, MaxProgressBytes: limit},
 		OnChange: func(served map[string]uint64) { changes <- served },

@@ -1,4 +1,4 @@
-package scripts_test
+package scriptfleet_test
 
 import (
 	"context"
@@ -11,9 +11,9 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/scriptfleet"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/script"
-	"github.com/agentfleet/agentfleet/internal/scripts"
 	"github.com/agentfleet/agentfleet/internal/tools"
 )
 
@@ -37,7 +37,7 @@ func TestCallToolFailsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { secret.Stop() })
-	store, err := scripts.NewStore(ctx, nc, scripts.StoreConfig{})
+	store, err := scriptfleet.NewStore(ctx, nc, scriptfleet.StoreConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/agentfleet/agentfleet"
-	"github.com/agentfleet/agentfleet/internal/history"
+	"github.com/agentfleet/agentfleet/internal/bus/history"
 )
 
 // TestLoadLeavesNoConsumers loads sessions with short and long histories

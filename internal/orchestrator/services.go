@@ -1,0 +1,39 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/bus/services"
+)
+
+// ToolsReply is the answer to a request on Subjects.AgentTools: the tool
+// definitions the agent's store holds, in the order the model sees them,
+// or why there are none.
+type ToolsReply = services.ToolsReply
+
+// agentServices is the orchestrator as the request services see it.
+type agentServices struct{ o *Orchestrator }
+
+var _ services.Agents = agentServices{}
+
+// AgentTools returns the tools of agentName and the names of all agents.
+func (s agentServices) AgentTools(agentName string) ([]agentfleet.ToolDef, []string, error) {
+	agents := s.o.Agents()
+	defs, ok := s.o.Tools(agentName)
+	if !ok {
+		return nil, agents, fmt.Errorf("unknown agent %q (agents: %s)", agentName, strings.Join(agents, ", "))
+	}
+	return defs, agents, nil
+}
+
+// CallTool runs the call with Orchestrator.CallTool.
+func (s agentServices) CallTool(ctx context.Context, agentName, session string, call agentfleet.ToolCall) (*services.CallOutcome, error) {
+	out, err := s.o.CallTool(ctx, agentName, session, call, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &services.CallOutcome{Result: out.Result, IsError: out.IsError, Kind: string(out.Kind)}, nil
+}

@@ -1,0 +1,81 @@
+package scripts
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/pipeline"
+)
+
+// FleetCaller returns a script.Env CallTool that runs a script's call_tool
+// on the fleet through client. A call is bounded by the caller's deadline
+// (a script's own time limit) or, when it has none, by timeout (default
+// pipeline.DefaultTimeout). The call's ID, which carries the depth of
+// nesting, is passed on unchanged. It refuses every tool not in the
+// caller's allowed list (see bus.CallerFrom), and every tool when ctx
+// carries no caller or the list is empty; a tool the caller's list names
+// as gated (its calls need a person's decision) is refused with an error
+// that says so, and so is one in both lists. Both lists are passed on, so
+// that scripts called by scripts are bound alike.
+func FleetCaller(client *bus.ToolClient, timeout time.Duration) func(ctx context.Context, call *agentfleet.ToolCall) (*agentfleet.ToolResult, error) {
+	if timeout <= 0 {
+		timeout = pipeline.DefaultTimeout
+	}
+	return func(ctx context.Context, call *agentfleet.ToolCall) (*agentfleet.ToolResult, error) {
+		t := timeout
+		if dl, ok := ctx.Deadline(); ok {
+			t = time.Until(dl)
+		}
+		if t <= 0 {
+			return nil, fmt.Errorf("Tool %s: no time left for the call", call.Name)
+		}
+		// A script calls with its caller's permissions, passed on to the
+		// tools it calls. No list means nothing allowed: a request that
+		// lost or never had its list must not reach the whole fleet.
+		c, _ := bus.CallerFrom(ctx)
+		if err := CheckNested(c, call.Name); err != nil {
+			return nil, err
+		}
+		prep := &pipeline.Prepared{
+			Tool:    &agentfleet.Tool{ToolDef: agentfleet.ToolDef{Name: call.Name}},
+			Call:    *call,
+			Args:    call.Arguments,
+			Timeout: t,
+			Agent:   c.Agent, Session: c.Session, RunID: c.RunID, Allowed: c.Allowed, Gated: c.Gated,
+		}
+		return client.Execute(ctx, prep, func(any) {})
+	}
+}
+
+// NestedApprovalText is the error of a call_tool of a tool whose calls need
+// a person's decision: a nested call cannot wait for one.
+const NestedApprovalText = "call_tool: tool %s of agent %s needs a person's approval, which a call from inside a scripted tool cannot wait for; it was not called. The model must call %s directly, so that its call waits for a decision"
+
+// CheckNested decides whether a script running for caller c may call tool
+// name through call_tool: the tool must be in c.Allowed and not in c.Gated.
+// It fails closed: without an allowed list, no tool. Names are compared as
+// they are, since tool subjects are; a gated tool named in another case is
+// another tool, and must be in the allowed list like any.
+func CheckNested(c bus.Caller, name string) error {
+	if slices.Contains(c.Gated, name) {
+		return fmt.Errorf(NestedApprovalText, name, orUnnamed(c.Agent), name)
+	}
+	if len(c.Allowed) == 0 {
+		return fmt.Errorf("call_tool: tool %s is not allowed: the call request of this scripted tool carried no allowed list (field \"allowed\": the tools of the calling agent), so call_tool reaches no tool", name)
+	}
+	if !slices.Contains(c.Allowed, name) {
+		return fmt.Errorf("call_tool: tool %s is not allowed for agent %s", name, orUnnamed(c.Agent))
+	}
+	return nil
+}
+
+func orUnnamed(agent string) string {
+	if agent == "" {
+		return "(unnamed)"
+	}
+	return agent
+}
