@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/server"
 	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
 	"github.com/nats-io/nats.go"
@@ -188,7 +189,7 @@ func (m *Main) orchestratorsRound(ctx context.Context, dir string, n int, failov
 	// of the round's own.
 	url, prefix := m.NATSURL, "agent"
 	if url == "" {
-		srv, err := bus.RunEmbedded(bus.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: dir})
+		srv, err := server.RunEmbedded(server.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: dir})
 		if err != nil {
 			return OrchestratorsRow{}, nil, err
 		}

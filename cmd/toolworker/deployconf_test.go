@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	busserver "github.com/agentfleet/agentfleet/internal/bus/server"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/script"
 	"github.com/agentfleet/agentfleet/internal/scripts"
@@ -54,7 +55,7 @@ func TestScriptsUnderDeployConf(t *testing.T) {
 	for _, u := range opts.Users {
 		passwords[u.Username] = u.Password
 	}
-	s, err := bus.RunEmbedded(bus.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: t.TempDir(), ConfigFile: conf})
+	s, err := busserver.RunEmbedded(busserver.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: t.TempDir(), ConfigFile: conf})
 	if err != nil {
 		t.Fatal(err)
 	}

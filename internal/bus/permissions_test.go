@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	busserver "github.com/agentfleet/agentfleet/internal/bus/server"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -42,7 +43,7 @@ func runDeployConf(t *testing.T) *roles {
 			t.Fatalf("%s defines no user %q", deployConf, role)
 		}
 	}
-	r.s, err = bus.RunEmbedded(bus.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: t.TempDir(), ConfigFile: deployConf})
+	r.s, err = busserver.RunEmbedded(busserver.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: t.TempDir(), ConfigFile: deployConf})
 	if err != nil {
 		t.Fatal(err)
 	}

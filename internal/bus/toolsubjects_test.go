@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/server"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/nats-io/nats.go"
 )
@@ -46,7 +47,7 @@ func TestToolSubjectPermissions(t *testing.T) {
 	if err := os.WriteFile(conf, []byte("authorization {\n  users = [\n    { user: \"fleet\", password: \"fleet\" }\n"+toolNamesUser(t)+"  ]\n}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s, err := bus.RunEmbedded(bus.EmbeddedConfig{Listen: "127.0.0.1:0", NoJetStream: true, ConfigFile: conf})
+	s, err := server.RunEmbedded(server.EmbeddedConfig{Listen: "127.0.0.1:0", NoJetStream: true, ConfigFile: conf})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/server"
 	"github.com/agentfleet/agentfleet/internal/dashboard"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
 	"github.com/agentfleet/agentfleet/internal/worker"
@@ -312,7 +313,7 @@ func TestSendStartsARun(t *testing.T) {
 // and follows the events, shows no actions and refuses them, and its probe
 // reached no agent.
 func TestDashboardUserOfDeployConf(t *testing.T) {
-	srv, err := bus.RunEmbedded(bus.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: t.TempDir(), ConfigFile: "../../deploy/nats/nats.conf"})
+	srv, err := server.RunEmbedded(server.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: t.TempDir(), ConfigFile: "../../deploy/nats/nats.conf"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/server"
 	"github.com/agentfleet/agentfleet/internal/history"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
 	"github.com/nats-io/nats.go"
@@ -300,7 +301,7 @@ func TestNATSRestart(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close()
 	dir := t.TempDir()
-	srv, err := bus.RunEmbedded(bus.EmbeddedConfig{Listen: addr, DataDir: dir})
+	srv, err := server.RunEmbedded(server.EmbeddedConfig{Listen: addr, DataDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +345,7 @@ func TestNATSRestart(t *testing.T) {
 
 	srv.Shutdown()
 	srv.WaitForShutdown()
-	srv, err = bus.RunEmbedded(bus.EmbeddedConfig{Listen: addr, DataDir: dir})
+	srv, err = server.RunEmbedded(server.EmbeddedConfig{Listen: addr, DataDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
