@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/wire"
 	"github.com/agentfleet/agentfleet/internal/metrics"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
@@ -155,7 +156,7 @@ func (d *dispatchBench) nextID() string { return "call_" + strconv.FormatUint(d.
 
 // raw is method (a): one MessagePack request, one MessagePack reply.
 func (d *dispatchBench) raw(ctx context.Context) error {
-	req := bus.CallRequest{V: bus.ProtocolVersion, ID: d.nextID(), Tool: toolEcho, Args: d.args, TimeoutMS: 60_000, Attempt: 1}
+	req := wire.CallRequest{V: wire.ProtocolVersion, ID: d.nextID(), Tool: toolEcho, Args: d.args, TimeoutMS: 60_000, Attempt: 1}
 	data, err := msgpack.Marshal(&req)
 	if err != nil {
 		return err

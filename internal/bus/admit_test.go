@@ -10,6 +10,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/wire"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 )
 
@@ -50,7 +51,7 @@ func TestAdmitRefusesAsBusy(t *testing.T) {
 		t.Fatal(err)
 	}
 	subjects, _ := bus.NewSubjects("")
-	req, _ := bus.EncodeRequest(&bus.CallRequest{V: bus.ProtocolVersion, ID: "c1", Tool: "echo", Args: map[string]any{}})
+	req, _ := wire.EncodeRequest(&wire.CallRequest{V: wire.ProtocolVersion, ID: "c1", Tool: "echo", Args: map[string]any{}})
 	if err := cc.PublishRequest(subjects.Tool("echo"), replies.Subject, req); err != nil {
 		t.Fatal(err)
 	}
@@ -58,11 +59,11 @@ func TestAdmitRefusesAsBusy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := bus.DecodeFrame(m.Data)
+	f, err := wire.DecodeFrame(m.Data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.T != bus.FrameBusy || m.Header.Get(bus.HeaderBusy) != "worker busy: the budget is full" {
+	if f.T != wire.FrameBusy || m.Header.Get(bus.HeaderBusy) != "worker busy: the budget is full" {
 		t.Errorf("answer %q (%s), want a busy frame saying the budget is full", f.T, m.Header.Get(bus.HeaderBusy))
 	}
 	if ran.Load() != 0 {

@@ -14,6 +14,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/wire"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/nats-io/nats.go"
 )
@@ -71,8 +72,8 @@ func TestBombFramesFailTheCallNotTheClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	var next atomic.Int64
-	good, _ := bus.EncodeFrame(&bus.Frame{T: bus.FrameResult, ID: "c", Worker: "bomber/1", Result: agentfleet.TextResult("fine")})
-	ack, _ := bus.EncodeFrame(&bus.Frame{T: bus.FrameAck, ID: "c", Worker: "bomber/1", Cancel: "agent.worker.bomber1.cancel", HeartbeatMS: math.MaxInt64})
+	good, _ := wire.EncodeFrame(&wire.Frame{T: wire.FrameResult, ID: "c", Worker: "bomber/1", Result: agentfleet.TextResult("fine")})
+	ack, _ := wire.EncodeFrame(&wire.Frame{T: wire.FrameAck, ID: "c", Worker: "bomber/1", Cancel: "agent.worker.bomber1.cancel", HeartbeatMS: math.MaxInt64})
 	_, err = raw.QueueSubscribe("agent.tool.bombed", bus.QueueGroup, func(m *nats.Msg) {
 		i := int(next.Add(1)) - 1
 		raw.Publish(m.Reply, ack)
@@ -113,7 +114,7 @@ func TestBombFramesFailTheCallNotTheClient(t *testing.T) {
 		if err != nil {
 			t.Fatalf("bomb %d: the call was not cancelled on the worker: %v", i, err)
 		}
-		if f, err := bus.DecodeCancel(m.Data); err != nil || f.ID != "c" {
+		if f, err := wire.DecodeCancel(m.Data); err != nil || f.ID != "c" {
 			t.Errorf("bomb %d: cancel %+v, %v", i, f, err)
 		}
 	}
@@ -139,8 +140,8 @@ func TestBombFramesFailTheCallNotTheClient(t *testing.T) {
 func TestHugeHeartbeatIntervalIsClamped(t *testing.T) {
 	srv := bustest.MustRunNATS(t)
 	raw, cc := bustest.MustConnect(t, srv), bustest.MustConnect(t, srv)
-	ack, _ := bus.EncodeFrame(&bus.Frame{T: bus.FrameAck, ID: "c", Worker: "slow/1", Cancel: "slow.cancel", HeartbeatMS: math.MaxInt64 / 1000})
-	good, _ := bus.EncodeFrame(&bus.Frame{T: bus.FrameResult, ID: "c", Worker: "slow/1", Result: agentfleet.TextResult("late but fine")})
+	ack, _ := wire.EncodeFrame(&wire.Frame{T: wire.FrameAck, ID: "c", Worker: "slow/1", Cancel: "slow.cancel", HeartbeatMS: math.MaxInt64 / 1000})
+	good, _ := wire.EncodeFrame(&wire.Frame{T: wire.FrameResult, ID: "c", Worker: "slow/1", Result: agentfleet.TextResult("late but fine")})
 	_, err := raw.QueueSubscribe("agent.tool.slow", bus.QueueGroup, func(m *nats.Msg) {
 		raw.Publish(m.Reply, ack)
 		raw.Flush()

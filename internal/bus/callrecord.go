@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"github.com/agentfleet/agentfleet/internal/bus/wire"
 	"sync"
 	"time"
 )
@@ -69,7 +70,7 @@ func (call *inflight) arm(deadline, at time.Time) {
 // only while fewer than progressRoom frames wait, other frames while there
 // is room. It is called under ToolClient.mu.
 func (call *inflight) offer(d delivery) {
-	if d.f != nil && (d.f.T == FrameHeartbeat || d.f.T == FrameProgress) && len(call.frames) >= progressRoom {
+	if d.f != nil && (d.f.T == wire.FrameHeartbeat || d.f.T == wire.FrameProgress) && len(call.frames) >= progressRoom {
 		return
 	}
 	select {

@@ -9,6 +9,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/wire"
 	"github.com/nats-io/nats.go"
 )
 
@@ -24,7 +25,7 @@ func TestLateFramesDoNotReachTheNextCall(t *testing.T) {
 		previous string
 	)
 	frame := func(text string) []byte {
-		b, err := bus.EncodeFrame(&bus.Frame{T: bus.FrameResult, Worker: "w/1", Result: agentfleet.TextResult(text)})
+		b, err := wire.EncodeFrame(&wire.Frame{T: wire.FrameResult, Worker: "w/1", Result: agentfleet.TextResult(text)})
 		if err != nil {
 			t.Error(err)
 		}
@@ -32,7 +33,7 @@ func TestLateFramesDoNotReachTheNextCall(t *testing.T) {
 	}
 	stale := frame("stale")
 	_, err := wc.Subscribe("agent.tool.echo", func(m *nats.Msg) {
-		req, err := bus.DecodeRequest(m.Data)
+		req, err := wire.DecodeRequest(m.Data)
 		if err != nil {
 			t.Error(err)
 			return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/agentfleet/agentfleet/internal/bus/wire"
 	"github.com/agentfleet/agentfleet/internal/tracing"
 	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel/codes"
@@ -19,7 +20,7 @@ import (
 
 // traceCall returns the base context of a call, holding its span when the
 // worker traces.
-func (s *ToolServer) traceCall(h nats.Header, creq *CallRequest, start time.Time) (context.Context, trace.Span) {
+func (s *ToolServer) traceCall(h nats.Header, creq *wire.CallRequest, start time.Time) (context.Context, trace.Span) {
 	if s.cfg.Tracer == nil {
 		return context.Background(), nil
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/wire"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/tools"
 	"github.com/agentfleet/agentfleet/internal/tracing"
@@ -383,7 +384,7 @@ func TestCallTraceLostWorker(t *testing.T) {
 	var once sync.Once
 	watch := bustest.MustConnect(t, srv)
 	if _, err := watch.Subscribe("_INBOX.>", func(m *nats.Msg) {
-		if f, err := bus.DecodeFrame(m.Data); err == nil && f.T == bus.FrameAck && f.Worker == victim.Name() {
+		if f, err := wire.DecodeFrame(m.Data); err == nil && f.T == wire.FrameAck && f.Worker == victim.Name() {
 			once.Do(func() { close(acked) })
 		}
 	}); err != nil {

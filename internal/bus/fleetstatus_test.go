@@ -8,6 +8,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/wire"
 )
 
 // TestFleetStatusReportsCallsInFlight holds a call in a worker and checks
@@ -37,7 +38,7 @@ func TestFleetStatusReportsCallsInFlight(t *testing.T) {
 	t.Cleanup(func() { other.Stop() })
 
 	cc := bustest.MustConnect(t, srv)
-	req, err := bus.EncodeRequest(&bus.CallRequest{V: bus.ProtocolVersion, ID: "held", Tool: "block", Args: map[string]any{}})
+	req, err := wire.EncodeRequest(&wire.CallRequest{V: wire.ProtocolVersion, ID: "held", Tool: "block", Args: map[string]any{}})
 	if err != nil {
 		t.Fatal(err)
 	}

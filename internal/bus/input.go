@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/bus/wire"
 	"github.com/agentfleet/agentfleet/internal/tracing"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -294,11 +295,11 @@ func (in *Input) build(m *nats.Msg, kind, agent, session, reply, msgID string, e
 	}
 	switch kind {
 	case KindAbort:
-		msg.Reason, err = ParseAbort(m.Data)
+		msg.Reason, err = wire.ParseAbort(m.Data)
 	case KindApprove:
 		msg.Decision, err = ParseDecision(m.Data, msgID)
 	default:
-		msg.Message, err = ParseUserMessage(m.Data, msgID)
+		msg.Message, err = wire.ParseUserMessage(m.Data, msgID)
 	}
 	return msg, err
 }

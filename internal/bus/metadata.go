@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/bus/wire"
 )
 
 // Metadata keys of a tool endpoint. The definition of a tool travels in its
@@ -68,7 +69,7 @@ func Rank(kind string) int {
 // ToolMetadata returns the endpoint metadata that describes d.
 func ToolMetadata(d *agentfleet.ToolDef) map[string]string {
 	md := map[string]string{
-		MetaProtocol:    strconv.Itoa(ProtocolVersion),
+		MetaProtocol:    strconv.Itoa(wire.ProtocolVersion),
 		MetaLabel:       d.Label,
 		MetaDescription: d.Description,
 		MetaParallel:    strconv.FormatBool(d.Parallel),

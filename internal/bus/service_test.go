@@ -10,6 +10,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 )
@@ -45,7 +46,7 @@ func TestWorkerAnswersOnlyInboxes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	call, err := bus.EncodeRequest(&bus.CallRequest{V: bus.ProtocolVersion, ID: "c1", Tool: "echo", Args: map[string]any{"text": "hi"}})
+	call, err := wire.EncodeRequest(&wire.CallRequest{V: wire.ProtocolVersion, ID: "c1", Tool: "echo", Args: map[string]any{"text": "hi"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +112,7 @@ func TestWorkerServiceInfo(t *testing.T) {
 		t.Errorf("info = %+v", info)
 	}
 	// One good call and one bad request.
-	call, _ := bus.EncodeRequest(&bus.CallRequest{V: bus.ProtocolVersion, ID: "c1", Tool: "echo", Args: map[string]any{"text": "hi"}})
+	call, _ := wire.EncodeRequest(&wire.CallRequest{V: wire.ProtocolVersion, ID: "c1", Tool: "echo", Args: map[string]any{"text": "hi"}})
 	sub, _ := nc.SubscribeSync(nc.NewRespInbox())
 	nc.PublishRequest("agent.tool.echo", sub.Subject, call)
 	for {
@@ -119,7 +120,7 @@ func TestWorkerServiceInfo(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if f, _ := bus.DecodeFrame(m.Data); f != nil && f.T == bus.FrameResult {
+		if f, _ := wire.DecodeFrame(m.Data); f != nil && f.T == wire.FrameResult {
 			break
 		}
 	}

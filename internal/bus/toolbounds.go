@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/bus/wire"
 )
 
 // Bounds of one tool definition as the fleet takes it from a source it does
@@ -19,7 +20,7 @@ const (
 	MaxToolSchema = 64 << 10
 	// MaxSchemaDepth bounds the nesting of objects and arrays in a tool's
 	// schema, as MaxDecodeDepth does in a wire message.
-	MaxSchemaDepth = MaxDecodeDepth
+	MaxSchemaDepth = wire.MaxDecodeDepth
 	// MaxWorkerTools bounds the tools the fleet takes from one worker
 	// service; the endpoints beyond it, in the order of its info, are
 	// dropped.

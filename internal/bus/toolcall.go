@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/bus/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 	"go.opentelemetry.io/otel/trace"
@@ -25,7 +26,7 @@ const AckDelay = 20 * time.Millisecond
 type call struct {
 	s     *ToolServer
 	t     *agentfleet.Tool
-	req   *CallRequest
+	req   *wire.CallRequest
 	reply string
 	key   callKey
 	start time.Time
@@ -40,7 +41,7 @@ type call struct {
 	acked bool
 	done  bool            // the final frame is out or going: no frame after it
 	beat  time.Time       // when the next ack or heartbeat is due
-	frame Frame           // scratch for the frames sent under mu, then the final one
+	frame wire.Frame      // scratch for the frames sent under mu, then the final one
 	tc    agentfleet.Call // what the handler gets
 
 	// span is the call's span when the worker traces (calltrace.go); began
@@ -62,7 +63,7 @@ func (c *call) release() {
 }
 
 // newCall prepares a call; s.start runs it.
-func (s *ToolServer) newCall(t *agentfleet.Tool, creq *CallRequest, reply string, h nats.Header, start time.Time) *call {
+func (s *ToolServer) newCall(t *agentfleet.Tool, creq *wire.CallRequest, reply string, h nats.Header, start time.Time) *call {
 	c := &call{s: s, t: t, req: creq, reply: reply, key: callKey{creq.ID, reply}, start: start}
 	var base context.Context
 	base, c.span = s.traceCall(h, creq, start)
@@ -151,9 +152,9 @@ func (c *call) tick() {
 		if !c.acked {
 			c.acked = true
 			s := c.s
-			*f = Frame{T: FrameAck, ID: c.req.ID, Worker: s.name, Cancel: s.cancelSubject, HeartbeatMS: s.cfg.Heartbeat.Milliseconds()}
+			*f = wire.Frame{T: wire.FrameAck, ID: c.req.ID, Worker: s.name, Cancel: s.cancelSubject, HeartbeatMS: s.cfg.Heartbeat.Milliseconds()}
 		} else {
-			*f = Frame{T: FrameHeartbeat, ID: c.req.ID}
+			*f = wire.Frame{T: wire.FrameHeartbeat, ID: c.req.ID}
 		}
 		if err := c.publish(f); errors.Is(err, nats.ErrConnectionClosed) {
 			// The connection is closed for good: no frame of this call
@@ -182,13 +183,13 @@ func (c *call) progress(partial any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.done {
-		c.frame = Frame{T: FrameProgress, ID: c.req.ID, Partial: partial}
+		c.frame = wire.Frame{T: wire.FrameProgress, ID: c.req.ID, Partial: partial}
 		c.publish(&c.frame)
 	}
 }
 
 // publish sends a frame that is not final, and returns the error. Under mu.
-func (c *call) publish(f *Frame) error {
+func (c *call) publish(f *wire.Frame) error {
 	err := publishFrame(c.s.nc, c.reply, f)
 	if err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 		c.logWarn("publish frame", "type", f.T, "err", err)
@@ -221,16 +222,16 @@ func (c *call) finish(res *agentfleet.ToolResult, err error) (outcome string) {
 	// The timer and progress send nothing once the call is done: the
 	// scratch frame is this goroutine's.
 	f := &c.frame
-	*f = Frame{}
-	f.T, f.ID, f.Worker, f.Result = FrameResult, c.req.ID, s.name, res
+	*f = wire.Frame{}
+	f.T, f.ID, f.Worker, f.Result = wire.FrameResult, c.req.ID, s.name, res
 	outcome = "ok"
 	if err != nil {
 		outcome = c.failed(f, err)
 	} else if res == nil {
 		f.Result = emptyResult()
 	}
-	buf, err := encodeFrameBuf(f)
-	defer putFrameBuf(buf)
+	buf, err := wire.EncodeFrameBuf(f)
+	defer wire.PutFrameBuf(buf)
 	if err != nil {
 		return c.unencodable(err)
 	}
@@ -252,7 +253,7 @@ func (c *call) finish(res *agentfleet.ToolResult, err error) (outcome string) {
 // the outcome: "canceled" when the call's context ended it, else "error".
 //
 //go:noinline
-func (c *call) failed(f *Frame, err error) (outcome string) {
+func (c *call) failed(f *wire.Frame, err error) (outcome string) {
 	outcome = "error"
 	msg := err.Error()
 	if cause := context.Cause(&c.ctx); cause != nil && c.ctx.Err() != nil {
@@ -274,7 +275,7 @@ func emptyResult() *agentfleet.ToolResult {
 //
 //go:noinline
 func (c *call) unencodable(err error) (outcome string) {
-	c.s.sendError(c.reply, c.req.ID, CodeInternal, fmt.Sprintf("Tool %s: result does not encode: %v", c.t.Name, err))
+	c.s.sendError(c.reply, c.req.ID, wire.CodeInternal, fmt.Sprintf("Tool %s: result does not encode: %v", c.t.Name, err))
 	return "error"
 }
 
@@ -283,7 +284,7 @@ func (c *call) unencodable(err error) (outcome string) {
 //
 //go:noinline
 func (c *call) tooLarge(n int, max int64) (outcome string) {
-	c.s.sendError(c.reply, c.req.ID, CodeTooLarge, fmt.Sprintf("Tool %s: result of %d bytes exceeds the NATS max payload of %d bytes", c.t.Name, n, max))
+	c.s.sendError(c.reply, c.req.ID, wire.CodeTooLarge, fmt.Sprintf("Tool %s: result of %d bytes exceeds the NATS max payload of %d bytes", c.t.Name, n, max))
 	return "too_large"
 }
 
@@ -295,6 +296,16 @@ func (c *call) publishFailed(data []byte) error {
 	m := nats.NewMsg(c.reply)
 	m.Data = data
 	m.Header.Set(micro.ErrorHeader, "tool error")
-	m.Header.Set(micro.ErrorCodeHeader, CodeInternal)
+	m.Header.Set(micro.ErrorCodeHeader, wire.CodeInternal)
 	return c.s.nc.PublishMsg(m)
+}
+
+// publishFrame encodes f and publishes it on subject.
+func publishFrame(nc *nats.Conn, subject string, f *wire.Frame) error {
+	buf, err := wire.EncodeFrameBuf(f)
+	if err == nil {
+		err = nc.Publish(subject, buf.Bytes())
+	}
+	wire.PutFrameBuf(buf)
+	return err
 }

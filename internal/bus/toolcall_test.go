@@ -11,6 +11,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/wire"
 	"github.com/nats-io/nats.go"
 )
 
@@ -19,7 +20,7 @@ import (
 func serveOne(t *testing.T, tool *agentfleet.Tool) *nats.Conn {
 	t.Helper()
 	srv := bustest.MustRunNATS(t)
-	s, err := bus.Serve(bustest.MustConnect(t, srv), bus.ServerConfig{Tools: []*agentfleet.Tool{tool}, Heartbeat: bus.MinHeartbeat})
+	s, err := bus.Serve(bustest.MustConnect(t, srv), bus.ServerConfig{Tools: []*agentfleet.Tool{tool}, Heartbeat: wire.MinHeartbeat})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,13 +31,13 @@ func serveOne(t *testing.T, tool *agentfleet.Tool) *nats.Conn {
 // callFrames sends a call request and returns the types of the frames that
 // come back until the final one, and the final frame; then it waits a
 // little to see that no frame follows.
-func callFrames(t *testing.T, nc *nats.Conn, req *bus.CallRequest) (types []string, final *bus.Frame) {
+func callFrames(t *testing.T, nc *nats.Conn, req *wire.CallRequest) (types []string, final *wire.Frame) {
 	t.Helper()
 	sub, err := nc.SubscribeSync(nc.NewRespInbox())
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := bus.EncodeRequest(req)
+	b, err := wire.EncodeRequest(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,16 +49,16 @@ func callFrames(t *testing.T, nc *nats.Conn, req *bus.CallRequest) (types []stri
 		if err != nil {
 			t.Fatalf("after frames %v: %v", types, err)
 		}
-		f, err := bus.DecodeFrame(m.Data)
+		f, err := wire.DecodeFrame(m.Data)
 		if err != nil {
 			t.Fatal(err)
 		}
 		types = append(types, f.T)
-		if f.T == bus.FrameResult || f.T == bus.FrameError || f.T == bus.FrameBusy {
+		if f.T == wire.FrameResult || f.T == wire.FrameError || f.T == wire.FrameBusy {
 			final = f
 		}
 	}
-	if m, err := sub.NextMsg(5 * bus.MinHeartbeat); err == nil {
+	if m, err := sub.NextMsg(5 * wire.MinHeartbeat); err == nil {
 		t.Errorf("a frame after the final one: %q", m.Data)
 	}
 	return types, final
@@ -78,13 +79,13 @@ func TestCallAcksThenBeats(t *testing.T) {
 			return agentfleet.TextResult("done"), nil
 		}),
 	})
-	types, final := callFrames(t, nc, &bus.CallRequest{V: 1, ID: "quick", Tool: "wait", Args: map[string]any{}})
-	if len(types) != 1 || final.T != bus.FrameResult {
+	types, final := callFrames(t, nc, &wire.CallRequest{V: 1, ID: "quick", Tool: "wait", Args: map[string]any{}})
+	if len(types) != 1 || final.T != wire.FrameResult {
 		t.Errorf("quick call sent %v, want its result alone", types)
 	}
-	types, final = callFrames(t, nc, &bus.CallRequest{V: 1, ID: "slow", Tool: "wait", Args: map[string]any{}})
+	types, final = callFrames(t, nc, &wire.CallRequest{V: 1, ID: "slow", Tool: "wait", Args: map[string]any{}})
 	got := strings.Join(types, " ")
-	if !strings.HasPrefix(got, "ack hb") || !strings.Contains(got, "progress") || final.T != bus.FrameResult {
+	if !strings.HasPrefix(got, "ack hb") || !strings.Contains(got, "progress") || final.T != wire.FrameResult {
 		t.Errorf("slow call sent %q, want ack, heartbeats, progress, result", got)
 	}
 	if strings.Count(got, "ack") != 1 {
@@ -108,7 +109,7 @@ func TestCallBoundCancels(t *testing.T) {
 		}),
 	})
 	start := time.Now()
-	_, final := callFrames(t, nc, &bus.CallRequest{V: 1, ID: "b", Tool: "block", Args: map[string]any{}, TimeoutMS: 10})
+	_, final := callFrames(t, nc, &wire.CallRequest{V: 1, ID: "b", Tool: "block", Args: map[string]any{}, TimeoutMS: 10})
 	if err := <-errs; !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("ctx.Err() = %v, want context.DeadlineExceeded", err)
 	}
@@ -142,7 +143,7 @@ func TestCallThatExitsFreesItsSlot(t *testing.T) {
 	}
 	defer s.Stop()
 	nc := bustest.MustConnect(t, srv)
-	b, _ := bus.EncodeRequest(&bus.CallRequest{V: 1, ID: "exit", Tool: "t", Args: map[string]any{}})
+	b, _ := wire.EncodeRequest(&wire.CallRequest{V: 1, ID: "exit", Tool: "t", Args: map[string]any{}})
 	if err := nc.PublishRequest("agent.tool.t", nc.NewRespInbox(), b); err != nil {
 		t.Fatal(err)
 	}
@@ -152,8 +153,8 @@ func TestCallThatExitsFreesItsSlot(t *testing.T) {
 			t.Fatalf("%d calls in flight after the tool exited", s.InFlight())
 		}
 	}
-	_, final := callFrames(t, nc, &bus.CallRequest{V: 1, ID: "next", Tool: "t", Args: map[string]any{}})
-	if final.T != bus.FrameResult || agentfleet.JoinText(final.Result.Content) != "ran" {
+	_, final := callFrames(t, nc, &wire.CallRequest{V: 1, ID: "next", Tool: "t", Args: map[string]any{}})
+	if final.T != wire.FrameResult || agentfleet.JoinText(final.Result.Content) != "ran" {
 		t.Errorf("next call answered %q, want its result", final.T)
 	}
 }

@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/bus/wire"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/tracing"
 	"github.com/nats-io/nats.go"
@@ -96,7 +98,7 @@ type ToolClient struct {
 var _ pipeline.Executor = (*ToolClient)(nil)
 
 type delivery struct {
-	f           *Frame
+	f           *wire.Frame
 	err         error
 	worker      string // of a frame that did not decode, if it says
 	noResponder bool
@@ -208,9 +210,9 @@ func (c *ToolClient) route(m *nats.Msg) {
 	if len(m.Data) == 0 && m.Header.Get("Status") == "503" {
 		d.noResponder = true
 	} else {
-		d.f, d.err = DecodeFrame(m.Data)
+		d.f, d.err = wire.DecodeFrame(m.Data)
 		if d.err != nil {
-			d.worker = FrameWorker(m.Data)
+			d.worker = wire.FrameWorker(m.Data)
 		}
 	}
 	c.mu.Lock()
@@ -336,7 +338,7 @@ func (c *ToolClient) execute(ctx context.Context, prep *pipeline.Prepared, attem
 	if err != nil {
 		return nil, fmt.Errorf("Tool %s: arguments do not encode: %w", prep.Call.Name, err)
 	}
-	defer putBuffer(buf) // NATS copies what it sends
+	defer wire.PutBuffer(buf) // NATS copies what it sends
 	data := buf.Bytes()
 	// The call's trace context goes with every request of the attempt; that
 	// of a trace sampled out too, so that the worker does not record the
@@ -526,24 +528,24 @@ func (c *ToolClient) attempt(ctx context.Context, call *inflight, deadline time.
 			f := d.f
 			last = time.Now()
 			switch f.T {
-			case FrameAck:
+			case wire.FrameAck:
 				worker, cancelSubject = f.Worker, f.Cancel
 				// Clamped: a worker's hb_ms must not overflow the window
 				// nor switch loss detection off.
-				if w, ok := HeartbeatWindow(f.HeartbeatMS, c.cfg.HeartbeatMisses); ok {
+				if w, ok := wire.HeartbeatWindow(f.HeartbeatMS, c.cfg.HeartbeatMisses); ok {
 					window = w
 				}
 				call.arm(deadline, last.Add(window))
-			case FrameBusy:
+			case wire.FrameBusy:
 				c.observe(prep.Call.Name, "busy", f.Worker)
 				if hdr != nil {
 					trace.SpanFromContext(ctx).AddEvent(tracing.EventBusy, trace.WithAttributes(tracing.Worker.String(f.Worker)))
 				}
 				return nil, true, false, nil
-			case FrameProgress:
+			case wire.FrameProgress:
 				progress(f.Partial)
-			case FrameHeartbeat:
-			case FrameResult:
+			case wire.FrameHeartbeat:
+			case wire.FrameResult:
 				r := f.Result
 				r.Worker = orDefault(f.Worker, worker)
 				r.Attempts = attempt
@@ -553,7 +555,7 @@ func (c *ToolClient) attempt(ctx context.Context, call *inflight, deadline time.
 				}
 				c.observe(prep.Call.Name, "ok", r.Worker)
 				return r, false, false, nil
-			case FrameError:
+			case wire.FrameError:
 				c.observe(prep.Call.Name, "error", orDefault(f.Worker, worker))
 				return nil, false, false, fmt.Errorf("%s (worker %s, code %s)", strings.TrimSpace(f.Error), orUnknown(orDefault(f.Worker, worker)), f.Code)
 			}
@@ -607,10 +609,10 @@ func (c *ToolClient) cancelLate(call *inflight, id string) {
 				return
 			}
 			switch d.f.T {
-			case FrameAck:
+			case wire.FrameAck:
 				c.cancel(d.f.Cancel, id, call.reply)
 				return
-			case FrameResult, FrameError, FrameBusy:
+			case wire.FrameResult, wire.FrameError, wire.FrameBusy:
 				return
 			}
 		}
@@ -625,7 +627,7 @@ func (c *ToolClient) cancel(subject, id, inbox string) {
 	if !c.subjects.IsCancel(subject) {
 		return
 	}
-	b, _ := EncodeFrame(&Frame{T: FrameCancel, ID: id, Inbox: inbox})
+	b, _ := wire.EncodeFrame(&wire.Frame{T: wire.FrameCancel, ID: id, Inbox: inbox})
 	_ = c.nc.Publish(subject, b)
 }
 
@@ -643,3 +645,13 @@ func orDefault(s, def string) string {
 }
 
 func orUnknown(s string) string { return orDefault(s, "(unknown)") }
+
+// encodeCall encodes the call request of one attempt of prep into a buffer
+// of the wire's pool, to be given back with PutBuffer once sent.
+func encodeCall(prep *pipeline.Prepared, attempt int) (*bytes.Buffer, error) {
+	return wire.EncodeRequestBuf(wire.CallRequest{
+		V: wire.ProtocolVersion, ID: prep.Call.ID, Tool: prep.Call.Name, Args: prep.Args,
+		TimeoutMS: prep.Timeout.Milliseconds(), Attempt: attempt,
+		Agent: prep.Agent, Session: prep.Session, RunID: prep.RunID, Allowed: prep.Allowed, Gated: prep.Gated,
+	})
+}

@@ -7,6 +7,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/wire"
 	"github.com/nats-io/nats.go"
 )
 
@@ -17,7 +18,7 @@ import (
 func BenchmarkToolClientOnly(b *testing.B) {
 	srv := bustest.MustRunNATS(b)
 	text := strings.Repeat("x", 200)
-	frame, err := bus.EncodeFrame(&bus.Frame{T: bus.FrameResult, ID: "c", Worker: "bench/1", Result: agentfleet.TextResult(text)})
+	frame, err := wire.EncodeFrame(&wire.Frame{T: wire.FrameResult, ID: "c", Worker: "bench/1", Result: agentfleet.TextResult(text)})
 	if err != nil {
 		b.Fatal(err)
 	}

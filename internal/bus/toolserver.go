@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/bus/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 	"go.opentelemetry.io/otel/trace"
@@ -122,7 +123,7 @@ func Serve(nc *nats.Conn, cfg ServerConfig) (*ToolServer, error) {
 	cfg.Beat = min(max(cfg.Beat, MinBeat), MaxBeat)
 	// Clients clamp the interval a worker announces; beating outside the
 	// range would have them declare the worker lost, or heartbeats flood.
-	cfg.Heartbeat = ClampHeartbeat(cfg.Heartbeat)
+	cfg.Heartbeat = wire.ClampHeartbeat(cfg.Heartbeat)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -154,7 +155,7 @@ func Serve(nc *nats.Conn, cfg ServerConfig) (*ToolServer, error) {
 		Description: "agentfleet tool worker",
 		QueueGroup:  QueueGroup,
 		Metadata: map[string]string{
-			MetaProtocol:    fmt.Sprint(ProtocolVersion),
+			MetaProtocol:    fmt.Sprint(wire.ProtocolVersion),
 			"prefix":        subjects.Prefix,
 			MetaConcurrency: fmt.Sprint(cfg.Concurrency),
 			MetaBeat:        fmt.Sprint(cfg.Beat.Milliseconds()),
@@ -303,7 +304,7 @@ func (s *ToolServer) cancelAll(cause error) {
 }
 
 func (s *ToolServer) onCancel(m *nats.Msg) {
-	f, err := DecodeCancel(m.Data)
+	f, err := wire.DecodeCancel(m.Data)
 	if err != nil {
 		if warn, n := s.badCancel.count(); warn {
 			s.log.Warn("ignoring a bad cancel frame", "subject", m.Subject, "err", err, "ignored_so_far", n)
@@ -348,12 +349,12 @@ func (s *ToolServer) handler(t *agentfleet.Tool) func(req *nats.Msg) (answeredEr
 			s.observe(t.Name, "no_reply", time.Since(start))
 			return ""
 		}
-		creq, err := DecodeRequest(req.Data)
+		creq, err := wire.DecodeRequest(req.Data)
 		if err == nil && creq.Tool != t.Name {
 			err = fmt.Errorf("call request names tool %q but was sent to the endpoint of %q", creq.Tool, t.Name)
 		}
 		if err != nil {
-			s.sendError(req.Reply, "", CodeBadRequest, err.Error())
+			s.sendError(req.Reply, "", wire.CodeBadRequest, err.Error())
 			s.observe(t.Name, "bad_request", time.Since(start))
 			return HeaderValue(err.Error())
 		}
@@ -438,22 +439,22 @@ func (s *ToolServer) refuseNoReply(t *agentfleet.Tool, err error) {
 // A refusal is flow control, not a failure of the service: it is answered
 // without micro's error headers, which would count it in the endpoint's
 // num_errors (`nats micro stats`).
-func (s *ToolServer) refuse(req *nats.Msg, t *agentfleet.Tool, creq *CallRequest, why string, start time.Time) {
-	buf, _ := encodeFrameBuf(&Frame{T: FrameBusy, ID: creq.ID, Worker: s.name, InFlight: s.InFlight(), Limit: s.cfg.Concurrency})
+func (s *ToolServer) refuse(req *nats.Msg, t *agentfleet.Tool, creq *wire.CallRequest, why string, start time.Time) {
+	buf, _ := wire.EncodeFrameBuf(&wire.Frame{T: wire.FrameBusy, ID: creq.ID, Worker: s.name, InFlight: s.InFlight(), Limit: s.cfg.Concurrency})
 	m := nats.NewMsg(req.Reply)
 	m.Data = buf.Bytes()
 	m.Header.Set(HeaderBusy, HeaderValue(why))
 	if err := s.nc.PublishMsg(m); err != nil {
 		s.log.Warn("send busy frame", "err", err)
 	}
-	putFrameBuf(buf)
+	wire.PutFrameBuf(buf)
 	s.observe(t.Name, "busy", time.Since(start))
 }
 
 // sendError sends a final error frame with the micro error headers, which
 // `nats micro` and other micro clients read.
 func (s *ToolServer) sendError(reply, id, code, msg string) {
-	buf, _ := encodeFrameBuf(&Frame{T: FrameError, ID: id, Worker: s.name, Error: msg, Code: code})
+	buf, _ := wire.EncodeFrameBuf(&wire.Frame{T: wire.FrameError, ID: id, Worker: s.name, Error: msg, Code: code})
 	m := nats.NewMsg(reply)
 	m.Data = buf.Bytes()
 	m.Header.Set(micro.ErrorHeader, HeaderValue(msg))
@@ -461,7 +462,7 @@ func (s *ToolServer) sendError(reply, id, code, msg string) {
 	if err := s.nc.PublishMsg(m); err != nil {
 		s.log.Warn("send error frame", "err", err)
 	}
-	putFrameBuf(buf)
+	wire.PutFrameBuf(buf)
 }
 
 // Caller is the agent on whose behalf a scripted tool runs, with the tools

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
-	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/wire"
 )
 
 // BenchmarkToolServerCall measures the worker side of one call: raw call
@@ -25,8 +25,8 @@ func BenchmarkToolServerCall(b *testing.B) {
 	cc := bustest.MustConnect(b, srv)
 	var ids atomic.Uint64
 	call := func() {
-		req, err := bus.EncodeRequest(&bus.CallRequest{
-			V: bus.ProtocolVersion, ID: "call_" + strconv.FormatUint(ids.Add(1), 36), Tool: "echo",
+		req, err := wire.EncodeRequest(&wire.CallRequest{
+			V: wire.ProtocolVersion, ID: "call_" + strconv.FormatUint(ids.Add(1), 36), Tool: "echo",
 			Args: map[string]any{"text": text}, TimeoutMS: 60_000, Attempt: 1, Agent: "bench", Session: "s1", RunID: "r1",
 		})
 		if err != nil {
@@ -36,11 +36,11 @@ func BenchmarkToolServerCall(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		f, err := bus.DecodeFrame(m.Data)
+		f, err := wire.DecodeFrame(m.Data)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if f.T != bus.FrameResult || agentfleet.JoinText(f.Result.Content) != text {
+		if f.T != wire.FrameResult || agentfleet.JoinText(f.Result.Content) != text {
 			b.Fatalf("answer %q", f.T)
 		}
 	}

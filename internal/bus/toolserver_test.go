@@ -9,6 +9,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/wire"
 	"github.com/nats-io/nats.go/micro"
 )
 
@@ -57,7 +58,7 @@ func TestDrainRefusesCallsStillQueued(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-blocked
-	req, err := bus.EncodeRequest(&bus.CallRequest{V: bus.ProtocolVersion, ID: "queued", Tool: "echo", Args: map[string]any{}})
+	req, err := wire.EncodeRequest(&wire.CallRequest{V: wire.ProtocolVersion, ID: "queued", Tool: "echo", Args: map[string]any{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,11 +84,11 @@ func TestDrainRefusesCallsStillQueued(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no answer to the queued call: %v", err)
 	}
-	f, err := bus.DecodeFrame(m.Data)
+	f, err := wire.DecodeFrame(m.Data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.T != bus.FrameBusy || m.Header.Get(bus.HeaderBusy) != "worker draining" {
+	if f.T != wire.FrameBusy || m.Header.Get(bus.HeaderBusy) != "worker draining" {
 		t.Errorf("answer %q (%s), want a busy frame saying the worker drains", f.T, m.Header.Get(bus.HeaderBusy))
 	}
 	if h := m.Header.Get(micro.ErrorHeader); h != "" {
@@ -117,7 +118,7 @@ func TestRequestWithoutReplyIsNotRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Stop()
-	req, _ := bus.EncodeRequest(&bus.CallRequest{V: bus.ProtocolVersion, ID: "c", Tool: "echo", Args: map[string]any{}})
+	req, _ := wire.EncodeRequest(&wire.CallRequest{V: wire.ProtocolVersion, ID: "c", Tool: "echo", Args: map[string]any{}})
 	if err := cc.Publish("agent.tool.echo", req); err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +161,7 @@ func TestClosedConnectionCancelsTheCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Stop()
-	req, _ := bus.EncodeRequest(&bus.CallRequest{V: bus.ProtocolVersion, ID: "c", Tool: "block", Args: map[string]any{}})
+	req, _ := wire.EncodeRequest(&wire.CallRequest{V: wire.ProtocolVersion, ID: "c", Tool: "block", Args: map[string]any{}})
 	if err := cc.PublishRequest("agent.tool.block", cc.NewRespInbox(), req); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/wire"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
 	"github.com/nats-io/nats.go"
 )
@@ -47,7 +48,7 @@ func TestLostWorkerRetryLogged(t *testing.T) {
 	acked := make(chan struct{})
 	var once sync.Once
 	watch, err := f.nc.Subscribe("_INBOX.>", func(m *nats.Msg) {
-		if fr, err := bus.DecodeFrame(m.Data); err == nil && fr.T == bus.FrameAck && fr.Worker == victim.Name() {
+		if fr, err := wire.DecodeFrame(m.Data); err == nil && fr.T == wire.FrameAck && fr.Worker == victim.Name() {
 			once.Do(func() { close(acked) })
 		}
 	})

@@ -11,6 +11,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/wire"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/script"
 	"github.com/agentfleet/agentfleet/internal/scripts"
@@ -97,7 +98,7 @@ func TestCallToolFailsClosed(t *testing.T) {
 	// viaRawRequest sends a call request without an allowed list straight
 	// to the tool's subject, as any NATS client may.
 	viaRawRequest := func(t *testing.T) string {
-		req, err := bus.EncodeRequest(&bus.CallRequest{V: bus.ProtocolVersion, ID: "raw", Tool: "peek", Args: map[string]any{}, TimeoutMS: 10000, Agent: "agent-a"})
+		req, err := wire.EncodeRequest(&wire.CallRequest{V: wire.ProtocolVersion, ID: "raw", Tool: "peek", Args: map[string]any{}, TimeoutMS: 10000, Agent: "agent-a"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,14 +117,14 @@ func TestCallToolFailsClosed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f, err := bus.DecodeFrame(m.Data)
+			f, err := wire.DecodeFrame(m.Data)
 			if err != nil {
 				t.Fatal(err)
 			}
 			switch f.T {
-			case bus.FrameResult:
+			case wire.FrameResult:
 				return agentfleet.JoinText(f.Result.Content)
-			case bus.FrameError, bus.FrameBusy:
+			case wire.FrameError, wire.FrameBusy:
 				t.Fatalf("frame %+v", f)
 			}
 		}

@@ -1,4 +1,4 @@
-package bus
+package wire
 
 import (
 	"strings"
@@ -93,52 +93,6 @@ func FuzzParseUserMessage(f *testing.F) {
 	})
 }
 
-func TestSubjects(t *testing.T) {
-	s, err := NewSubjects("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := s.Event("default", "demo", "tool.end"), "agent.events.default.demo.tool.end"; got != want {
-		t.Errorf("event subject = %s, want %s", got, want)
-	}
-	kind, agent, session, err := s.ParseClient("agent.ask.default.demo-1_x")
-	if err != nil || kind != KindAsk || agent != "default" || session != "demo-1_x" {
-		t.Errorf("ParseClient = %s %s %s %v", kind, agent, session, err)
-	}
-	for subject, want := range map[string]string{
-		"agent.in.default":         "want agent.<kind>.<agent>.<session>",
-		"agent.in.de fault.x":      `agent name "de fault"`,
-		"agent.in.default.a@b":     `session name "a@b" may hold only`,
-		"other.in.default.s":       `is not under prefix "agent"`,
-		"agent.in.default.s.extra": "want agent.<kind>.<agent>.<session>",
-	} {
-		if _, _, _, err := s.ParseClient(subject); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("ParseClient(%q) = %v, want %q", subject, err, want)
-		}
-	}
-	if _, err := NewSubjects("acme.agent"); err != nil {
-		t.Errorf("two-token prefix: %v", err)
-	}
-	if _, err := NewSubjects("agent.*"); err == nil {
-		t.Error("wildcard prefix accepted")
-	}
-}
-
-func TestToolMetadataRoundTrip(t *testing.T) {
-	d := agentfleet.ToolDef{Name: "get_weather", Label: "Weather", Description: "d", InputSchema: []byte(`{"type":"object"}`),
-		Annotations: agentfleet.Annotations{ReadOnly: true, Idempotent: true}, Parallel: true, TimeoutMS: 1500}
-	got, err := ToolFromMetadata(d.Name, ToolMetadata(&d))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Name != d.Name || got.Label != d.Label || string(got.InputSchema) != string(d.InputSchema) || got.Annotations != d.Annotations || !got.Parallel || got.TimeoutMS != 1500 {
-		t.Errorf("round trip = %+v", got)
-	}
-	if _, err := ToolFromMetadata("x", map[string]string{MetaInputSchema: "{"}); err == nil || !strings.Contains(err.Error(), "input_schema is not valid JSON") {
-		t.Errorf("bad schema: %v", err)
-	}
-}
-
 func FuzzParseAbort(f *testing.F) {
 	for _, s := range []string{"", `{"reason":"x"}`, "plain", `{"reason":`} {
 		f.Add([]byte(s))
@@ -146,34 +100,4 @@ func FuzzParseAbort(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ParseAbort(data)
 	})
-}
-
-func FuzzToolFromMetadata(f *testing.F) {
-	f.Add("echo", `{"type":"object"}`, `{"read_only":true}`, "true", "1000")
-	f.Add("x", "{", "[", "maybe", "-1")
-	f.Fuzz(func(t *testing.T, name, schema, annotations, parallel, timeout string) {
-		d, err := ToolFromMetadata(name, map[string]string{MetaInputSchema: schema, MetaAnnotations: annotations, MetaParallel: parallel, MetaTimeoutMS: timeout})
-		if err == nil && (!ValidToken(d.Name) || d.TimeoutMS < 0) {
-			t.Errorf("accepted %+v", d)
-		}
-	})
-}
-
-func TestIsCancel(t *testing.T) {
-	s, _ := NewSubjects("acme.agent")
-	for subject, want := range map[string]bool{
-		"acme.agent.worker.Q94026aeuu1iC6cuHQEzSf.cancel": true,
-		"acme.agent.worker.a-b_c.cancel":                  true,
-		"acme.agent.worker..cancel":                       false,
-		"acme.agent.worker.a.b.cancel":                    false,
-		"acme.agent.worker.*.cancel":                      false,
-		"agent.worker.x.cancel":                           false,
-		"acme.agent.tool.echo":                            false,
-		"$SYS.REQ.SERVER.PING":                            false,
-		"":                                                false,
-	} {
-		if got := s.IsCancel(subject); got != want {
-			t.Errorf("IsCancel(%q) = %v, want %v", subject, got, want)
-		}
-	}
 }

@@ -1,4 +1,4 @@
-package bus
+package wire
 
 import (
 	"bytes"
@@ -24,14 +24,14 @@ func TestEncodeFrameBufIsEncodeFrame(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			buf, err := encodeFrameBuf(f)
+			buf, err := EncodeFrameBuf(f)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(buf.Bytes(), want) {
 				t.Errorf("%s frame: pooled encoding % x, want % x", f.T, buf.Bytes(), want)
 			}
-			putFrameBuf(buf)
+			PutFrameBuf(buf)
 		}
 	}
 }

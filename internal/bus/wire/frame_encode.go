@@ -1,4 +1,4 @@
-package bus
+package wire
 
 import (
 	"github.com/agentfleet/agentfleet"
