@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet/internal/bus"
+	busclient "github.com/agentfleet/agentfleet/internal/bus/client"
 )
 
 // Options are what a command chooses for the dashboard it opens on a NATS
@@ -34,7 +35,7 @@ func Open(ctx context.Context, nc *bus.Conn, subjects bus.Subjects, opts Options
 		cfg.Since = opts.Since
 	}
 	if !opts.ReadOnly {
-		sc := bus.NewSessionClient(nc, subjects)
+		sc := busclient.NewSessionClient(nc, subjects)
 		ok, err := sc.CanAct()
 		if err != nil {
 			return nil, fmt.Errorf("dashboard: %w", err)

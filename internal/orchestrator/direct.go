@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	busclient "github.com/agentfleet/agentfleet/internal/bus/client"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
@@ -95,7 +96,7 @@ func (o *Orchestrator) Ask(ctx context.Context, agentName, session, text string,
 	if err := bus.CheckToken("session", session); err != nil {
 		return nil, err
 	}
-	return bus.Ask(ctx, o.nc, o.subjects, agentName, session, text, onEvent)
+	return busclient.Ask(ctx, o.nc, o.subjects, agentName, session, text, onEvent)
 }
 
 // answerCalls subscribes Subjects.Call for agentctl mcp: each request is
@@ -115,10 +116,10 @@ func (o *Orchestrator) answerCalls() (*nats.Subscription, error) {
 }
 
 func (o *Orchestrator) answerCall(m *nats.Msg) {
-	reply := func(r *bus.CallReplyJSON) {
+	reply := func(r *busclient.CallReplyJSON) {
 		b, err := json.Marshal(r)
 		if err != nil {
-			b, _ = json.Marshal(&bus.CallReplyJSON{Error: fmt.Sprintf("the result does not encode: %v", err)})
+			b, _ = json.Marshal(&busclient.CallReplyJSON{Error: fmt.Sprintf("the result does not encode: %v", err)})
 		}
 		if err := o.nc.Publish(m.Reply, b); err != nil {
 			o.log.Warn("call reply", "subject", m.Subject, "err", err)
@@ -126,18 +127,18 @@ func (o *Orchestrator) answerCall(m *nats.Msg) {
 	}
 	agentName, session, err := o.subjects.ParseCall(m.Subject)
 	if err != nil {
-		reply(&bus.CallReplyJSON{Error: err.Error()})
+		reply(&busclient.CallReplyJSON{Error: err.Error()})
 		return
 	}
-	var req bus.CallRequestJSON
+	var req busclient.CallRequestJSON
 	if err := json.Unmarshal(m.Data, &req); err != nil {
-		reply(&bus.CallReplyJSON{Error: fmt.Sprintf("call on %s: the request is not a JSON call: %v", m.Subject, err)})
+		reply(&busclient.CallReplyJSON{Error: fmt.Sprintf("call on %s: the request is not a JSON call: %v", m.Subject, err)})
 		return
 	}
 	out, err := o.CallTool(o.life, agentName, session, agentfleet.ToolCall{ID: req.ID, Name: req.Name, Arguments: req.Arguments}, nil)
 	if err != nil {
-		reply(&bus.CallReplyJSON{Error: err.Error()})
+		reply(&busclient.CallReplyJSON{Error: err.Error()})
 		return
 	}
-	reply(&bus.CallReplyJSON{Result: out.Result, IsError: out.IsError, Outcome: string(out.Kind)})
+	reply(&busclient.CallReplyJSON{Result: out.Result, IsError: out.IsError, Outcome: string(out.Kind)})
 }

@@ -1,4 +1,4 @@
-package bus
+package client
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 )
@@ -39,8 +40,8 @@ var ErrNoOrchestrator = errors.New("no orchestrator listens")
 // to onEvent (when not nil) meanwhile, up to the run's run.end. When ctx
 // ends first, it asks the
 // orchestrator to abort the run and returns ctx's cause.
-func Ask(ctx context.Context, nc *Conn, subjects Subjects, agent, session, text string, onEvent func(*agentfleet.Event)) (*agentfleet.AssistantMessage, error) {
-	subject := subjects.Client(KindAsk, agent, session)
+func Ask(ctx context.Context, nc *bus.Conn, subjects bus.Subjects, agent, session, text string, onEvent func(*agentfleet.Event)) (*agentfleet.AssistantMessage, error) {
+	subject := subjects.Client(bus.KindAsk, agent, session)
 	stop, last, err := followEvents(nc, subjects.Prefix+".events."+agent+"."+session+".>", onEvent,
 		func(e *agentfleet.Event) bool { return e.Type == agentfleet.EventRunEnd })
 	if err != nil {
@@ -63,7 +64,7 @@ func Ask(ctx context.Context, nc *Conn, subjects Subjects, agent, session, text 
 		if ctx.Err() != nil {
 			// The run goes on without anyone waiting: stop it.
 			abort, _ := json.Marshal(map[string]string{"reason": "the MCP client canceled the ask"})
-			nc.Publish(subjects.Client(KindAbort, agent, session), abort)
+			nc.Publish(subjects.Client(bus.KindAbort, agent, session), abort)
 			return nil, context.Cause(ctx)
 		}
 		return nil, fmt.Errorf("ask on %s: %w", subject, err)
@@ -80,7 +81,7 @@ func Ask(ctx context.Context, nc *Conn, subjects Subjects, agent, session, text 
 // its pipeline, and returns the reply. The call's tool.update events go to
 // onEvent (when not nil), all of them before it returns. timeout bounds
 // the wait for the reply.
-func CallAgentTool(ctx context.Context, nc *Conn, subjects Subjects, agent, session string, call *CallRequestJSON, onEvent func(*agentfleet.Event), timeout time.Duration) (*CallReplyJSON, error) {
+func CallAgentTool(ctx context.Context, nc *bus.Conn, subjects bus.Subjects, agent, session string, call *CallRequestJSON, onEvent func(*agentfleet.Event), timeout time.Duration) (*CallReplyJSON, error) {
 	subject := subjects.Call(agent, session)
 	stop, last, err := followEvents(nc, subjects.Event(agent, session, "tool.>"), onEvent,
 		func(e *agentfleet.Event) bool { return e.Type == agentfleet.EventToolEnd && e.ToolCallID == call.ID })
@@ -135,7 +136,7 @@ func CallAgentTool(ctx context.Context, nc *Conn, subjects Subjects, agent, sess
 // followEvents subscribes subject and passes each event to onEvent until
 // the returned stop is called; with a nil onEvent it does nothing. last
 // is closed once an event for which isLast holds has been passed on.
-func followEvents(nc *Conn, subject string, onEvent func(*agentfleet.Event), isLast func(*agentfleet.Event) bool) (stop func(), last <-chan struct{}, err error) {
+func followEvents(nc *bus.Conn, subject string, onEvent func(*agentfleet.Event), isLast func(*agentfleet.Event) bool) (stop func(), last <-chan struct{}, err error) {
 	done := make(chan struct{})
 	if onEvent == nil {
 		close(done)

@@ -1,4 +1,4 @@
-package bus
+package client
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/nats-io/nats.go"
 )
 
@@ -16,11 +17,11 @@ import (
 // a decision on <prefix>.approve.<agent>.<session>.
 type SessionClient struct {
 	nc       *nats.Conn
-	subjects Subjects
+	subjects bus.Subjects
 }
 
 // NewSessionClient returns a client of the sessions of subjects on nc.
-func NewSessionClient(nc *nats.Conn, subjects Subjects) *SessionClient {
+func NewSessionClient(nc *nats.Conn, subjects bus.Subjects) *SessionClient {
 	return &SessionClient{nc: nc, subjects: subjects}
 }
 
@@ -34,8 +35,8 @@ var ErrDenied = errors.New("this NATS user may not publish there")
 // (<prefix>.in.> in deploy/nats/nats.conf) that no orchestrator subscribes
 // and no stream stores, so the probe reaches no agent.
 func (c *SessionClient) CanAct() (bool, error) {
-	for _, kind := range []string{KindIn, KindAbort} {
-		ok, err := CanPublish(c.nc, c.subjects.Prefix+"."+kind+"._permission_probe")
+	for _, kind := range []string{bus.KindIn, bus.KindAbort} {
+		ok, err := bus.CanPublish(c.nc, c.subjects.Prefix+"."+kind+"._permission_probe")
 		if err != nil || !ok {
 			return false, err
 		}
@@ -47,7 +48,7 @@ func (c *SessionClient) CanAct() (bool, error) {
 // docs/PROTOCOL.md) on the session's in subject, and makes a round trip so
 // that a permission violation is an error (ErrDenied).
 func (c *SessionClient) Send(agent, session string, msg []byte) error {
-	subject := c.subjects.Client(KindIn, agent, session)
+	subject := c.subjects.Client(bus.KindIn, agent, session)
 	if err := c.nc.Publish(subject, msg); err != nil {
 		return fmt.Errorf("publish on %s: %w", subject, err)
 	}
@@ -55,10 +56,10 @@ func (c *SessionClient) Send(agent, session string, msg []byte) error {
 }
 
 func (c *SessionClient) checkDenied(subject string) error {
-	if err := c.nc.FlushTimeout(flushWait); err != nil {
+	if err := c.nc.FlushTimeout(bus.FlushWait); err != nil {
 		return fmt.Errorf("NATS: %w", err)
 	}
-	if err := c.nc.LastError(); errors.Is(err, nats.ErrPermissionViolation) && containsQuoted(err.Error(), subject) {
+	if err := c.nc.LastError(); errors.Is(err, nats.ErrPermissionViolation) && bus.ContainsQuoted(err.Error(), subject) {
 		return fmt.Errorf("publish on %s: %w", subject, ErrDenied)
 	}
 	return nil
@@ -70,7 +71,7 @@ func (c *SessionClient) checkDenied(subject string) error {
 // fails when nobody answers within ctx, nobody listens, or the server
 // refuses (ErrDenied).
 func (c *SessionClient) Abort(ctx context.Context, agent, session, reason string) (*agentfleet.AssistantMessage, error) {
-	subject := c.subjects.Client(KindAbort, agent, session)
+	subject := c.subjects.Client(bus.KindAbort, agent, session)
 	body, err := json.Marshal(map[string]string{"reason": reason})
 	if err != nil {
 		return nil, err
