@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/input"
 	"github.com/agentfleet/agentfleet/internal/bus/server"
 	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
@@ -229,7 +230,7 @@ func (m *Main) orchestratorsRound(ctx context.Context, dir string, n int, failov
 		}
 		o, err := orchestrator.New(nc, orchestrator.Config{
 			Model: latencyModel(cfg.ModelLatency, cfg.LLMConcurrency), Prefix: prefix, Durable: true, LeaseTTL: cfg.LeaseTTL, Logger: m.logger,
-			DurableConfig: bus.DurableConfig{Replicas: cfg.Replicas},
+			DurableConfig: input.DurableConfig{Replicas: cfg.Replicas},
 			Discovery:     bus.FleetConfig{Wait: 200 * time.Millisecond},
 		})
 		if err != nil {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/input"
 	busserver "github.com/agentfleet/agentfleet/internal/bus/server"
 	"github.com/agentfleet/agentfleet/internal/cli"
 	"github.com/agentfleet/agentfleet/internal/dashboard"
@@ -69,7 +70,7 @@ type Main struct {
 	Heartbeat         time.Duration
 	ShutdownWait      time.Duration
 	Durable           string
-	Streams           bus.DurableConfig
+	Streams           input.DurableConfig
 	SessionIdle       time.Duration
 	HTTP              string
 	MCPToken          string
@@ -229,7 +230,7 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	// Scripted tools live in a JetStream KV bucket.
-	scripted := m.Durable != "false" && bus.HasJetStream(ctx, m.nc)
+	scripted := m.Durable != "false" && input.HasJetStream(ctx, m.nc)
 	// The in-process workers' scripts share one budget: they share the
 	// process.
 	scriptMemory := script.NewProcessMemory(m.ScriptMemoryTotal)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/input"
 	busserver "github.com/agentfleet/agentfleet/internal/bus/server"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/nats-io/nats-server/v2/server"
@@ -370,8 +371,8 @@ func TestDeployConfClient(t *testing.T) {
 	subjects, _ := bus.NewSubjects("")
 
 	pub := bus.NewPublisher(orch, subjects, nil)
-	got := make(chan *bus.Inbound, 1)
-	in := bus.NewInput(orch, subjects, bus.InputHandlerFunc(func(in *bus.Inbound) error {
+	got := make(chan *input.Inbound, 1)
+	in := input.NewInput(orch, subjects, input.InputHandlerFunc(func(in *input.Inbound) error {
 		if in.Kind == bus.KindApprove {
 			in.ReplyDecision(&agentfleet.ApprovalReply{OK: true, ToolCallID: in.Decision.ToolCallID, Decision: agentfleet.ApprovalApproved})
 			return nil
@@ -462,7 +463,7 @@ func TestDeployConfStandalone(t *testing.T) {
 	}
 	t.Cleanup(func() { ts.Stop() })
 	subjects, _ := bus.NewSubjects("")
-	in := bus.NewInput(nc, subjects, bus.InputHandlerFunc(func(*bus.Inbound) error { return nil }), nil, nil)
+	in := input.NewInput(nc, subjects, input.InputHandlerFunc(func(*input.Inbound) error { return nil }), nil, nil)
 	if err := in.Start(); err != nil {
 		t.Fatal(err)
 	}

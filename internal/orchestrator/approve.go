@@ -7,7 +7,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/approval"
-	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/input"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 )
 
@@ -44,7 +44,7 @@ func (s *session) newGate() *approval.Gate {
 // to its publisher (an error one also as an error event), then the
 // delivery settled. A decision that could not act here is left to be
 // delivered again (to this session's next owner, or to hear why not).
-func (s *session) answerDecision(in *bus.Inbound) approval.Answer {
+func (s *session) answerDecision(in *input.Inbound) approval.Answer {
 	return func(r *agentfleet.ApprovalReply, final bool) {
 		if !final && in.Durable() {
 			in.Done(false)

@@ -12,6 +12,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	busclient "github.com/agentfleet/agentfleet/internal/bus/client"
+	"github.com/agentfleet/agentfleet/internal/bus/input"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
@@ -103,7 +104,7 @@ func (o *Orchestrator) Ask(ctx context.Context, agentName, session, text string,
 // one call run by CallTool, answered with a bus.CallReplyJSON. Any
 // orchestrator answers as well as another.
 func (o *Orchestrator) answerCalls() (*nats.Subscription, error) {
-	sub, err := o.nc.QueueSubscribe(o.subjects.CallWildcard(), bus.QueueInput, func(m *nats.Msg) {
+	sub, err := o.nc.QueueSubscribe(o.subjects.CallWildcard(), input.QueueInput, func(m *nats.Msg) {
 		if !o.mayAnswer(m) {
 			return // the call is not run
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/input"
 	"github.com/agentfleet/agentfleet/internal/bus/server"
 	"github.com/agentfleet/agentfleet/internal/history"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
@@ -479,7 +480,7 @@ func TestLongRunIsKeptAlive(t *testing.T) {
 		return say("done at last")(req)
 	})
 	obs := &counts{}
-	f := startFleet(t, orchestrator.Config{Model: model, Durable: true, Observer: obs, DurableConfig: bus.DurableConfig{AckWait: ackWait}},
+	f := startFleet(t, orchestrator.Config{Model: model, Durable: true, Observer: obs, DurableConfig: input.DurableConfig{AckWait: ackWait}},
 		bus.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}})
 	out := outs(t, f.nc, "default", "long")
 	publish(t, f.nc, "agent.in.default.long", "", "take your time")

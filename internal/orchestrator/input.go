@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/input"
 	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/google/uuid"
 )
@@ -18,7 +19,7 @@ import (
 // run or on the store: a session that is not in memory is loaded in the
 // background while its input waits; ask replies are sent, and durable input
 // settled, when the run that took the message ends.
-func (o *Orchestrator) HandleInput(in *bus.Inbound) error {
+func (o *Orchestrator) HandleInput(in *input.Inbound) error {
 	a, ok := o.agents[in.Agent]
 	if !ok {
 		return fmt.Errorf("unknown agent %q (agents: %s)", in.Agent, strings.Join(slices.Sorted(maps.Keys(o.agents)), ", "))

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	businput "github.com/agentfleet/agentfleet/internal/bus/input"
 	"github.com/agentfleet/agentfleet/internal/history"
 	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/partition"
@@ -66,7 +67,7 @@ type Config struct {
 	// histories stored, recent events kept. Start fails if the server has
 	// no JetStream.
 	Durable       bool
-	DurableConfig bus.DurableConfig
+	DurableConfig businput.DurableConfig
 	// DurableOptional lets Start go on without durability, with a warning,
 	// when the server has no JetStream.
 	DurableOptional bool
@@ -115,10 +116,10 @@ type Orchestrator struct {
 	pub      *bus.Publisher
 	client   *bus.ToolClient
 	fleet    *bus.Fleet
-	input    *bus.Input
+	input    *businput.Input
 	toolsSub *nats.Subscription // answers Subjects.AgentTools
 	callSub  *nats.Subscription // answers Subjects.Call
-	durable  *bus.Durable
+	durable  *businput.Durable
 	history  *history.Store
 	table    *partition.Table // with durable input: the partitions this one owns
 	agents   map[string]*agent
@@ -135,7 +136,7 @@ type Orchestrator struct {
 	mu       sync.Mutex
 	sessions map[string]*session
 	closed   bool
-	in       *bus.DurableInput
+	in       *businput.DurableInput
 	stopping bool            // past the shutdown grace: store nothing, settle nothing
 	drain    context.Context // while closing: bounds the handover of partitions
 }

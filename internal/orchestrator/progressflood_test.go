@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/input"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 )
@@ -31,7 +32,7 @@ func TestProgressFloodBoundedInEventStream(t *testing.T) {
 		}
 		return agentfleet.TextResult("flooded"), nil
 	})
-	f := startFleet(t, orchestrator.Config{Model: newScript(), Durable: true, DurableConfig: bus.DurableConfig{EventsMaxBytes: 256 << 20}},
+	f := startFleet(t, orchestrator.Config{Model: newScript(), Durable: true, DurableConfig: input.DurableConfig{EventsMaxBytes: 256 << 20}},
 		bus.ServerConfig{Tools: []*agentfleet.Tool{flood, echo("say")}})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

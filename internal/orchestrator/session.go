@@ -11,6 +11,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/approval"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/input"
 	"github.com/agentfleet/agentfleet/internal/history"
 	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
@@ -40,8 +41,8 @@ type session struct {
 
 	mu      sync.Mutex
 	loaded  bool
-	resumed int            // interrupted runs load resumed, for the recovery summary
-	backlog []*bus.Inbound // input that arrived while loading
+	resumed int              // interrupted runs load resumed, for the recovery summary
+	backlog []*input.Inbound // input that arrived while loading
 	loop    *loop.Session
 	gate    *approval.Gate // the calls that wait for approval
 	writer  *history.Writer
@@ -56,7 +57,7 @@ type msgInfo struct {
 	run     string            // the run that took it; "" while it is queued
 	seq     uint64            // its input stream sequence, if known
 	trace   trace.SpanContext // the trace context it was sent with
-	tickets []*bus.Inbound    // deliveries waiting on its run
+	tickets []*input.Inbound  // deliveries waiting on its run
 	// delivered: a delivery of it (not a copy read from the stream at load)
 	// reached this process, so the next one is a duplicate.
 	delivered bool
@@ -117,7 +118,7 @@ func (s *session) load(loads chan struct{}) {
 	o := s.o
 	var (
 		st      *history.Loaded
-		pending []*bus.Inbound
+		pending []*input.Inbound
 		err     error
 	)
 	if o.history != nil {
@@ -336,7 +337,7 @@ func (s *session) answer(final *agentfleet.AssistantMessage) {
 	s.mu.Lock()
 	r := s.run(final.RunID)
 	r.final = final
-	var waiting []*bus.Inbound
+	var waiting []*input.Inbound
 	for _, id := range r.ids {
 		if m := s.msgs[id]; m != nil {
 			waiting = append(waiting, m.tickets...)
@@ -393,7 +394,7 @@ func (s *session) suspend(why error, mode settleMode) {
 		s.stopped = why
 	}
 	l := s.loop
-	var waiting []*bus.Inbound
+	var waiting []*input.Inbound
 	for _, m := range s.msgs {
 		waiting = append(waiting, m.tickets...)
 		m.tickets = nil
@@ -410,7 +411,7 @@ func (s *session) suspend(why error, mode settleMode) {
 		case handOver:
 			in.Done(false)
 		case retryLater:
-			in.Retry(bus.Temporary(why))
+			in.Retry(input.Temporary(why))
 		}
 	}
 }
@@ -418,7 +419,7 @@ func (s *session) suspend(why error, mode settleMode) {
 // deliver hands one input message to the session: held while it loads,
 // handled at once after. It reports false when the session was evicted
 // meanwhile, so the caller takes a fresh one.
-func (s *session) deliver(in *bus.Inbound) bool {
+func (s *session) deliver(in *input.Inbound) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.evicted.Load() {
@@ -442,7 +443,7 @@ func (s *session) deliver(in *bus.Inbound) bool {
 
 // handleLocked carries out Decide for in. scanned marks input read from the
 // stream at load, which has no delivery of its own to settle.
-func (s *session) handleLocked(in *bus.Inbound, scanned bool) {
+func (s *session) handleLocked(in *input.Inbound, scanned bool) {
 	o := s.o
 	if in.Kind == bus.KindApprove {
 		if !scanned {

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/agentfleet/agentfleet"
-	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/input"
 	"github.com/nats-io/nats.go"
 )
 
@@ -27,7 +27,7 @@ type ToolsReply struct {
 // the prefix knows the same agents and fleet, so any of them answers as
 // well as another; the queue group has one of them answer.
 func (o *Orchestrator) answerTools() (*nats.Subscription, error) {
-	sub, err := o.nc.QueueSubscribe(o.subjects.AgentToolsWildcard(), bus.QueueInput, func(m *nats.Msg) {
+	sub, err := o.nc.QueueSubscribe(o.subjects.AgentToolsWildcard(), input.QueueInput, func(m *nats.Msg) {
 		if !o.mayAnswer(m) {
 			return
 		}

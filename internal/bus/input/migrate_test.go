@@ -1,4 +1,4 @@
-package bus_test
+package input_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/input"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -44,11 +45,11 @@ func TestMigrateEarlierInputStream(t *testing.T) {
 	}
 
 	subjects, _ := bus.NewSubjects("")
-	d, err := bus.OpenDurable(ctx, nc, subjects, bus.DurableConfig{})
+	d, err := input.OpenDurable(ctx, nc, subjects, input.DurableConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := bus.NewInput(nc, subjects, bus.InputHandlerFunc(func(*bus.Inbound) error { return nil }), nil, nil)
+	in := input.NewInput(nc, subjects, input.InputHandlerFunc(func(*input.Inbound) error { return nil }), nil, nil)
 	di, err := d.Input(ctx, in)
 	if err != nil {
 		t.Fatal(err)

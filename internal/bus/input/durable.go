@@ -1,4 +1,4 @@
-package bus
+package input
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -88,7 +89,7 @@ func HasJetStream(ctx context.Context, nc *nats.Conn) bool {
 
 // OpenDurable checks that nc's server has JetStream and creates the event
 // stream.
-func OpenDurable(ctx context.Context, nc *nats.Conn, subjects Subjects, cfg DurableConfig) (*Durable, error) {
+func OpenDurable(ctx context.Context, nc *nats.Conn, subjects bus.Subjects, cfg DurableConfig) (*Durable, error) {
 	cfg.defaults()
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -134,10 +135,10 @@ func (c *DurableConfig) defaults() {
 
 // SetupEventStream creates (or updates) the stream that keeps recent events
 // for observers that connect late.
-func SetupEventStream(ctx context.Context, js jetstream.JetStream, subjects Subjects, cfg DurableConfig) error {
+func SetupEventStream(ctx context.Context, js jetstream.JetStream, subjects bus.Subjects, cfg DurableConfig) error {
 	cfg.defaults()
 	name := subjects.StreamName("EVENTS")
-	_, err := EnsureStream(ctx, js, jetstream.StreamConfig{
+	_, err := bus.EnsureStream(ctx, js, jetstream.StreamConfig{
 		Name: name, Description: "agentfleet lifecycle events, kept for late observers",
 		Subjects: []string{subjects.Events()}, Storage: jetstream.FileStorage,
 		MaxAge: cfg.EventsMaxAge, MaxBytes: cfg.EventsMaxBytes, Discard: jetstream.DiscardOld,
@@ -187,12 +188,12 @@ func NewDurableInput(ctx context.Context, js jetstream.JetStream, in *Input, cfg
 	src, dest := subjects.InputTransform()
 	sc := jetstream.StreamConfig{
 		Name: name, Description: "agentfleet input (in, steer, relayed ask and abort), by session partition",
-		Subjects:         []string{subjects.ClientWildcard(KindIn), subjects.ClientWildcard(KindSteer), subjects.ClientWildcard(KindRelay)},
+		Subjects:         []string{subjects.ClientWildcard(bus.KindIn), subjects.ClientWildcard(bus.KindSteer), subjects.ClientWildcard(bus.KindRelay)},
 		SubjectTransform: &jetstream.SubjectTransformConfig{Source: src, Destination: dest},
 		Retention:        jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage,
 		Duplicates: cfg.DuplicateWindow, Replicas: cfg.Replicas, AllowDirect: true,
 	}
-	stream, err := EnsureStream(ctx, js, sc)
+	stream, err := bus.EnsureStream(ctx, js, sc)
 	if err != nil {
 		return nil, fmt.Errorf("input stream %s: %w", name, err)
 	}
@@ -226,7 +227,7 @@ func (d *DurableInput) Serve(ctx context.Context, p int) error {
 		PriorityPolicy: jetstream.PriorityPolicyPinned, PriorityGroups: []string{ownerGroup}, PinnedTTL: d.cfg.PinnedTTL,
 	}
 	var cons jetstream.Consumer
-	err := RetryJS(ctx, func(ctx context.Context) (err error) {
+	err := bus.RetryJS(ctx, func(ctx context.Context) (err error) {
 		// Looked up first: the consumer exists but after the first start,
 		// and parallel creates of one consumer can go unanswered.
 		cons, err = d.stream.Consumer(ctx, name)
@@ -307,7 +308,7 @@ func (d *DurableInput) partitionOf(m jetstream.Msg) int {
 	if err != nil {
 		return -1
 	}
-	return Partition(agent, session)
+	return bus.Partition(agent, session)
 }
 
 // Stop stops consuming every partition and the in-progress signals.
@@ -472,7 +473,7 @@ func (d *DurableInput) receive(m jetstream.Msg) {
 		}
 		return
 	}
-	if msg.Kind == KindAbort {
+	if msg.Kind == bus.KindAbort {
 		// An abort acts on the run active now, or on none: it is never
 		// delivered again, where it could abort a later run.
 		msg.Done(true)

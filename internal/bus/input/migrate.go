@@ -1,4 +1,4 @@
-package bus
+package input
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -23,7 +24,7 @@ const legacyConsumer = "orchestrator"
 // js-<sequence>), and the copies carry Nats-Msg-Id migrate-<sequence>, so
 // that two orchestrators migrating at once store each message once.
 func (d *DurableInput) migrate(ctx context.Context) error {
-	err := RetryJS(ctx, func(ctx context.Context) error {
+	err := bus.RetryJS(ctx, func(ctx context.Context) error {
 		// Looked up first: a delete goes through the cluster's meta leader.
 		_, err := d.stream.Consumer(ctx, legacyConsumer)
 		if err == nil {
@@ -39,7 +40,7 @@ func (d *DurableInput) migrate(ctx context.Context) error {
 	}
 	old := d.in.subjects.Prefix + ".*.*.*"
 	var info *jetstream.StreamInfo
-	err = RetryJS(ctx, func(ctx context.Context) (err error) {
+	err = bus.RetryJS(ctx, func(ctx context.Context) (err error) {
 		info, err = d.stream.Info(ctx, jetstream.WithSubjectFilter(old))
 		return err
 	})

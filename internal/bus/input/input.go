@@ -1,4 +1,4 @@
-package bus
+package input
 
 import (
 	"encoding/json"
@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/wire"
 	"github.com/agentfleet/agentfleet/internal/tracing"
 	"github.com/nats-io/nats.go"
@@ -110,9 +111,9 @@ func (f InputHandlerFunc) HandleInput(in *Inbound) error { return f(in) }
 // Input subscribes the client subjects of an orchestrator.
 type Input struct {
 	nc       *nats.Conn
-	subjects Subjects
+	subjects bus.Subjects
 	handler  InputHandler
-	pub      *Publisher
+	pub      *bus.Publisher
 	log      *slog.Logger
 	subs     []*nats.Subscription
 	// Kinds are the input kinds subscribed; default all four. With durable
@@ -131,7 +132,7 @@ type Input struct {
 	// Replies decides which reply subjects are answered; input whose reply
 	// it refuses is rejected, unanswered. Optional; the zero value answers
 	// inbox space (DefaultReplyInboxes).
-	Replies ReplyGuard
+	Replies bus.ReplyGuard
 
 	js jetstream.JetStream // set by Relayed
 }
@@ -142,7 +143,7 @@ type Input struct {
 const QueueInput = "agentfleet-orchestrator"
 
 // NewInput returns an input that is not yet subscribed.
-func NewInput(nc *nats.Conn, subjects Subjects, h InputHandler, pub *Publisher, log *slog.Logger) *Input {
+func NewInput(nc *nats.Conn, subjects bus.Subjects, h InputHandler, pub *bus.Publisher, log *slog.Logger) *Input {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -153,7 +154,7 @@ func NewInput(nc *nats.Conn, subjects Subjects, h InputHandler, pub *Publisher, 
 func (in *Input) Start() error {
 	kinds := in.Kinds
 	if len(kinds) == 0 {
-		kinds = []string{KindIn, KindAsk, KindSteer, KindAbort, KindApprove}
+		kinds = []string{bus.KindIn, bus.KindAsk, bus.KindSteer, bus.KindAbort, bus.KindApprove}
 	}
 	for _, kind := range kinds {
 		sub, err := in.nc.QueueSubscribe(in.subjects.ClientWildcard(kind), in.Queue, in.receive)
@@ -240,12 +241,12 @@ func (in *Input) parseStored(m *nats.Msg) (*Inbound, error) {
 			msgID = m.Header.Get(nats.MsgIdHdr)
 		}
 	}
-	if err == nil && kind == KindRelay {
+	if err == nil && kind == bus.KindRelay {
 		kind = m.Header.Get(HeaderKind)
 		msgID, reply = m.Header.Get(HeaderMsgID), m.Header.Get(HeaderReply)
 		switch {
-		case kind != KindAsk && kind != KindAbort && kind != KindApprove:
-			err = fmt.Errorf("relayed input of subject %q: header %s is %q, want %s, %s or %s", m.Subject, HeaderKind, kind, KindAsk, KindAbort, KindApprove)
+		case kind != bus.KindAsk && kind != bus.KindAbort && kind != bus.KindApprove:
+			err = fmt.Errorf("relayed input of subject %q: header %s is %q, want %s, %s or %s", m.Subject, HeaderKind, kind, bus.KindAsk, bus.KindAbort, bus.KindApprove)
 		case reply != "":
 			if rerr := in.Replies.Check(reply); rerr != nil {
 				err = fmt.Errorf("relayed input of subject %q: header %s: %w", m.Subject, HeaderReply, rerr)
@@ -269,7 +270,7 @@ func (in *Input) build(m *nats.Msg, kind, agent, session, reply, msgID string, e
 	// An abort sent as a request is answered too: an assistant message
 	// with stop reason aborted when a run was aborted (the reject path
 	// answers one with stop reason error when none was).
-	if (kind == KindAsk || kind == KindAbort) && reply != "" {
+	if (kind == bus.KindAsk || kind == bus.KindAbort) && reply != "" {
 		msg.reply = func(a *agentfleet.AssistantMessage) {
 			b, err := json.Marshal(a)
 			if err != nil {
@@ -281,7 +282,7 @@ func (in *Input) build(m *nats.Msg, kind, agent, session, reply, msgID string, e
 			}
 		}
 	}
-	if kind == KindApprove && reply != "" {
+	if kind == bus.KindApprove && reply != "" {
 		msg.decisionReply = func(r *agentfleet.ApprovalReply) {
 			b, err := json.Marshal(r)
 			if err != nil {
@@ -294,9 +295,9 @@ func (in *Input) build(m *nats.Msg, kind, agent, session, reply, msgID string, e
 		}
 	}
 	switch kind {
-	case KindAbort:
+	case bus.KindAbort:
 		msg.Reason, err = wire.ParseAbort(m.Data)
-	case KindApprove:
+	case bus.KindApprove:
 		msg.Decision, err = ParseDecision(m.Data, msgID)
 	default:
 		msg.Message, err = wire.ParseUserMessage(m.Data, msgID)
@@ -332,7 +333,7 @@ func (in *Input) reject(m *nats.Msg, msg *Inbound, err error) {
 	}
 	// A decision that does not parse, subject included, is answered as
 	// decisions are.
-	approve := msg.Kind == KindApprove || strings.HasPrefix(m.Subject, in.subjects.Prefix+"."+KindApprove+".")
+	approve := msg.Kind == bus.KindApprove || strings.HasPrefix(m.Subject, in.subjects.Prefix+"."+bus.KindApprove+".")
 	if reply := msg.replyTo; reply != "" && approve {
 		r := &agentfleet.ApprovalReply{Error: err.Error()}
 		if msg.Decision != nil {

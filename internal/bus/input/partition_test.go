@@ -1,4 +1,4 @@
-package bus_test
+package input_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/input"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -23,11 +24,11 @@ func TestPartitionMatchesServer(t *testing.T) {
 	nc := bustest.MustConnect(t, srv)
 	subjects, _ := bus.NewSubjects("")
 	ctx := context.Background()
-	d, err := bus.OpenDurable(ctx, nc, subjects, bus.DurableConfig{})
+	d, err := input.OpenDurable(ctx, nc, subjects, input.DurableConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := bus.NewInput(nc, subjects, bus.InputHandlerFunc(func(*bus.Inbound) error { return nil }), nil, nil)
+	in := input.NewInput(nc, subjects, input.InputHandlerFunc(func(*input.Inbound) error { return nil }), nil, nil)
 	if _, err := d.Input(ctx, in); err != nil {
 		t.Fatal(err)
 	}
@@ -66,12 +67,12 @@ func TestRelay(t *testing.T) {
 	nc := bustest.MustConnect(t, srv)
 	subjects, _ := bus.NewSubjects("")
 	ctx := context.Background()
-	d, err := bus.OpenDurable(ctx, nc, subjects, bus.DurableConfig{})
+	d, err := input.OpenDurable(ctx, nc, subjects, input.DurableConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan *bus.Inbound, 4)
-	in := bus.NewInput(nc, subjects, bus.InputHandlerFunc(func(in *bus.Inbound) error {
+	got := make(chan *input.Inbound, 4)
+	in := input.NewInput(nc, subjects, input.InputHandlerFunc(func(in *input.Inbound) error {
 		got <- in
 		in.Reply(&agentfleet.AssistantMessage{Role: agentfleet.RoleAssistant, Content: []agentfleet.Content{agentfleet.Text("owner says " + agentfleet.JoinText(in.Message.Content))}, StopReason: agentfleet.StopReasonStop})
 		in.Done(true)
@@ -84,7 +85,7 @@ func TestRelay(t *testing.T) {
 	defer di.Stop()
 	js, _ := jetstream.New(nc)
 	in.Relayed(js)
-	in.Check = func(in *bus.Inbound) error {
+	in.Check = func(in *input.Inbound) error {
 		if in.Agent != "default" {
 			return fmt.Errorf("unknown agent %q", in.Agent)
 		}
@@ -128,8 +129,8 @@ func TestRelay(t *testing.T) {
 	nc.Flush()
 	forged := nats.NewMsg("agent.relay.default.r1")
 	forged.Data = []byte("hello")
-	forged.Header.Set(bus.HeaderKind, bus.KindAsk)
-	forged.Header.Set(bus.HeaderReply, "$JS.API.STREAM.DELETE.AGENT_INPUT")
+	forged.Header.Set(input.HeaderKind, bus.KindAsk)
+	forged.Header.Set(input.HeaderReply, "$JS.API.STREAM.DELETE.AGENT_INPUT")
 	if _, err := js.PublishMsg(ctx, forged); err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,11 @@
-package bus
+package input
 
 import (
 	"context"
 	"fmt"
 	"time"
 
+	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/tracing"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -51,7 +52,7 @@ func (in *Input) relay(m *nats.Msg, msg *Inbound) {
 	}
 	// Published asynchronously: the subscription goes on to the next
 	// message while the server stores this one.
-	f, err := in.js.PublishMsgAsync(&nats.Msg{Subject: in.subjects.Client(KindRelay, msg.Agent, msg.Session), Header: h, Data: m.Data})
+	f, err := in.js.PublishMsgAsync(&nats.Msg{Subject: in.subjects.Client(bus.KindRelay, msg.Agent, msg.Session), Header: h, Data: m.Data})
 	if err != nil {
 		in.relayFailed(m, msg, err)
 		return
@@ -81,6 +82,6 @@ func (in *Input) relayFailed(m *nats.Msg, msg *Inbound, err error) {
 // subscribes them in the orchestrators' queue group.
 func (in *Input) Relayed(js jetstream.JetStream) {
 	in.js = js
-	in.Kinds = []string{KindAsk, KindAbort, KindApprove}
+	in.Kinds = []string{bus.KindAsk, bus.KindAbort, bus.KindApprove}
 	in.Queue = QueueInput
 }

@@ -1,10 +1,10 @@
-package bus_test
+package input_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/input"
 )
 
 func TestParseDecision(t *testing.T) {
@@ -27,7 +27,7 @@ func TestParseDecision(t *testing.T) {
 		{"not UTF-8", "{\"tool_call_id\":\"\xff\",\"approve\":true}", "not valid UTF-8"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d, err := bus.ParseDecision([]byte(tc.payload), "id-1")
+			d, err := input.ParseDecision([]byte(tc.payload), "id-1")
 			if tc.want == "" {
 				if err != nil || d.ToolCallID != "c1" || d.ID != "id-1" {
 					t.Fatalf("ParseDecision = %+v, %v", d, err)

@@ -1,4 +1,4 @@
-package bus
+package input
 
 import (
 	"bytes"
@@ -9,15 +9,6 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 )
-
-// KindApprove is the client kind of a person's decision on a tool call
-// that waits for approval: <prefix>.approve.<agent>.<session>. Like an ask,
-// it is relayed through the input stream to the session's owner, which
-// answers on the publisher's reply subject.
-const KindApprove = "approve"
-
-// Approve returns the subject of a session's approval decisions.
-func (s Subjects) Approve(agent, session string) string { return s.Client(KindApprove, agent, session) }
 
 // MaxDecisionBytes bounds the payload of one decision.
 const MaxDecisionBytes = 1 << 20

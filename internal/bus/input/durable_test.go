@@ -1,4 +1,4 @@
-package bus_test
+package input_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/input"
 )
 
 // TestPoisonInputIsDropped hands a message to a handler that fails on it
@@ -26,12 +27,12 @@ func TestPoisonInputIsDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	var deliveries atomic.Int32
-	in := bus.NewInput(nc, subjects, bus.InputHandlerFunc(func(in *bus.Inbound) error {
+	in := input.NewInput(nc, subjects, input.InputHandlerFunc(func(in *input.Inbound) error {
 		deliveries.Add(1)
-		return bus.Temporary(errors.New("the store did not answer"))
+		return input.Temporary(errors.New("the store did not answer"))
 	}), bus.NewPublisher(nc, subjects, nil), nil)
 	ctx := context.Background()
-	d, err := bus.OpenDurable(ctx, nc, subjects, bus.DurableConfig{MaxDeliver: 3})
+	d, err := input.OpenDurable(ctx, nc, subjects, input.DurableConfig{MaxDeliver: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func TestHandoversAreNotFailures(t *testing.T) {
 	const handovers = 8
 	var deliveries atomic.Int32
 	acked := make(chan uint64, 1)
-	in := bus.NewInput(nc, subjects, bus.InputHandlerFunc(func(in *bus.Inbound) error {
+	in := input.NewInput(nc, subjects, input.InputHandlerFunc(func(in *input.Inbound) error {
 		if deliveries.Add(1) <= handovers {
 			in.Done(false) // cut short by a shutdown: deliver it again at once
 			return nil
@@ -87,7 +88,7 @@ func TestHandoversAreNotFailures(t *testing.T) {
 		return nil
 	}), bus.NewPublisher(nc, subjects, nil), nil)
 	ctx := context.Background()
-	d, err := bus.OpenDurable(ctx, nc, subjects, bus.DurableConfig{MaxDeliver: 3})
+	d, err := input.OpenDurable(ctx, nc, subjects, input.DurableConfig{MaxDeliver: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
