@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/events"
 	"github.com/agentfleet/agentfleet/internal/bus/wire"
 	"github.com/agentfleet/agentfleet/internal/metrics"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
@@ -285,7 +286,7 @@ func (m *Main) runDispatch(ctx context.Context) (_ report, err error) {
 	}
 	defer client.Close()
 	subjects, _ := bus.NewSubjects("")
-	pub := bus.NewPublisher(nc, subjects, m.logger)
+	pub := events.NewPublisher(nc, subjects, m.logger)
 	sink := &envelope{agent: "bench", session: "dispatch", runID: "dispatch-run", next: pub}
 
 	// The prod method's parts, as cmd/orchestrator builds them.

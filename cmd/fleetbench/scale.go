@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/events"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/tools"
 )
@@ -168,7 +169,7 @@ func (m *Main) runScaleFleet(ctx context.Context, specs []scaleWorkerSpec) (_ *S
 		return nil, err
 	}
 	defer fleet.Close()
-	sink := &envelope{agent: "bench", session: "scale", runID: "scale-run", next: bus.NewPublisher(nc, subjects, m.logger)}
+	sink := &envelope{agent: "bench", session: "scale", runID: "scale-run", next: events.NewPublisher(nc, subjects, m.logger)}
 	store := tools.NewStore("bench")
 	if err := store.Register(&agentfleet.Tool{ToolDef: sleepDef}); err != nil {
 		return nil, err

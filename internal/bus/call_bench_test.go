@@ -15,6 +15,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/events"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/tools"
 	"github.com/agentfleet/agentfleet/internal/tracing"
@@ -108,7 +109,7 @@ func benchCallWithEvents(b *testing.B, ctx context.Context, tracer trace.Tracer,
 	}
 	b.Cleanup(func() { c.Close() })
 	subjects, _ := bus.NewSubjects("")
-	sink := &benchEnvelope{next: bus.NewPublisher(nc, subjects, quiet)}
+	sink := &benchEnvelope{next: events.NewPublisher(nc, subjects, quiet)}
 	store := tools.NewStore("bench")
 	if err := store.Register(&agentfleet.Tool{ToolDef: agentfleet.ToolDef{Name: "echo", Description: "echo", Parallel: true}}); err != nil {
 		b.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/events"
 	"github.com/agentfleet/agentfleet/internal/bus/input"
 	busserver "github.com/agentfleet/agentfleet/internal/bus/server"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
@@ -370,7 +371,7 @@ func TestDeployConfClient(t *testing.T) {
 	dash, _ := r.connect(t, "dashboard")
 	subjects, _ := bus.NewSubjects("")
 
-	pub := bus.NewPublisher(orch, subjects, nil)
+	pub := events.NewPublisher(orch, subjects, nil)
 	got := make(chan *input.Inbound, 1)
 	in := input.NewInput(orch, subjects, input.InputHandlerFunc(func(in *input.Inbound) error {
 		if in.Kind == bus.KindApprove {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/events"
 )
 
 // Feed is where the events come from: bus.EventFeed.
@@ -27,9 +28,9 @@ type Feed interface {
 	Retained() bool
 	// Follow calls fn with every event from now on, in order, until stop;
 	// last is the stream sequence before the first event it delivers.
-	Follow(ctx context.Context, fn func(bus.FeedEvent)) (stop func(), last uint64, err error)
+	Follow(ctx context.Context, fn func(events.FeedEvent)) (stop func(), last uint64, err error)
 	// Replay calls fn with the stored events from from up to upTo.
-	Replay(ctx context.Context, filter string, from bus.ReplayFrom, upTo uint64, fn func(bus.FeedEvent)) error
+	Replay(ctx context.Context, filter string, from events.ReplayFrom, upTo uint64, fn func(events.FeedEvent)) error
 }
 
 // Sessions carries the actions: bus.SessionClient.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentfleet/agentfleet/internal/bus"
 	busclient "github.com/agentfleet/agentfleet/internal/bus/client"
+	"github.com/agentfleet/agentfleet/internal/bus/events"
 )
 
 // Options are what a command chooses for the dashboard it opens on a NATS
@@ -27,7 +28,7 @@ type Options struct {
 // it), actions through bus.SessionClient, the fleet from bus.FleetStatus.
 func Open(ctx context.Context, nc *bus.Conn, subjects bus.Subjects, opts Options) (*Handler, error) {
 	cfg := opts.Config
-	cfg.Feed = bus.OpenEventFeed(ctx, nc, subjects)
+	cfg.Feed = events.OpenEventFeed(ctx, nc, subjects)
 	if opts.MaxRuns > 0 {
 		cfg.MaxRuns = opts.MaxRuns
 	}

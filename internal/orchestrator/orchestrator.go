@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/events"
 	businput "github.com/agentfleet/agentfleet/internal/bus/input"
 	"github.com/agentfleet/agentfleet/internal/history"
 	"github.com/agentfleet/agentfleet/internal/loop"
@@ -113,7 +114,7 @@ type Orchestrator struct {
 	cfg      Config
 	subjects bus.Subjects
 	log      *slog.Logger
-	pub      *bus.Publisher
+	pub      *events.Publisher
 	client   *bus.ToolClient
 	fleet    *bus.Fleet
 	input    *businput.Input
@@ -211,7 +212,7 @@ func New(nc *bus.Conn, cfg Config) (*Orchestrator, error) {
 		}
 		o.agents[p.Name] = a
 	}
-	o.pub = bus.NewPublisher(nc, subjects, cfg.Logger)
+	o.pub = events.NewPublisher(nc, subjects, cfg.Logger)
 	if p, ok := cfg.Observer.(interface{ EventPublished(agentfleet.EventType) }); ok {
 		o.pub.OnPublish = p.EventPublished
 	}
@@ -245,7 +246,7 @@ func (o *Orchestrator) ActiveRuns() int {
 func (o *Orchestrator) Fleet() *bus.Fleet { return o.fleet }
 
 // Publisher returns the event publisher.
-func (o *Orchestrator) Publisher() *bus.Publisher { return o.pub }
+func (o *Orchestrator) Publisher() *events.Publisher { return o.pub }
 
 // Tools returns the tools agent sees, in order.
 func (o *Orchestrator) Tools(agentName string) ([]agentfleet.ToolDef, bool) {

@@ -12,6 +12,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/events"
 	"github.com/agentfleet/agentfleet/internal/bus/input"
 )
 
@@ -30,7 +31,7 @@ func TestPoisonInputIsDropped(t *testing.T) {
 	in := input.NewInput(nc, subjects, input.InputHandlerFunc(func(in *input.Inbound) error {
 		deliveries.Add(1)
 		return input.Temporary(errors.New("the store did not answer"))
-	}), bus.NewPublisher(nc, subjects, nil), nil)
+	}), events.NewPublisher(nc, subjects, nil), nil)
 	ctx := context.Background()
 	d, err := input.OpenDurable(ctx, nc, subjects, input.DurableConfig{MaxDeliver: 3})
 	if err != nil {
@@ -86,7 +87,7 @@ func TestHandoversAreNotFailures(t *testing.T) {
 		in.Done(true)
 		acked <- in.Delivery
 		return nil
-	}), bus.NewPublisher(nc, subjects, nil), nil)
+	}), events.NewPublisher(nc, subjects, nil), nil)
 	ctx := context.Background()
 	d, err := input.OpenDurable(ctx, nc, subjects, input.DurableConfig{MaxDeliver: 3})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/events"
 	"github.com/agentfleet/agentfleet/internal/bus/wire"
 	"github.com/agentfleet/agentfleet/internal/tracing"
 	"github.com/nats-io/nats.go"
@@ -113,7 +114,7 @@ type Input struct {
 	nc       *nats.Conn
 	subjects bus.Subjects
 	handler  InputHandler
-	pub      *bus.Publisher
+	pub      *events.Publisher
 	log      *slog.Logger
 	subs     []*nats.Subscription
 	// Kinds are the input kinds subscribed; default all four. With durable
@@ -143,7 +144,7 @@ type Input struct {
 const QueueInput = "agentfleet-orchestrator"
 
 // NewInput returns an input that is not yet subscribed.
-func NewInput(nc *nats.Conn, subjects bus.Subjects, h InputHandler, pub *bus.Publisher, log *slog.Logger) *Input {
+func NewInput(nc *nats.Conn, subjects bus.Subjects, h InputHandler, pub *events.Publisher, log *slog.Logger) *Input {
 	if log == nil {
 		log = slog.Default()
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/events"
 	"github.com/agentfleet/agentfleet/internal/bus/input"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -77,7 +78,7 @@ func TestRelay(t *testing.T) {
 		in.Reply(&agentfleet.AssistantMessage{Role: agentfleet.RoleAssistant, Content: []agentfleet.Content{agentfleet.Text("owner says " + agentfleet.JoinText(in.Message.Content))}, StopReason: agentfleet.StopReasonStop})
 		in.Done(true)
 		return nil
-	}), bus.NewPublisher(nc, subjects, nil), nil)
+	}), events.NewPublisher(nc, subjects, nil), nil)
 	di, err := d.Input(ctx, in)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package bus_test
+package events_test
 
 import (
 	"io"
@@ -10,6 +10,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	busevents "github.com/agentfleet/agentfleet/internal/bus/events"
 )
 
 // benchEvents are the events of one tool call, and the end of a run with its
@@ -42,7 +43,7 @@ func BenchmarkPublisherEmit(b *testing.B) {
 		b.Fatal(err)
 	}
 	nc := bustest.MustConnect(b, srv)
-	p := bus.NewPublisher(nc, subjects, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	p := busevents.NewPublisher(nc, subjects, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	events := benchEvents()
 	for _, name := range []string{"tool.start", "tool.end", "run.end"} {
 		e := events[name]

@@ -1,4 +1,4 @@
-package bus
+package events
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/nats-io/nats.go"
 )
 
@@ -14,7 +15,7 @@ import (
 // public subjects. It implements agentfleet.EventSink.
 type Publisher struct {
 	nc        *nats.Conn
-	subjects  Subjects
+	subjects  bus.Subjects
 	log       *slog.Logger
 	published atomic.Uint64
 	// OnPublish, if set, is called once per published event, with its type.
@@ -22,7 +23,7 @@ type Publisher struct {
 }
 
 // NewPublisher returns a publisher on nc under subjects.
-func NewPublisher(nc *nats.Conn, subjects Subjects, log *slog.Logger) *Publisher {
+func NewPublisher(nc *nats.Conn, subjects bus.Subjects, log *slog.Logger) *Publisher {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -42,10 +43,10 @@ func (p *Publisher) Emit(e *agentfleet.Event) {
 	}
 	*bp = b
 	agent, session := e.Agent, e.Session
-	if !ValidToken(agent) {
+	if !bus.ValidToken(agent) {
 		agent = "_"
 	}
-	if !ValidToken(session) {
+	if !bus.ValidToken(session) {
 		session = "_"
 	}
 	if err := p.nc.Publish(p.subjects.Event(agent, session, string(e.Type)), b); err != nil {

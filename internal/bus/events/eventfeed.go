@@ -1,4 +1,4 @@
-package bus
+package events
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -26,7 +27,7 @@ type FeedEvent struct {
 // Publisher.
 type EventFeed struct {
 	nc       *nats.Conn
-	subjects Subjects
+	subjects bus.Subjects
 	js       jetstream.JetStream
 	stream   string
 	retained bool
@@ -36,7 +37,7 @@ type EventFeed struct {
 // up once: when the stream is missing, or the user may not read it,
 // Retained reports false and the feed follows a core subscription, without
 // replay. ctx bounds that look-up.
-func OpenEventFeed(ctx context.Context, nc *nats.Conn, subjects Subjects) *EventFeed {
+func OpenEventFeed(ctx context.Context, nc *nats.Conn, subjects bus.Subjects) *EventFeed {
 	f := &EventFeed{nc: nc, subjects: subjects, stream: subjects.StreamName("EVENTS")}
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -74,7 +75,7 @@ func (f *EventFeed) Follow(ctx context.Context, fn func(FeedEvent)) (stop func()
 			return nil, 0, fmt.Errorf("subscribe %s: %w", f.subjects.Events(), err)
 		}
 		sub.SetPendingLimits(-1, 64<<20)
-		if err := f.nc.FlushTimeout(FlushWait); err != nil {
+		if err := f.nc.FlushTimeout(bus.FlushWait); err != nil {
 			sub.Unsubscribe()
 			return nil, 0, fmt.Errorf("subscribe %s: %w", f.subjects.Events(), err)
 		}

@@ -1,4 +1,4 @@
-package bus_test
+package events_test
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	busevents "github.com/agentfleet/agentfleet/internal/bus/events"
 	"github.com/nats-io/nats.go"
 )
 
@@ -29,7 +30,7 @@ func TestPublisherEmit(t *testing.T) {
 	if err := sub.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	p := bus.NewPublisher(bustest.MustConnect(t, srv), subjects, nil)
+	p := busevents.NewPublisher(bustest.MustConnect(t, srv), subjects, nil)
 
 	var events []*agentfleet.Event
 	for _, e := range benchEvents() {
