@@ -17,6 +17,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/events"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/bus/wire"
 	"github.com/agentfleet/agentfleet/internal/metrics"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
@@ -276,7 +277,7 @@ func (m *Main) runDispatch(ctx context.Context) (_ report, err error) {
 	}
 	defer nc.Close()
 	var busy atomic.Int64
-	client, err := bus.NewToolClient(nc, bus.ClientConfig{Observe: func(_, outcome, _ string) {
+	client, err := toolrpc.NewToolClient(nc, toolrpc.ClientConfig{Observe: func(_, outcome, _ string) {
 		if outcome == "busy" {
 			busy.Add(1)
 		}
@@ -290,9 +291,9 @@ func (m *Main) runDispatch(ctx context.Context) (_ report, err error) {
 	sink := &envelope{agent: "bench", session: "dispatch", runID: "dispatch-run", next: pub}
 
 	// The prod method's parts, as cmd/orchestrator builds them.
-	newProd := func(prefix string) (*pipeline.Pipeline, *bus.ToolClient, error) {
+	newProd := func(prefix string) (*pipeline.Pipeline, *toolrpc.ToolClient, error) {
 		prodMetrics := metrics.NewOrchestrator()
-		prodClient, err := bus.NewToolClient(nc, bus.ClientConfig{Prefix: prefix, Observe: func(tool, outcome, _ string) {
+		prodClient, err := toolrpc.NewToolClient(nc, toolrpc.ClientConfig{Prefix: prefix, Observe: func(tool, outcome, _ string) {
 			if outcome == "busy" {
 				busy.Add(1)
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/bus/wire"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/nats-io/nats.go/micro"
@@ -117,7 +118,7 @@ func TestBombsKeepTheWorkerServing(t *testing.T) {
 
 	// A call through the client: its answer comes after the worker has
 	// handled every bomb, since one subscription takes them in order.
-	client, err := bus.NewToolClient(nc, bus.ClientConfig{})
+	client, err := toolrpc.NewToolClient(nc, toolrpc.ClientConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,9 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/fleet"
 	busserver "github.com/agentfleet/agentfleet/internal/bus/server"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/script"
 	"github.com/agentfleet/agentfleet/internal/scripts"
@@ -129,7 +131,7 @@ func TestScriptsUnderDeployConf(t *testing.T) {
 			}
 			t.Fatalf("relay never joined the fleet (%v):\n%s", err, stderr)
 		}
-		found, err := bus.Discover(ctx, orch, subjects, 2*time.Second)
+		found, err := fleet.Discover(ctx, orch, subjects, 2*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +140,7 @@ func TestScriptsUnderDeployConf(t *testing.T) {
 		}
 	}
 
-	client, err := bus.NewToolClient(orch, bus.ClientConfig{})
+	client, err := toolrpc.NewToolClient(orch, toolrpc.ClientConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +173,7 @@ func TestScriptsUnderDeployConf(t *testing.T) {
 		if _, err := joined.NextMsg(time.Until(deadline)); err != nil {
 			t.Fatalf("later never joined the fleet (%v):\n%s", err, stderr)
 		}
-		found, err := bus.Discover(ctx, orch, subjects, 2*time.Second)
+		found, err := fleet.Discover(ctx, orch, subjects, 2*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/fleet"
 	"github.com/agentfleet/agentfleet/internal/bus/server"
 	"github.com/agentfleet/agentfleet/internal/dashboard"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
@@ -334,7 +335,7 @@ func TestDashboardUserOfDeployConf(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.Drain(context.Background()) })
-	o, err := orchestrator.New(connect("orchestrator"), orchestrator.Config{Model: scriptedModel(), Durable: true, Discovery: bus.FleetConfig{Wait: 200 * time.Millisecond}})
+	o, err := orchestrator.New(connect("orchestrator"), orchestrator.Config{Model: scriptedModel(), Durable: true, Discovery: fleet.FleetConfig{Wait: 200 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}

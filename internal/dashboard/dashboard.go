@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
-	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/events"
+	"github.com/agentfleet/agentfleet/internal/bus/fleet"
 )
 
 // Feed is where the events come from: bus.EventFeed.
@@ -54,7 +54,7 @@ type Config struct {
 	Sessions Sessions
 	// Fleet lists the workers for the fleet view; nil hides the view.
 	// Typically a call of bus.FleetStatus.
-	Fleet func(ctx context.Context) ([]bus.WorkerStatus, error)
+	Fleet func(ctx context.Context) ([]fleet.WorkerStatus, error)
 	// ClientBuffer is how many events may wait for one page before the
 	// page is dropped (its stream closed; the browser reconnects and
 	// resumes after the last event it got). Optional; default 8192.

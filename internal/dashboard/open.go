@@ -8,6 +8,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus"
 	busclient "github.com/agentfleet/agentfleet/internal/bus/client"
 	"github.com/agentfleet/agentfleet/internal/bus/events"
+	"github.com/agentfleet/agentfleet/internal/bus/fleet"
 )
 
 // Options are what a command chooses for the dashboard it opens on a NATS
@@ -45,8 +46,8 @@ func Open(ctx context.Context, nc *bus.Conn, subjects bus.Subjects, opts Options
 			cfg.Sessions = sc
 		}
 	}
-	cfg.Fleet = func(ctx context.Context) ([]bus.WorkerStatus, error) {
-		return bus.FleetStatus(ctx, nc, subjects, 500*time.Millisecond)
+	cfg.Fleet = func(ctx context.Context) ([]fleet.WorkerStatus, error) {
+		return fleet.FleetStatus(ctx, nc, subjects, 500*time.Millisecond)
 	}
 	return New(ctx, cfg)
 }

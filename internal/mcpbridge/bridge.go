@@ -20,7 +20,8 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
-	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/fleet"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel/trace"
@@ -88,9 +89,9 @@ type Bridge struct {
 
 	mu       sync.Mutex
 	sess     *mcp.ClientSession
-	down     error             // why there is no session
-	current  *bus.ToolServer   // nil while no tool is served
-	served   map[string]string // fleet name → MCP name
+	down     error               // why there is no session
+	current  *toolrpc.ToolServer // nil while no tool is served
+	served   map[string]string   // fleet name → MCP name
 	defs     map[string]agentfleet.ToolDef
 	draining sync.WaitGroup
 }
@@ -320,17 +321,17 @@ func (b *Bridge) refresh(ctx context.Context, sess *mcp.ClientSession) error {
 	if maps.EqualFunc(defs, b.defs, sameDef) {
 		return nil
 	}
-	var next *bus.ToolServer
+	var next *toolrpc.ToolServer
 	if len(defs) > 0 {
 		var ts []*agentfleet.Tool
 		for _, name := range slices.Sorted(maps.Keys(defs)) {
 			ts = append(ts, &agentfleet.Tool{ToolDef: defs[name], Handler: b.handler(name, names[name])})
 		}
 		var err error
-		next, err = bus.Serve(b.nc, bus.ServerConfig{
+		next, err = toolrpc.Serve(b.nc, toolrpc.ServerConfig{
 			Name: b.cfg.Name, Prefix: b.cfg.Prefix, Tools: ts, Concurrency: b.cfg.Concurrency,
 			Heartbeat: b.cfg.Heartbeat, Logger: b.cfg.Logger, Observe: b.cfg.Observe, Tracer: b.cfg.Tracer,
-			Kind: bus.KindMCP,
+			Kind: fleet.KindMCP,
 		})
 		if err != nil {
 			return fmt.Errorf("serve its tools: %w", err)

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
-	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/mcpbridge"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/nats-io/nats-server/v2/server"
@@ -41,7 +41,7 @@ func npmBin(t *testing.T, name string) string {
 // fleet is a NATS server and a tool client on it.
 type fleet struct {
 	nc     *nats.Conn
-	client *bus.ToolClient
+	client *toolrpc.ToolClient
 }
 
 func newFleet(t *testing.T) *fleet {
@@ -53,7 +53,7 @@ func newFleet(t *testing.T) *fleet {
 func newFleetOn(t *testing.T, s *server.Server) *fleet {
 	t.Helper()
 	nc := bustest.MustConnect(t, s)
-	c, err := bus.NewToolClient(nc, bus.ClientConfig{})
+	c, err := toolrpc.NewToolClient(nc, toolrpc.ClientConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

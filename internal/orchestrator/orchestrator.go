@@ -18,7 +18,9 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/events"
+	busfleet "github.com/agentfleet/agentfleet/internal/bus/fleet"
 	businput "github.com/agentfleet/agentfleet/internal/bus/input"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/history"
 	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/partition"
@@ -50,9 +52,9 @@ type Config struct {
 	// allows them (list_tools always is).
 	LocalTools []*agentfleet.Tool
 	// Discovery configures the fleet watcher.
-	Discovery bus.FleetConfig
+	Discovery busfleet.FleetConfig
 	// Tools configures the tool client.
-	Tools bus.ClientConfig
+	Tools toolrpc.ClientConfig
 	// Before and After are tool call hooks applied to every agent.
 	Before pipeline.BeforeHook
 	After  pipeline.AfterHook
@@ -115,8 +117,8 @@ type Orchestrator struct {
 	subjects bus.Subjects
 	log      *slog.Logger
 	pub      *events.Publisher
-	client   *bus.ToolClient
-	fleet    *bus.Fleet
+	client   *toolrpc.ToolClient
+	fleet    *busfleet.Fleet
 	input    *businput.Input
 	toolsSub *nats.Subscription // answers Subjects.AgentTools
 	callSub  *nats.Subscription // answers Subjects.Call
@@ -243,7 +245,7 @@ func (o *Orchestrator) ActiveRuns() int {
 }
 
 // Fleet returns the fleet watcher (after Start).
-func (o *Orchestrator) Fleet() *bus.Fleet { return o.fleet }
+func (o *Orchestrator) Fleet() *busfleet.Fleet { return o.fleet }
 
 // Publisher returns the event publisher.
 func (o *Orchestrator) Publisher() *events.Publisher { return o.pub }

@@ -11,7 +11,9 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	busfleet "github.com/agentfleet/agentfleet/internal/bus/fleet"
 	businput "github.com/agentfleet/agentfleet/internal/bus/input"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/history"
 	"github.com/agentfleet/agentfleet/internal/partition"
 )
@@ -26,7 +28,7 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 	if o.cfg.Observer != nil {
 		tc.Observe = func(tool, outcome, _ string) { o.cfg.Observer.ToolAttempt(tool, outcome) }
 	}
-	if o.client, err = bus.NewToolClient(o.nc, tc); err != nil {
+	if o.client, err = toolrpc.NewToolClient(o.nc, tc); err != nil {
 		return fmt.Errorf("orchestrator: %w", err)
 	}
 	dc := o.cfg.Discovery
@@ -41,7 +43,7 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 	// The client keeps no more calls of a tool in flight than the fleet
 	// has slots for, and follows the fleet as workers join and leave.
 	dc.OnCapacity = o.client.SetCapacity
-	if o.fleet, err = bus.WatchFleet(ctx, o.nc, o.subjects, dc); err != nil {
+	if o.fleet, err = busfleet.WatchFleet(ctx, o.nc, o.subjects, dc); err != nil {
 		return errors.Join(fmt.Errorf("orchestrator: %w", err), o.client.Close())
 	}
 	o.input = businput.NewInput(o.nc, o.subjects, o, o.pub, o.log)

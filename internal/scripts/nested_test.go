@@ -11,8 +11,8 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/approval"
-	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/script"
 	"github.com/agentfleet/agentfleet/internal/scripts"
@@ -23,21 +23,21 @@ func TestCheckNested(t *testing.T) {
 	gatedEcho := fmt.Sprintf(scripts.NestedApprovalText, "echo", "agent-a", "echo")
 	for _, tc := range []struct {
 		name   string
-		caller bus.Caller
+		caller toolrpc.Caller
 		tool   string
 		want   string // "" allowed, else a part of the error
 	}{
-		{"allowed", bus.Caller{Agent: "agent-a", Allowed: []string{"echo", "relay"}}, "echo", ""},
-		{"gated", bus.Caller{Agent: "agent-a", Allowed: []string{"relay"}, Gated: []string{"echo"}}, "echo", gatedEcho},
+		{"allowed", toolrpc.Caller{Agent: "agent-a", Allowed: []string{"echo", "relay"}}, "echo", ""},
+		{"gated", toolrpc.Caller{Agent: "agent-a", Allowed: []string{"relay"}, Gated: []string{"echo"}}, "echo", gatedEcho},
 		// A request that lists a tool both ways (forged, or a bug) is
 		// refused: gated wins.
-		{"hostile: gated and allowed", bus.Caller{Agent: "agent-a", Allowed: []string{"echo", "relay"}, Gated: []string{"echo"}}, "echo", gatedEcho},
-		{"hostile: gated without any list", bus.Caller{Agent: "agent-a", Gated: []string{"echo"}}, "echo", gatedEcho},
-		{"hostile: other case is another tool", bus.Caller{Agent: "agent-a", Allowed: []string{"relay"}, Gated: []string{"echo"}}, "ECHO", "call_tool: tool ECHO is not allowed for agent agent-a"},
-		{"hostile: glob as a name", bus.Caller{Agent: "agent-a", Allowed: []string{"relay"}, Gated: []string{"echo"}}, "ec*", "call_tool: tool ec* is not allowed for agent agent-a"},
-		{"no list", bus.Caller{Agent: "agent-a"}, "echo", "carried no allowed list"},
-		{"not listed", bus.Caller{Agent: "agent-a", Allowed: []string{"relay"}}, "echo", "call_tool: tool echo is not allowed for agent agent-a"},
-		{"no agent named", bus.Caller{Allowed: []string{"relay"}, Gated: []string{"echo"}}, "echo", "tool echo of agent (unnamed) needs a person's approval"},
+		{"hostile: gated and allowed", toolrpc.Caller{Agent: "agent-a", Allowed: []string{"echo", "relay"}, Gated: []string{"echo"}}, "echo", gatedEcho},
+		{"hostile: gated without any list", toolrpc.Caller{Agent: "agent-a", Gated: []string{"echo"}}, "echo", gatedEcho},
+		{"hostile: other case is another tool", toolrpc.Caller{Agent: "agent-a", Allowed: []string{"relay"}, Gated: []string{"echo"}}, "ECHO", "call_tool: tool ECHO is not allowed for agent agent-a"},
+		{"hostile: glob as a name", toolrpc.Caller{Agent: "agent-a", Allowed: []string{"relay"}, Gated: []string{"echo"}}, "ec*", "call_tool: tool ec* is not allowed for agent agent-a"},
+		{"no list", toolrpc.Caller{Agent: "agent-a"}, "echo", "carried no allowed list"},
+		{"not listed", toolrpc.Caller{Agent: "agent-a", Allowed: []string{"relay"}}, "echo", "call_tool: tool echo is not allowed for agent agent-a"},
+		{"no agent named", toolrpc.Caller{Allowed: []string{"relay"}, Gated: []string{"echo"}}, "echo", "tool echo of agent (unnamed) needs a person's approval"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := scripts.CheckNested(tc.caller, tc.tool)
@@ -73,7 +73,7 @@ func testNestedCallOfGatedTool(t *testing.T, isolation string) {
 	s := bustest.MustRunNATS(t)
 	nc := bustest.MustConnect(t, s)
 	var echoed, wiped atomic.Int64
-	plain, err := bus.Serve(bustest.MustConnect(t, s), bus.ServerConfig{Logger: quietLog, Tools: []*agentfleet.Tool{{
+	plain, err := toolrpc.Serve(bustest.MustConnect(t, s), toolrpc.ServerConfig{Logger: quietLog, Tools: []*agentfleet.Tool{{
 		ToolDef: agentfleet.ToolDef{Name: "echo", Description: "echo"},
 		Handler: agentfleet.HandlerFunc(func(_ context.Context, c *agentfleet.Call) (*agentfleet.ToolResult, error) {
 			echoed.Add(1)
@@ -114,7 +114,7 @@ func testNestedCallOfGatedTool(t *testing.T, isolation string) {
 		served[name] = rev
 	}
 	(&scriptWorker{srv: srv, changes: changes}).await(t, served)
-	client, err := bus.NewToolClient(nc, bus.ClientConfig{})
+	client, err := toolrpc.NewToolClient(nc, toolrpc.ClientConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

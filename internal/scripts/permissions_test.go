@@ -11,6 +11,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/bus/wire"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/script"
@@ -27,7 +28,7 @@ func TestCallToolFailsClosed(t *testing.T) {
 	s := bustest.MustRunNATS(t)
 	nc := bustest.MustConnect(t, s)
 	var reached atomic.Int64
-	secret, err := bus.Serve(bustest.MustConnect(t, s), bus.ServerConfig{Logger: quietLog, Tools: []*agentfleet.Tool{{
+	secret, err := toolrpc.Serve(bustest.MustConnect(t, s), toolrpc.ServerConfig{Logger: quietLog, Tools: []*agentfleet.Tool{{
 		ToolDef: agentfleet.ToolDef{Name: "secret", Description: "only some agents"},
 		Handler: agentfleet.HandlerFunc(func(context.Context, *agentfleet.Call) (*agentfleet.ToolResult, error) {
 			reached.Add(1)
@@ -49,7 +50,7 @@ func TestCallToolFailsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	startScriptWorker(t, s, script.Env{}).await(t, map[string]uint64{"peek": rev})
-	client, err := bus.NewToolClient(nc, bus.ClientConfig{})
+	client, err := toolrpc.NewToolClient(nc, toolrpc.ClientConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

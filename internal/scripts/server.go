@@ -13,6 +13,8 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/fleet"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/script"
 	"github.com/nats-io/nats.go"
@@ -43,7 +45,7 @@ type ServerConfig struct {
 	// connection (see FleetCaller).
 	Env script.Env
 	// Client configures that bus.ToolClient; its Prefix is always Prefix.
-	Client bus.ClientConfig
+	Client toolrpc.ClientConfig
 	// Reserved names are never served as scripts, typically the tools
 	// this process serves itself: the same subject in the same queue
 	// group would split their calls between the two.
@@ -88,7 +90,7 @@ type Server struct {
 	cfg      ServerConfig
 	subjects bus.Subjects
 	store    *Store
-	client   *bus.ToolClient // nil when cfg.Env.CallTool was given
+	client   *toolrpc.ToolClient // nil when cfg.Env.CallTool was given
 	env      script.Env
 	runner   *processRunner // nil without process isolation
 	memory   *script.ProcessMemory
@@ -104,7 +106,7 @@ type Server struct {
 	stopDryRun context.CancelFunc
 
 	mu       sync.Mutex
-	current  *bus.ToolServer
+	current  *toolrpc.ToolServer
 	served   map[string]uint64
 	built    map[string]builtTool
 	draining sync.WaitGroup
@@ -159,7 +161,7 @@ func Serve(ctx context.Context, nc *nats.Conn, cfg ServerConfig) (*Server, error
 	if s.env.CallTool == nil {
 		cc := cfg.Client
 		cc.Prefix = subjects.Prefix
-		if s.client, err = bus.NewToolClient(nc, cc); err != nil {
+		if s.client, err = toolrpc.NewToolClient(nc, cc); err != nil {
 			return nil, fmt.Errorf("script server: %w", err)
 		}
 		s.env.CallTool = FleetCaller(s.client, 0)
@@ -277,13 +279,13 @@ func (s *Server) apply(state map[string]*script.Definition) {
 	if maps.Equal(served, s.served) {
 		return
 	}
-	var next *bus.ToolServer
+	var next *toolrpc.ToolServer
 	if len(tools) > 0 {
 		var err error
-		next, err = bus.Serve(s.nc, bus.ServerConfig{
+		next, err = toolrpc.Serve(s.nc, toolrpc.ServerConfig{
 			Name: s.cfg.Name, Version: s.cfg.Version, Prefix: s.subjects.Prefix, Tools: tools,
 			Concurrency: s.concurrency(), Heartbeat: s.cfg.Heartbeat, Logger: s.log, Observe: s.cfg.Observe,
-			Tracer: s.cfg.Tracer, Kind: bus.KindScripted, Admit: s.admit,
+			Tracer: s.cfg.Tracer, Kind: fleet.KindScripted, Admit: s.admit,
 		})
 		if err != nil {
 			s.log.Error("serving scripted tools", "err", err)
@@ -338,7 +340,7 @@ func (s *Server) awaitLeft(id string) func() {
 				s.log.Warn("replaced scripted tools did not announce that they left", "id", id, "err", err)
 				return
 			}
-			var n bus.FleetNotice
+			var n fleet.FleetNotice
 			if json.Unmarshal(m.Data, &n) == nil && n.Event == "left" && n.ID == id {
 				return
 			}
@@ -463,7 +465,7 @@ func (s *Server) closeClient() error {
 // as gated (its calls need a person's decision) is refused with an error
 // that says so, and so is one in both lists. Both lists are passed on, so
 // that scripts called by scripts are bound alike.
-func FleetCaller(client *bus.ToolClient, timeout time.Duration) func(ctx context.Context, call *agentfleet.ToolCall) (*agentfleet.ToolResult, error) {
+func FleetCaller(client *toolrpc.ToolClient, timeout time.Duration) func(ctx context.Context, call *agentfleet.ToolCall) (*agentfleet.ToolResult, error) {
 	if timeout <= 0 {
 		timeout = pipeline.DefaultTimeout
 	}
@@ -478,7 +480,7 @@ func FleetCaller(client *bus.ToolClient, timeout time.Duration) func(ctx context
 		// A script calls with its caller's permissions, passed on to the
 		// tools it calls. No list means nothing allowed: a request that
 		// lost or never had its list must not reach the whole fleet.
-		c, _ := bus.CallerFrom(ctx)
+		c, _ := toolrpc.CallerFrom(ctx)
 		if err := CheckNested(c, call.Name); err != nil {
 			return nil, err
 		}
@@ -502,7 +504,7 @@ const NestedApprovalText = "call_tool: tool %s of agent %s needs a person's appr
 // It fails closed: without an allowed list, no tool. Names are compared as
 // they are, since tool subjects are; a gated tool named in another case is
 // another tool, and must be in the allowed list like any.
-func CheckNested(c bus.Caller, name string) error {
+func CheckNested(c toolrpc.Caller, name string) error {
 	if slices.Contains(c.Gated, name) {
 		return fmt.Errorf(NestedApprovalText, name, orUnnamed(c.Agent), name)
 	}
