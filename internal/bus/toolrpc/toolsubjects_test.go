@@ -22,7 +22,7 @@ import (
 // its own tools only.
 func toolNamesUser(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "deploy", "nats", "README.md"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "deploy", "nats", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
