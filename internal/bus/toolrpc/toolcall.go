@@ -151,8 +151,7 @@ func (c *call) tick() {
 		f := &c.frame
 		if !c.acked {
 			c.acked = true
-			s := c.s
-			*f = wire.Frame{T: wire.FrameAck, ID: c.req.ID, Worker: s.name, Cancel: s.cancelSubject, HeartbeatMS: s.cfg.Heartbeat.Milliseconds()}
+			c.ackFrame(f)
 		} else {
 			*f = wire.Frame{T: wire.FrameHeartbeat, ID: c.req.ID}
 		}
@@ -178,11 +177,25 @@ func (c *call) tick() {
 // worker's connection closed for good while it ran.
 var ErrConnectionClosed = errors.New("the worker's connection to NATS is closed")
 
-// progress sends a progress frame; after the final frame, none.
+// ackFrame sets f to the call's ack. Under mu.
+func (c *call) ackFrame(f *wire.Frame) {
+	s := c.s
+	*f = wire.Frame{T: wire.FrameAck, ID: c.req.ID, Worker: s.name, Cancel: s.cancelSubject, HeartbeatMS: s.cfg.Heartbeat.Milliseconds()}
+}
+
+// progress sends a progress frame; after the final frame, none. The ack
+// always comes first: a call that reports progress before AckDelay sends
+// its ack then, and its first heartbeat an interval later.
 func (c *call) progress(partial any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.done {
+		if !c.acked {
+			c.acked = true
+			c.ackFrame(&c.frame)
+			c.publish(&c.frame)
+			c.beat = time.Now().Add(c.s.cfg.Heartbeat)
+		}
 		c.frame = wire.Frame{T: wire.FrameProgress, ID: c.req.ID, Partial: partial}
 		c.publish(&c.frame)
 	}

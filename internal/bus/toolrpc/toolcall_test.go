@@ -85,11 +85,30 @@ func TestCallAcksThenBeats(t *testing.T) {
 	}
 	types, final = callFrames(t, nc, &wire.CallRequest{V: 1, ID: "slow", Tool: "wait", Args: map[string]any{}})
 	got := strings.Join(types, " ")
-	if !strings.HasPrefix(got, "ack hb") || !strings.Contains(got, "progress") || final.T != wire.FrameResult {
-		t.Errorf("slow call sent %q, want ack, heartbeats, progress, result", got)
+	// The ack comes first; the heartbeats and the progress interleave as
+	// the clock and the scheduler have it.
+	if !strings.HasPrefix(got, "ack ") || !strings.Contains(got, " hb") || !strings.Contains(got, "progress") || final.T != wire.FrameResult {
+		t.Errorf("slow call sent %q, want ack, then heartbeats and progress, then result", got)
 	}
 	if strings.Count(got, "ack") != 1 {
 		t.Errorf("slow call sent %q, want one ack", got)
+	}
+}
+
+// TestProgressBeforeAckDelayFollowsTheAck runs a call whose progress comes
+// at once, before AckDelay: the worker sends the ack first, then the
+// progress, and no second ack.
+func TestProgressBeforeAckDelayFollowsTheAck(t *testing.T) {
+	nc := serveOne(t, &agentfleet.Tool{
+		ToolDef: agentfleet.ToolDef{Name: "early"},
+		Handler: agentfleet.HandlerFunc(func(ctx context.Context, c *agentfleet.Call) (*agentfleet.ToolResult, error) {
+			c.Progress("started")
+			return agentfleet.TextResult("done"), nil
+		}),
+	})
+	types, final := callFrames(t, nc, &wire.CallRequest{V: 1, ID: "e", Tool: "early", Args: map[string]any{}})
+	if got, want := strings.Join(types, " "), "ack progress result"; got != want || final.T != wire.FrameResult {
+		t.Errorf("call sent %q, want %q", got, want)
 	}
 }
 
