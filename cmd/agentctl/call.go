@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
-	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/tools"
 )
@@ -66,7 +66,7 @@ func (m *Main) call(ctx context.Context) error {
 		timeout = pipeline.DefaultTimeout
 	}
 
-	client, err := bus.NewToolClient(m.nc, bus.ClientConfig{Prefix: m.subjects.Prefix})
+	client, err := toolrpc.NewToolClient(m.nc, toolrpc.ClientConfig{Prefix: m.subjects.Prefix})
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/wire"
 )
 
 // runEndGrace bounds the wait for a run's run.end event once its answer
@@ -100,7 +101,7 @@ func (m *Main) chat(ctx context.Context) error {
 func readLines(r io.Reader, lines chan<- string, stop <-chan struct{}) {
 	defer close(lines)
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), bus.MaxTextBytes)
+	sc.Buffer(make([]byte, 64<<10), wire.MaxTextBytes)
 	for sc.Scan() {
 		select {
 		case lines <- sc.Text():

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/wire"
 )
 
 // defaultAskTimeout bounds an ask when --timeout is not given: long enough
@@ -31,8 +32,8 @@ func (m *Main) text() (string, error) {
 	if strings.TrimSpace(text) == "" {
 		return "", errors.New("the text is empty")
 	}
-	if len(text) > bus.MaxTextBytes {
-		return "", fmt.Errorf("the text of %d bytes exceeds the limit of %d", len(text), bus.MaxTextBytes)
+	if len(text) > wire.MaxTextBytes {
+		return "", fmt.Errorf("the text of %d bytes exceeds the limit of %d", len(text), wire.MaxTextBytes)
 	}
 	return text, nil
 }

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
-	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/fleet"
 )
 
 // defaultDiscoveryWait bounds the wait for the first worker to answer
@@ -23,12 +23,12 @@ const defaultDiscoveryWait = 2 * time.Second
 
 // discover returns the fleet's tools, and an error when the server refuses
 // the discovery request.
-func (m *Main) discover(ctx context.Context) (map[string]*bus.FleetTool, error) {
+func (m *Main) discover(ctx context.Context) (map[string]*fleet.FleetTool, error) {
 	wait := m.Timeout
 	if wait == 0 {
 		wait = defaultDiscoveryWait
 	}
-	found, err := bus.Discover(ctx, m.nc, m.subjects, wait)
+	found, err := fleet.Discover(ctx, m.nc, m.subjects, wait)
 	if err != nil {
 		return nil, err
 	}
@@ -119,14 +119,14 @@ func (m *Main) agentTools(ctx context.Context, agent string) error {
 		if i > 0 {
 			fmt.Fprintln(m.Stdout)
 		}
-		writeTool(m.Stdout, &bus.FleetTool{ToolDef: reply.Tools[i]})
+		writeTool(m.Stdout, &fleet.FleetTool{ToolDef: reply.Tools[i]})
 	}
 	return nil
 }
 
 // writeTool writes one tool as readable text: name, label and traits,
 // description, and its arguments from the input schema.
-func writeTool(w io.Writer, t *bus.FleetTool) {
+func writeTool(w io.Writer, t *fleet.FleetTool) {
 	head := t.Name
 	if t.Label != "" {
 		head += " — " + t.Label

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/events"
 	"github.com/agentfleet/agentfleet/internal/bus/scriptfleet"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -235,7 +236,7 @@ func (m *Main) openScripts(ctx context.Context) (*scriptfleet.Store, error) {
 func (m *Main) replay(ctx context.Context, subject string) error {
 	ctx, cancel := m.untilDenied(ctx)
 	defer cancel()
-	feed := bus.OpenEventFeed(ctx, m.nc, m.subjects)
+	feed := events.OpenEventFeed(ctx, m.nc, m.subjects)
 	denied := func() error {
 		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 			return cause
@@ -250,7 +251,7 @@ func (m *Main) replay(ctx context.Context, subject string) error {
 	}
 	start := time.Now().Add(-m.Since)
 	fmt.Fprintf(m.Stderr, "replaying %s from %s, then following (Ctrl-C to stop)\n", subject, start.Local().Format("15:04:05"))
-	err := feed.Replay(ctx, subject, bus.ReplayFrom{Since: start}, 0, func(e bus.FeedEvent) {
+	err := feed.Replay(ctx, subject, events.ReplayFrom{Since: start}, 0, func(e events.FeedEvent) {
 		m.printEvent(e.Subject, e.Data)
 	})
 	if derr := denied(); derr != nil {

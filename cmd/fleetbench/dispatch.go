@@ -16,6 +16,9 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/events"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
+	"github.com/agentfleet/agentfleet/internal/bus/wire"
 	"github.com/agentfleet/agentfleet/internal/metrics"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
@@ -155,7 +158,7 @@ func (d *dispatchBench) nextID() string { return "call_" + strconv.FormatUint(d.
 
 // raw is method (a): one MessagePack request, one MessagePack reply.
 func (d *dispatchBench) raw(ctx context.Context) error {
-	req := bus.CallRequest{V: bus.ProtocolVersion, ID: d.nextID(), Tool: toolEcho, Args: d.args, TimeoutMS: 60_000, Attempt: 1}
+	req := wire.CallRequest{V: wire.ProtocolVersion, ID: d.nextID(), Tool: toolEcho, Args: d.args, TimeoutMS: 60_000, Attempt: 1}
 	data, err := msgpack.Marshal(&req)
 	if err != nil {
 		return err
@@ -274,7 +277,7 @@ func (m *Main) runDispatch(ctx context.Context) (_ report, err error) {
 	}
 	defer nc.Close()
 	var busy atomic.Int64
-	client, err := bus.NewToolClient(nc, bus.ClientConfig{Observe: func(_, outcome, _ string) {
+	client, err := toolrpc.NewToolClient(nc, toolrpc.ClientConfig{Observe: func(_, outcome, _ string) {
 		if outcome == "busy" {
 			busy.Add(1)
 		}
@@ -284,13 +287,13 @@ func (m *Main) runDispatch(ctx context.Context) (_ report, err error) {
 	}
 	defer client.Close()
 	subjects, _ := bus.NewSubjects("")
-	pub := bus.NewPublisher(nc, subjects, m.logger)
+	pub := events.NewPublisher(nc, subjects, m.logger)
 	sink := &envelope{agent: "bench", session: "dispatch", runID: "dispatch-run", next: pub}
 
 	// The prod method's parts, as cmd/orchestrator builds them.
-	newProd := func(prefix string) (*pipeline.Pipeline, *bus.ToolClient, error) {
+	newProd := func(prefix string) (*pipeline.Pipeline, *toolrpc.ToolClient, error) {
 		prodMetrics := metrics.NewOrchestrator()
-		prodClient, err := bus.NewToolClient(nc, bus.ClientConfig{Prefix: prefix, Observe: func(tool, outcome, _ string) {
+		prodClient, err := toolrpc.NewToolClient(nc, toolrpc.ClientConfig{Prefix: prefix, Observe: func(tool, outcome, _ string) {
 			if outcome == "busy" {
 				busy.Add(1)
 			}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/server"
 )
 
 // The test binary doubles as fleetbench: a child process started with
@@ -63,7 +63,7 @@ func TestDispatch(t *testing.T) {
 // TestDispatchServerExternal points fleetbench at a server it did not
 // start.
 func TestDispatchServerExternal(t *testing.T) {
-	s, err := bus.RunEmbedded(bus.EmbeddedConfig{Listen: "127.0.0.1:0", NoJetStream: true})
+	s, err := server.RunEmbedded(server.EmbeddedConfig{Listen: "127.0.0.1:0", NoJetStream: true})
 	if err != nil {
 		t.Fatal(err)
 	}

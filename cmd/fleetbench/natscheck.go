@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
-	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -26,7 +26,7 @@ type natsCheck struct {
 }
 
 func newNATSCheck(url, text string) (*natsCheck, error) {
-	req, err := msgpack.Marshal(&bus.CallRequest{V: bus.ProtocolVersion, ID: "call_nats", Tool: toolEcho,
+	req, err := msgpack.Marshal(&wire.CallRequest{V: wire.ProtocolVersion, ID: "call_nats", Tool: toolEcho,
 		Args: map[string]any{"text": text}, TimeoutMS: 60_000, Attempt: 1})
 	if err != nil {
 		return nil, err

@@ -17,6 +17,10 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/fleet"
+	"github.com/agentfleet/agentfleet/internal/bus/input"
+	"github.com/agentfleet/agentfleet/internal/bus/server"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
 	"github.com/nats-io/nats.go"
@@ -188,7 +192,7 @@ func (m *Main) orchestratorsRound(ctx context.Context, dir string, n int, failov
 	// of the round's own.
 	url, prefix := m.NATSURL, "agent"
 	if url == "" {
-		srv, err := bus.RunEmbedded(bus.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: dir})
+		srv, err := server.RunEmbedded(server.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: dir})
 		if err != nil {
 			return OrchestratorsRow{}, nil, err
 		}
@@ -206,7 +210,7 @@ func (m *Main) orchestratorsRound(ctx context.Context, dir string, n int, failov
 		return OrchestratorsRow{}, nil, err
 	}
 	defer wc.Close()
-	ws, err := bus.Serve(wc, bus.ServerConfig{Prefix: prefix, Concurrency: 1024, Heartbeat: time.Second, Tools: []*agentfleet.Tool{echoTool()}})
+	ws, err := toolrpc.Serve(wc, toolrpc.ServerConfig{Prefix: prefix, Concurrency: 1024, Heartbeat: time.Second, Tools: []*agentfleet.Tool{echoTool()}})
 	if err != nil {
 		return OrchestratorsRow{}, nil, err
 	}
@@ -228,8 +232,8 @@ func (m *Main) orchestratorsRound(ctx context.Context, dir string, n int, failov
 		}
 		o, err := orchestrator.New(nc, orchestrator.Config{
 			Model: latencyModel(cfg.ModelLatency, cfg.LLMConcurrency), Prefix: prefix, Durable: true, LeaseTTL: cfg.LeaseTTL, Logger: m.logger,
-			DurableConfig: bus.DurableConfig{Replicas: cfg.Replicas},
-			Discovery:     bus.FleetConfig{Wait: 200 * time.Millisecond},
+			DurableConfig: input.DurableConfig{Replicas: cfg.Replicas},
+			Discovery:     fleet.FleetConfig{Wait: 200 * time.Millisecond},
 		})
 		if err != nil {
 			nc.Close()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/wire"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -78,7 +79,7 @@ func (m *Main) runResponder(ctx context.Context) (err error) {
 // answerRaw is the whole work of the raw responder: decode the call, answer
 // with its text.
 func answerRaw(data []byte) ([]byte, error) {
-	var req bus.CallRequest
+	var req wire.CallRequest
 	if err := msgpack.Unmarshal(data, &req); err != nil {
 		return nil, fmt.Errorf("responder: request: %w", err)
 	}

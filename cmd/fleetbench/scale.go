@@ -13,6 +13,9 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/events"
+	busfleet "github.com/agentfleet/agentfleet/internal/bus/fleet"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/tools"
 )
@@ -149,7 +152,7 @@ func (m *Main) runScaleFleet(ctx context.Context, specs []scaleWorkerSpec) (_ *S
 	var mu sync.Mutex
 	completed := make([]int64, len(specs))
 	var busy int64
-	client, err := bus.NewToolClient(nc, bus.ClientConfig{Observe: func(_, outcome, _ string) {
+	client, err := toolrpc.NewToolClient(nc, toolrpc.ClientConfig{Observe: func(_, outcome, _ string) {
 		if outcome == "busy" {
 			mu.Lock()
 			busy++
@@ -163,12 +166,12 @@ func (m *Main) runScaleFleet(ctx context.Context, specs []scaleWorkerSpec) (_ *S
 	subjects, _ := bus.NewSubjects("")
 	// As the orchestrator does: no more calls in flight than the fleet
 	// advertises slots, the rest waiting in the client.
-	fleet, err := bus.WatchFleet(ctx, nc, subjects, bus.FleetConfig{OnCapacity: client.SetCapacity, Logger: m.logger})
+	fleet, err := busfleet.WatchFleet(ctx, nc, subjects, busfleet.FleetConfig{OnCapacity: client.SetCapacity, Logger: m.logger})
 	if err != nil {
 		return nil, err
 	}
 	defer fleet.Close()
-	sink := &envelope{agent: "bench", session: "scale", runID: "scale-run", next: bus.NewPublisher(nc, subjects, m.logger)}
+	sink := &envelope{agent: "bench", session: "scale", runID: "scale-run", next: events.NewPublisher(nc, subjects, m.logger)}
 	store := tools.NewStore("bench")
 	if err := store.Register(&agentfleet.Tool{ToolDef: sleepDef}); err != nil {
 		return nil, err

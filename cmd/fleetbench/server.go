@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/agentfleet/agentfleet/internal/bus"
+	busserver "github.com/agentfleet/agentfleet/internal/bus/server"
 	"github.com/nats-io/nats.go"
 )
 
@@ -60,7 +60,7 @@ func (m *Main) startNATS(ctx context.Context) error {
 	case serverProcess:
 		return m.startServerProcess(ctx)
 	}
-	cfg := bus.EmbeddedConfig{Listen: "127.0.0.1:0", NoJetStream: true}
+	cfg := busserver.EmbeddedConfig{Listen: "127.0.0.1:0", NoJetStream: true}
 	if m.Command == cmdSessions && m.Sessions.Durable {
 		// The durable round stores input and history: JetStream on, in a
 		// directory of the run's own.
@@ -70,7 +70,7 @@ func (m *Main) startNATS(ctx context.Context) error {
 		}
 		m.jsDir, cfg.DataDir, cfg.NoJetStream = dir, dir, false
 	}
-	s, err := bus.RunEmbedded(cfg)
+	s, err := busserver.RunEmbedded(cfg)
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/fleet"
 	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
 )
@@ -237,7 +238,7 @@ func (m *Main) sessionsRound(ctx context.Context, children []*child, names []str
 		Profiles: []orchestrator.Profile{{
 			Name: sessionsAgent, Tools: []string{toolEcho}, Mode: "parallel", MaxTurns: c.Turns + 1,
 		}},
-		Discovery: bus.FleetConfig{Wait: 200 * time.Millisecond},
+		Discovery: fleet.FleetConfig{Wait: 200 * time.Millisecond},
 		Logger:    m.logger,
 	})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/tracing"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -88,7 +89,7 @@ func (m *Main) runWorker(ctx context.Context) (err error) {
 		g    gauge
 		busy atomic.Uint64
 	)
-	srv, err := bus.Serve(nc, bus.ServerConfig{
+	srv, err := toolrpc.Serve(nc, toolrpc.ServerConfig{
 		Name: c.Name, Prefix: c.Prefix, Tools: benchTools(&g, c.Delay), Concurrency: c.Concurrency,
 		Heartbeat: c.Heartbeat, Logger: m.logger, Tracer: tracer,
 		Observe: func(_, outcome string, _ time.Duration) {

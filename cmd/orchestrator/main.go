@@ -24,7 +24,9 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/input"
 	"github.com/agentfleet/agentfleet/internal/bus/scriptfleet"
+	busserver "github.com/agentfleet/agentfleet/internal/bus/server"
 	"github.com/agentfleet/agentfleet/internal/cli"
 	"github.com/agentfleet/agentfleet/internal/dashboard"
 	"github.com/agentfleet/agentfleet/internal/httpauth"
@@ -68,7 +70,7 @@ type Main struct {
 	Heartbeat         time.Duration
 	ShutdownWait      time.Duration
 	Durable           string
-	Streams           bus.DurableConfig
+	Streams           input.DurableConfig
 	SessionIdle       time.Duration
 	HTTP              string
 	MCPToken          string
@@ -207,13 +209,13 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	url := m.NATS.URL
 	if url == "" {
-		m.embedded, err = bus.RunEmbedded(bus.EmbeddedConfig{Listen: m.Listen, DataDir: m.DataDir, ConfigFile: m.NATSConfig})
+		m.embedded, err = busserver.RunEmbedded(busserver.EmbeddedConfig{Listen: m.Listen, DataDir: m.DataDir, ConfigFile: m.NATSConfig})
 		switch {
-		case errors.Is(err, bus.ErrListen):
+		case errors.Is(err, busserver.ErrListen):
 			return fmt.Errorf("%w\n(another NATS server or orchestrator may be running: join that server with --nats-url nats://%s, or start a second one with another --listen address and its own --data-dir, since two servers must not share a JetStream store)", err, m.Listen)
-		case errors.Is(err, bus.ErrDataDirInUse):
+		case errors.Is(err, busserver.ErrDataDirInUse):
 			return fmt.Errorf("--data-dir %s: %w\n(join the orchestrator that uses it with --nats-url, or give this one its own --data-dir)", m.DataDir, err)
-		case errors.Is(err, bus.ErrDataDir):
+		case errors.Is(err, busserver.ErrDataDir):
 			return fmt.Errorf("--data-dir %s: %w\n(give --data-dir a folder this user may create and write)", m.DataDir, err)
 		}
 		if err != nil {
@@ -228,7 +230,7 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	// Scripted tools live in a JetStream KV bucket.
-	scripted := m.Durable != "false" && bus.HasJetStream(ctx, m.nc)
+	scripted := m.Durable != "false" && input.HasJetStream(ctx, m.nc)
 	// The in-process workers' scripts share one budget: they share the
 	// process.
 	scriptMemory := script.NewProcessMemory(m.ScriptMemoryTotal)

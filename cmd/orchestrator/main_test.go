@@ -20,6 +20,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/fleet"
 	"github.com/agentfleet/agentfleet/internal/bus/history"
 	"github.com/agentfleet/agentfleet/internal/llm/llmtest"
 	"github.com/agentfleet/agentfleet/internal/worker"
@@ -313,7 +314,7 @@ func startScriptWorkerProcess(t *testing.T, url string) (stop func()) {
 		if err != nil {
 			t.Fatalf("the script worker did not join: %v", err)
 		}
-		var n bus.FleetNotice
+		var n fleet.FleetNotice
 		if json.Unmarshal(m.Data, &n) == nil && n.Event == "joined" {
 			return stop
 		}

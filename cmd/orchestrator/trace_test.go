@@ -17,6 +17,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/fleet"
 	"github.com/agentfleet/agentfleet/internal/llm/llmtest"
 	"github.com/agentfleet/agentfleet/internal/tracing/tracingtest"
 	"github.com/nats-io/nats.go"
@@ -234,7 +235,7 @@ func TestTraces(t *testing.T) {
 		// Kill the worker that runs the long call.
 		bustest.Eventually(t, "a worker running the long call", func() bool {
 			subjects, _ := bus.NewSubjects("")
-			ws, err := bus.FleetStatus(context.Background(), f.nc, subjects, time.Second)
+			ws, err := fleet.FleetStatus(context.Background(), f.nc, subjects, time.Second)
 			if err != nil {
 				return false
 			}

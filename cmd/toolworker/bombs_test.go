@@ -14,6 +14,8 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
+	"github.com/agentfleet/agentfleet/internal/bus/wire"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/nats-io/nats.go/micro"
 )
@@ -92,7 +94,7 @@ func TestBombsKeepTheWorkerServing(t *testing.T) {
 	child, id := startChildID(t, nc, "--nats-url "+srv.ClientURL()+" --tools echo,sleep --heartbeat 100ms --name target")
 	rssBefore := peakRSS(t, child.Process.Pid)
 
-	good, err := bus.EncodeRequest(&bus.CallRequest{V: 1, ID: "c", Tool: "echo", Args: map[string]any{"text": "hi"}})
+	good, err := wire.EncodeRequest(&wire.CallRequest{V: 1, ID: "c", Tool: "echo", Args: map[string]any{"text": "hi"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +118,7 @@ func TestBombsKeepTheWorkerServing(t *testing.T) {
 
 	// A call through the client: its answer comes after the worker has
 	// handled every bomb, since one subscription takes them in order.
-	client, err := bus.NewToolClient(nc, bus.ClientConfig{})
+	client, err := toolrpc.NewToolClient(nc, toolrpc.ClientConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +151,7 @@ func TestBombsKeepTheWorkerServing(t *testing.T) {
 		if len(desc) > bus.MaxHeaderValue || !utf8.ValidString(desc) || strings.ContainsAny(desc, "\r\n") {
 			t.Errorf("header %s: %q", micro.ErrorHeader, desc)
 		}
-		if code := m.Header.Get(micro.ErrorCodeHeader); code != bus.CodeBadRequest {
+		if code := m.Header.Get(micro.ErrorCodeHeader); code != wire.CodeBadRequest {
 			t.Errorf("code %q for %q, want 400", code, desc)
 		}
 	}
@@ -162,7 +164,7 @@ func TestBombsKeepTheWorkerServing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sleepReq, _ := bus.EncodeRequest(&bus.CallRequest{V: 1, ID: "long", Tool: "sleep", Args: map[string]any{"ms": 60_000}, TimeoutMS: 120_000})
+	sleepReq, _ := wire.EncodeRequest(&wire.CallRequest{V: 1, ID: "long", Tool: "sleep", Args: map[string]any{"ms": 60_000}, TimeoutMS: 120_000})
 	if err := raw.PublishRequest("agent.tool.sleep", inbox, sleepReq); err != nil {
 		t.Fatal(err)
 	}
@@ -172,14 +174,14 @@ func TestBombsKeepTheWorkerServing(t *testing.T) {
 		if err != nil {
 			t.Fatalf("no ack from the sleep call: %v", err)
 		}
-		if f, err := bus.DecodeFrame(m.Data); err == nil && f.T == bus.FrameAck {
+		if f, err := wire.DecodeFrame(m.Data); err == nil && f.T == wire.FrameAck {
 			cancelSubject = f.Cancel
 		}
 	}
 	if want := "agent.worker." + id + ".cancel"; cancelSubject != want {
 		t.Errorf("cancel subject %q, want %q", cancelSubject, want)
 	}
-	cancelGood, _ := bus.EncodeFrame(&bus.Frame{T: bus.FrameCancel, ID: "long", Inbox: inbox})
+	cancelGood, _ := wire.EncodeFrame(&wire.Frame{T: wire.FrameCancel, ID: "long", Inbox: inbox})
 	for _, b := range bombs(cancelGood) {
 		if err := raw.Publish(cancelSubject, b); err != nil {
 			t.Fatal(err)
@@ -193,11 +195,11 @@ func TestBombsKeepTheWorkerServing(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the sleep call did not end after the cancel: %v", err)
 		}
-		f, err := bus.DecodeFrame(m.Data)
+		f, err := wire.DecodeFrame(m.Data)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if f.T == bus.FrameResult {
+		if f.T == wire.FrameResult {
 			if !f.IsError || !strings.Contains(agentfleet.JoinText(f.Result.Content), "canceled by the orchestrator") {
 				t.Errorf("sleep result %q, want canceled by the orchestrator", agentfleet.JoinText(f.Result.Content))
 			}

@@ -15,7 +15,10 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/fleet"
 	"github.com/agentfleet/agentfleet/internal/bus/scriptfleet"
+	busserver "github.com/agentfleet/agentfleet/internal/bus/server"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/script"
 	"github.com/nats-io/nats-server/v2/server"
@@ -54,7 +57,7 @@ func TestScriptsUnderDeployConf(t *testing.T) {
 	for _, u := range opts.Users {
 		passwords[u.Username] = u.Password
 	}
-	s, err := bus.RunEmbedded(bus.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: t.TempDir(), ConfigFile: conf})
+	s, err := busserver.RunEmbedded(busserver.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: t.TempDir(), ConfigFile: conf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +131,7 @@ func TestScriptsUnderDeployConf(t *testing.T) {
 			}
 			t.Fatalf("relay never joined the fleet (%v):\n%s", err, stderr)
 		}
-		found, err := bus.Discover(ctx, orch, subjects, 2*time.Second)
+		found, err := fleet.Discover(ctx, orch, subjects, 2*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,7 +140,7 @@ func TestScriptsUnderDeployConf(t *testing.T) {
 		}
 	}
 
-	client, err := bus.NewToolClient(orch, bus.ClientConfig{})
+	client, err := toolrpc.NewToolClient(orch, toolrpc.ClientConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +173,7 @@ func TestScriptsUnderDeployConf(t *testing.T) {
 		if _, err := joined.NextMsg(time.Until(deadline)); err != nil {
 			t.Fatalf("later never joined the fleet (%v):\n%s", err, stderr)
 		}
-		found, err := bus.Discover(ctx, orch, subjects, 2*time.Second)
+		found, err := fleet.Discover(ctx, orch, subjects, 2*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,6 +16,8 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	busfleet "github.com/agentfleet/agentfleet/internal/bus/fleet"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/scripts"
 	"github.com/nats-io/nats.go"
@@ -64,7 +66,7 @@ func startChildID(t *testing.T, nc *nats.Conn, args string) (*exec.Cmd, string) 
 		if err != nil {
 			t.Fatalf("worker did not join: %v", err)
 		}
-		var n bus.FleetNotice
+		var n busfleet.FleetNotice
 		if json.Unmarshal(m.Data, &n) == nil && n.Event == "joined" {
 			return cmd, n.ID
 		}
@@ -86,7 +88,7 @@ func TestKilledWorkerIsDetectedByHeartbeats(t *testing.T) {
 	srv := bustest.MustRunNATS(t)
 	nc := bustest.MustConnect(t, srv)
 	child := startChild(t, nc, "--nats-url "+srv.ClientURL()+" --tools sleep --heartbeat 100ms --name victim")
-	client, err := bus.NewToolClient(nc, bus.ClientConfig{})
+	client, err := toolrpc.NewToolClient(nc, toolrpc.ClientConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +130,7 @@ func TestSIGTERMDrains(t *testing.T) {
 	srv := bustest.MustRunNATS(t)
 	nc := bustest.MustConnect(t, srv)
 	child := startChild(t, nc, "--nats-url "+srv.ClientURL()+" --tools sleep --heartbeat 100ms")
-	client, err := bus.NewToolClient(nc, bus.ClientConfig{})
+	client, err := toolrpc.NewToolClient(nc, toolrpc.ClientConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +175,7 @@ func TestSIGTERMDrainsEveryCallInFlight(t *testing.T) {
 	srv := bustest.MustRunNATS(t)
 	nc := bustest.MustConnect(t, srv)
 	child := startChild(t, nc, "--nats-url "+srv.ClientURL()+" --tools sleep --heartbeat 100ms --name drained")
-	client, err := bus.NewToolClient(nc, bus.ClientConfig{})
+	client, err := toolrpc.NewToolClient(nc, toolrpc.ClientConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +221,7 @@ func TestSIGTERMDrainsEveryCallInFlight(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the worker did not announce that it left: %v", err)
 		}
-		var n bus.FleetNotice
+		var n busfleet.FleetNotice
 		if json.Unmarshal(m.Data, &n) == nil && n.Event == "left" && n.Service == "drained" {
 			break
 		}
@@ -280,7 +282,7 @@ func TestLostWorkerRetryPolicy(t *testing.T) {
 			nc := bustest.MustConnect(t, srv)
 			args := "--nats-url " + srv.ClientURL() + " --tools sleep --heartbeat 100ms --name "
 			victim := startChild(t, nc, args+"victim")
-			client, err := bus.NewToolClient(nc, bus.ClientConfig{RetryBackoff: 10 * time.Millisecond})
+			client, err := toolrpc.NewToolClient(nc, toolrpc.ClientConfig{RetryBackoff: 10 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -348,7 +350,7 @@ func TestKilledWorkerLeavesTheFleet(t *testing.T) {
 	changed := make(chan []agentfleet.ToolDef, 16)
 	subjects, _ := bus.NewSubjects("")
 	child := startChild(t, nc, "--nats-url "+srv.ClientURL()+" --tools echo --name doomed")
-	fleet, err := bus.WatchFleet(context.Background(), nc, subjects, bus.FleetConfig{OnChange: func(d []agentfleet.ToolDef) { changed <- d }})
+	fleet, err := busfleet.WatchFleet(context.Background(), nc, subjects, busfleet.FleetConfig{OnChange: func(d []agentfleet.ToolDef) { changed <- d }})
 	if err != nil {
 		t.Fatal(err)
 	}

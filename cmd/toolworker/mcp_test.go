@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
-	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 )
 
@@ -84,7 +84,7 @@ func TestMCPWorker(t *testing.T) {
 			t.Errorf("%s timeout_ms = %d, want 120000 (--mcp-timeout 2m)", d.Name, d.TimeoutMS)
 		}
 	}
-	c, err := bus.NewToolClient(bustest.MustConnect(t, s), bus.ClientConfig{})
+	c, err := toolrpc.NewToolClient(bustest.MustConnect(t, s), toolrpc.ClientConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

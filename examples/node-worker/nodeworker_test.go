@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
-	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/fleet"
 	"github.com/agentfleet/agentfleet/internal/llm"
 	"github.com/agentfleet/agentfleet/internal/llm/llmtest"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
@@ -125,7 +125,7 @@ func TestNodeWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := orchestrator.New(bustest.MustConnect(t, srv), orchestrator.Config{Model: client, Discovery: bus.FleetConfig{Wait: 200 * time.Millisecond}})
+	o, err := orchestrator.New(bustest.MustConnect(t, srv), orchestrator.Config{Model: client, Discovery: fleet.FleetConfig{Wait: 200 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}

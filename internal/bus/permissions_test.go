@@ -12,6 +12,11 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/events"
+	"github.com/agentfleet/agentfleet/internal/bus/fleet"
+	"github.com/agentfleet/agentfleet/internal/bus/input"
+	busserver "github.com/agentfleet/agentfleet/internal/bus/server"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -42,7 +47,7 @@ func runDeployConf(t *testing.T) *roles {
 			t.Fatalf("%s defines no user %q", deployConf, role)
 		}
 	}
-	r.s, err = bus.RunEmbedded(bus.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: t.TempDir(), ConfigFile: deployConf})
+	r.s, err = busserver.RunEmbedded(busserver.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: t.TempDir(), ConfigFile: deployConf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +259,7 @@ func TestDeployConfFleet(t *testing.T) {
 		t.Fatal(err)
 	}
 	started, stopped := make(chan struct{}), make(chan error, 1)
-	ts, err := bus.Serve(worker, bus.ServerConfig{
+	ts, err := toolrpc.Serve(worker, toolrpc.ServerConfig{
 		Name: "permtest",
 		Tools: []*agentfleet.Tool{
 			{
@@ -283,7 +288,7 @@ func TestDeployConfFleet(t *testing.T) {
 	t.Cleanup(func() { ts.Stop() })
 	select {
 	case m := <-joined:
-		var n bus.FleetNotice
+		var n fleet.FleetNotice
 		if err := json.Unmarshal(m.Data, &n); err != nil || n.Event != "joined" || n.ID != ts.ID() {
 			t.Errorf("fleet notice = %s (%v)", m.Data, err)
 		}
@@ -297,7 +302,7 @@ func TestDeployConfFleet(t *testing.T) {
 		if user != "orchestrator" {
 			nc, _ = r.connect(t, user)
 		}
-		found, err := bus.Discover(ctx, nc, subjects, 10*time.Second)
+		found, err := fleet.Discover(ctx, nc, subjects, 10*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -306,7 +311,7 @@ func TestDeployConfFleet(t *testing.T) {
 		}
 	}
 
-	client, err := bus.NewToolClient(orch, bus.ClientConfig{})
+	client, err := toolrpc.NewToolClient(orch, toolrpc.ClientConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +347,7 @@ func TestDeployConfFleet(t *testing.T) {
 	}
 	select {
 	case cause := <-stopped:
-		if !errors.Is(cause, bus.ErrCanceledByOrchestrator) {
+		if !errors.Is(cause, toolrpc.ErrCanceledByOrchestrator) {
 			t.Errorf("the tool stopped because of %v, want the orchestrator's cancel", cause)
 		}
 	case <-time.After(10 * time.Second):
@@ -368,9 +373,9 @@ func TestDeployConfClient(t *testing.T) {
 	dash, _ := r.connect(t, "dashboard")
 	subjects, _ := bus.NewSubjects("")
 
-	pub := bus.NewPublisher(orch, subjects, nil)
-	got := make(chan *bus.Inbound, 1)
-	in := bus.NewInput(orch, subjects, bus.InputHandlerFunc(func(in *bus.Inbound) error {
+	pub := events.NewPublisher(orch, subjects, nil)
+	got := make(chan *input.Inbound, 1)
+	in := input.NewInput(orch, subjects, input.InputHandlerFunc(func(in *input.Inbound) error {
 		if in.Kind == bus.KindApprove {
 			in.ReplyDecision(&agentfleet.ApprovalReply{OK: true, ToolCallID: in.Decision.ToolCallID, Decision: agentfleet.ApprovalApproved})
 			return nil
@@ -450,7 +455,7 @@ func TestDeployConfClient(t *testing.T) {
 func TestDeployConfStandalone(t *testing.T) {
 	r := runDeployConf(t)
 	nc, errs := r.connect(t, "standalone")
-	ts, err := bus.Serve(nc, bus.ServerConfig{Tools: []*agentfleet.Tool{{
+	ts, err := toolrpc.Serve(nc, toolrpc.ServerConfig{Tools: []*agentfleet.Tool{{
 		ToolDef: agentfleet.ToolDef{Name: "echo", Description: "echo"},
 		Handler: agentfleet.HandlerFunc(func(ctx context.Context, call *agentfleet.Call) (*agentfleet.ToolResult, error) {
 			return agentfleet.TextResult(fmt.Sprint(call.Arguments["text"])), nil
@@ -461,16 +466,16 @@ func TestDeployConfStandalone(t *testing.T) {
 	}
 	t.Cleanup(func() { ts.Stop() })
 	subjects, _ := bus.NewSubjects("")
-	in := bus.NewInput(nc, subjects, bus.InputHandlerFunc(func(*bus.Inbound) error { return nil }), nil, nil)
+	in := input.NewInput(nc, subjects, input.InputHandlerFunc(func(*input.Inbound) error { return nil }), nil, nil)
 	if err := in.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { in.Stop() })
-	found, err := bus.Discover(context.Background(), nc, subjects, 10*time.Second)
+	found, err := fleet.Discover(context.Background(), nc, subjects, 10*time.Second)
 	if err != nil || found["echo"] == nil {
 		t.Fatalf("discovered %v (%v)", found, err)
 	}
-	client, err := bus.NewToolClient(nc, bus.ClientConfig{})
+	client, err := toolrpc.NewToolClient(nc, toolrpc.ClientConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

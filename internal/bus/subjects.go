@@ -1,10 +1,14 @@
-// Package bus carries the fleet over NATS: the public subjects and their
-// payloads, the tool protocol between the orchestrator and its workers (a
-// NATS micro service per worker, MessagePack frames on the wire), the event
-// publisher, the input subscriptions and the durable input consumer, fleet
-// discovery and an embedded server. It is the transport; the stores built on
-// the same connection are packages of their own (history, lead), and no
-// package above them imports nats.go.
+// Package bus is the base of the fleet's NATS transport: the connection
+// (Connect, Drain, secrets kept out of errors), the subjects and their
+// tokens, the partition of a session, the headers, the inboxes, the one
+// reply guard, the permission probe and the JetStream ensure and retry that
+// every part needs.
+//
+// The concerns built on it are packages of their own below it: server (the
+// embedded nats-server), wire (the codec), toolrpc (tool calls), fleet
+// (discovery), input, events and client (the public subjects). bus itself
+// may import only nats.go and the standard library; it links no
+// nats-server and imports nothing of the fleet.
 package bus
 
 import (
@@ -209,4 +213,15 @@ func (s Subjects) ParseCall(subject string) (agent, session string, err error) {
 		return "", "", fmt.Errorf("subject %q: %w", subject, err)
 	}
 	return agent, session, nil
+}
+
+// KindApprove is the client kind of a person's decision on a tool call
+// that waits for approval: <prefix>.approve.<agent>.<session>. Like an ask,
+// it is relayed through the input stream to the session's owner, which
+// answers on the publisher's reply subject.
+const KindApprove = "approve"
+
+// Approve returns the subject of a session's approval decisions.
+func (s Subjects) Approve(agent, session string) string {
+	return s.Client(KindApprove, agent, session)
 }

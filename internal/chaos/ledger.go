@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -121,7 +122,7 @@ func ServeLedger(ctx context.Context, url string, stdout io.Writer) error {
 	if err := ensureLedgerStream(ctx, js, replicas); err != nil {
 		return err
 	}
-	srv, err := bus.Serve(nc, bus.ServerConfig{
+	srv, err := toolrpc.Serve(nc, toolrpc.ServerConfig{
 		Name: "chaos-ledger", Tools: []*agentfleet.Tool{ledgerTool(js)},
 		Heartbeat: 100 * time.Millisecond, Logger: log,
 	})

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
-	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/history"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -85,7 +85,7 @@ func readHistory(ctx context.Context, js jetstream.JetStream) ([]*record, error)
 		r := &record{
 			seq: meta.Sequence.Stream, time: meta.Timestamp,
 			session: strings.TrimPrefix(m.Subject(), prefix),
-			run:     m.Headers().Get(bus.HeaderRunID), writer: m.Headers().Get(history.HeaderWriter),
+			run:     m.Headers().Get(toolrpc.HeaderRunID), writer: m.Headers().Get(history.HeaderWriter),
 			end: m.Headers().Get(history.HeaderRecord) == history.RecordRunEnd,
 		}
 		if r.end {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet/internal/bus"
+	busclient "github.com/agentfleet/agentfleet/internal/bus/client"
 )
 
 // abortWait bounds the wait for the orchestrator's answer to an abort.
@@ -147,7 +148,7 @@ func checkSession(agent, session string) error {
 // nobody answered in time, 502 otherwise.
 func actionError(w http.ResponseWriter, err error) {
 	switch {
-	case errors.Is(err, bus.ErrDenied):
+	case errors.Is(err, busclient.ErrDenied):
 		httpError(w, http.StatusForbidden, err.Error())
 	case errors.Is(err, context.DeadlineExceeded):
 		httpError(w, http.StatusGatewayTimeout, err.Error())

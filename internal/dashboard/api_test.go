@@ -13,6 +13,8 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/fleet"
+	"github.com/agentfleet/agentfleet/internal/bus/server"
 	"github.com/agentfleet/agentfleet/internal/dashboard"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
 	"github.com/agentfleet/agentfleet/internal/worker"
@@ -312,7 +314,7 @@ func TestSendStartsARun(t *testing.T) {
 // and follows the events, shows no actions and refuses them, and its probe
 // reached no agent.
 func TestDashboardUserOfDeployConf(t *testing.T) {
-	srv, err := bus.RunEmbedded(bus.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: t.TempDir(), ConfigFile: "../../deploy/nats/nats.conf"})
+	srv, err := server.RunEmbedded(server.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: t.TempDir(), ConfigFile: "../../deploy/nats/nats.conf"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +335,7 @@ func TestDashboardUserOfDeployConf(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.Drain(context.Background()) })
-	o, err := orchestrator.New(connect("orchestrator"), orchestrator.Config{Model: scriptedModel(), Durable: true, Discovery: bus.FleetConfig{Wait: 200 * time.Millisecond}})
+	o, err := orchestrator.New(connect("orchestrator"), orchestrator.Config{Model: scriptedModel(), Durable: true, Discovery: fleet.FleetConfig{Wait: 200 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,8 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
-	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/events"
+	"github.com/agentfleet/agentfleet/internal/bus/fleet"
 )
 
 // Feed is where the events come from: bus.EventFeed.
@@ -27,9 +28,9 @@ type Feed interface {
 	Retained() bool
 	// Follow calls fn with every event from now on, in order, until stop;
 	// last is the stream sequence before the first event it delivers.
-	Follow(ctx context.Context, fn func(bus.FeedEvent)) (stop func(), last uint64, err error)
+	Follow(ctx context.Context, fn func(events.FeedEvent)) (stop func(), last uint64, err error)
 	// Replay calls fn with the stored events from from up to upTo.
-	Replay(ctx context.Context, filter string, from bus.ReplayFrom, upTo uint64, fn func(bus.FeedEvent)) error
+	Replay(ctx context.Context, filter string, from events.ReplayFrom, upTo uint64, fn func(events.FeedEvent)) error
 }
 
 // Sessions carries the actions: bus.SessionClient.
@@ -53,7 +54,7 @@ type Config struct {
 	Sessions Sessions
 	// Fleet lists the workers for the fleet view; nil hides the view.
 	// Typically a call of bus.FleetStatus.
-	Fleet func(ctx context.Context) ([]bus.WorkerStatus, error)
+	Fleet func(ctx context.Context) ([]fleet.WorkerStatus, error)
 	// ClientBuffer is how many events may wait for one page before the
 	// page is dropped (its stream closed; the browser reconnects and
 	// resumes after the last event it got). Optional; default 8192.

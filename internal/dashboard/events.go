@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/events"
 )
 
 // keepAlive is how often an idle event stream sends a comment, so that
@@ -78,7 +78,7 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request) {
 		rctx, stop := context.WithCancel(r.Context())
 		var sent int64
 		full := false
-		err := h.cfg.Feed.Replay(rctx, "", from, last, func(e bus.FeedEvent) {
+		err := h.cfg.Feed.Replay(rctx, "", from, last, func(e events.FeedEvent) {
 			if full {
 				return
 			}
@@ -150,19 +150,19 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request) {
 // else ?since= (a duration back from now, such as 15m, or an RFC 3339
 // time; 0 for none), else the configured window. A since further back
 // than Limits.MaxReplay is clipped to it, with a notice for the page.
-func (h *Handler) replayFrom(r *http.Request) (bus.ReplayFrom, string, error) {
+func (h *Handler) replayFrom(r *http.Request) (events.ReplayFrom, string, error) {
 	from, err := h.replayAsked(r)
 	if err != nil || from.Since.IsZero() {
 		return from, "", err
 	}
 	if oldest := time.Now().Add(-h.cfg.Limits.MaxReplay); from.Since.Before(oldest) {
-		return bus.ReplayFrom{Since: oldest}, fmt.Sprintf("replay clipped to the last %v (--dashboard-max-replay): %q asks further back", h.cfg.Limits.MaxReplay, r.URL.Query().Get("since")), nil
+		return events.ReplayFrom{Since: oldest}, fmt.Sprintf("replay clipped to the last %v (--dashboard-max-replay): %q asks further back", h.cfg.Limits.MaxReplay, r.URL.Query().Get("since")), nil
 	}
 	return from, "", nil
 }
 
 // replayAsked is the start the page asks.
-func (h *Handler) replayAsked(r *http.Request) (bus.ReplayFrom, error) {
+func (h *Handler) replayAsked(r *http.Request) (events.ReplayFrom, error) {
 	q := r.URL.Query()
 	id := r.Header.Get("Last-Event-ID")
 	if id == "" {
@@ -171,24 +171,24 @@ func (h *Handler) replayAsked(r *http.Request) (bus.ReplayFrom, error) {
 	if id != "" {
 		seq, err := strconv.ParseUint(id, 10, 64)
 		if err != nil {
-			return bus.ReplayFrom{}, fmt.Errorf("event id %q is not a stream sequence", id)
+			return events.ReplayFrom{}, fmt.Errorf("event id %q is not a stream sequence", id)
 		}
-		return bus.ReplayFrom{After: seq}, nil
+		return events.ReplayFrom{After: seq}, nil
 	}
 	since := q.Get("since")
 	switch {
 	case since == "":
-		return bus.ReplayFrom{Since: time.Now().Add(-h.cfg.Since)}, nil
+		return events.ReplayFrom{Since: time.Now().Add(-h.cfg.Since)}, nil
 	case since == "0":
-		return bus.ReplayFrom{}, nil
+		return events.ReplayFrom{}, nil
 	}
 	if d, err := time.ParseDuration(since); err == nil && d > 0 {
-		return bus.ReplayFrom{Since: time.Now().Add(-d)}, nil
+		return events.ReplayFrom{Since: time.Now().Add(-d)}, nil
 	}
 	if t, err := time.Parse(time.RFC3339Nano, since); err == nil {
-		return bus.ReplayFrom{Since: t}, nil
+		return events.ReplayFrom{Since: t}, nil
 	}
-	return bus.ReplayFrom{}, fmt.Errorf("since %q is neither a duration such as 15m nor an RFC 3339 time", since)
+	return events.ReplayFrom{}, fmt.Errorf("since %q is neither a duration such as 15m nor an RFC 3339 time", since)
 }
 
 // maxRuns is the page's run cap: ?max_runs= within 1..100000, else the
@@ -212,7 +212,7 @@ type sseWriter struct {
 // event writes one fleet event: its stream sequence as the id (so that the
 // browser resumes after it), its JSON as the data, on one line. An event
 // that is not JSON is skipped; event reports whether it wrote it.
-func (s *sseWriter) event(e bus.FeedEvent) bool {
+func (s *sseWriter) event(e events.FeedEvent) bool {
 	data := e.Data
 	if bytes.ContainsAny(data, "\r\n") || !json.Valid(data) {
 		// A data line must not hold a line break; the orchestrator writes

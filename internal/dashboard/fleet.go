@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/fleet"
 )
 
 // fleetTTL is how long one answer of the fleet endpoint is served again,
@@ -15,8 +15,8 @@ const fleetTTL = time.Second
 
 // fleetAnswer is the body of GET /api/fleet.
 type fleetAnswer struct {
-	Time    time.Time          `json:"time"`
-	Workers []bus.WorkerStatus `json:"workers"`
+	Time    time.Time            `json:"time"`
+	Workers []fleet.WorkerStatus `json:"workers"`
 }
 
 // serveFleet answers the workers of the fleet, their tools and counters.
@@ -36,7 +36,7 @@ func (h *Handler) serveFleet(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if workers == nil {
-			workers = []bus.WorkerStatus{}
+			workers = []fleet.WorkerStatus{}
 		}
 		b, err := json.Marshal(fleetAnswer{Time: time.Now().UTC(), Workers: workers})
 		if err != nil {

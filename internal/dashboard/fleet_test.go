@@ -13,6 +13,8 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/fleet"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/dashboard"
 	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
@@ -129,13 +131,13 @@ func startFleet(t *testing.T, opts dashboard.Options) *testFleet {
 	t.Helper()
 	srv := bustest.MustRunNATS(t)
 	f := &testFleet{srv: srv, nc: bustest.MustConnect(t, srv)}
-	ts, err := bus.Serve(bustest.MustConnect(t, srv), bus.ServerConfig{Concurrency: 8, Heartbeat: 100 * time.Millisecond, Tools: testTools()})
+	ts, err := toolrpc.Serve(bustest.MustConnect(t, srv), toolrpc.ServerConfig{Concurrency: 8, Heartbeat: 100 * time.Millisecond, Tools: testTools()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ts.Stop() })
 	o, err := orchestrator.New(bustest.MustConnect(t, srv), orchestrator.Config{
-		Model: scriptedModel(), Durable: true, Discovery: bus.FleetConfig{Wait: 200 * time.Millisecond},
+		Model: scriptedModel(), Durable: true, Discovery: fleet.FleetConfig{Wait: 200 * time.Millisecond},
 		// guarded's calls of echo wait for approval.
 		Profiles: []orchestrator.Profile{{Name: "default"}, {Name: "guarded", Approve: []string{"echo"}}},
 	})

@@ -4,7 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/events"
 )
 
 // hub fans the feed's events out to the pages: one subscription for all of
@@ -22,7 +22,7 @@ type hub struct {
 
 // client is one page's share of the hub.
 type client struct {
-	ch       chan bus.FeedEvent
+	ch       chan events.FeedEvent
 	gone     chan struct{} // closed when the hub dropped the page
 	once     sync.Once
 	maxBytes int64
@@ -30,14 +30,14 @@ type client struct {
 }
 
 // took tells the hub the page took e from its buffer.
-func (c *client) took(e bus.FeedEvent) { c.queued.Add(-int64(len(e.Data))) }
+func (c *client) took(e events.FeedEvent) { c.queued.Add(-int64(len(e.Data))) }
 
 func newHub() *hub { return &hub{clients: map[*client]struct{}{}} }
 
 // join adds a page with room for size events of maxBytes bytes of data in
 // all, and returns it with the sequence up to which the page must replay.
 func (h *hub) join(size int, maxBytes int64) (*client, uint64) {
-	c := &client{ch: make(chan bus.FeedEvent, size), gone: make(chan struct{}), maxBytes: maxBytes}
+	c := &client{ch: make(chan events.FeedEvent, size), gone: make(chan struct{}), maxBytes: maxBytes}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.clients[c] = struct{}{}
@@ -61,7 +61,7 @@ func (h *hub) leave(c *client) {
 
 // publish hands e to every page, never blocking: a page with no room left
 // is dropped.
-func (h *hub) publish(e bus.FeedEvent) {
+func (h *hub) publish(e events.FeedEvent) {
 	// The feed's buffers are reused by nothing, but copy anyway: the pages
 	// read the data after this returns.
 	e.Data = append([]byte(nil), e.Data...)

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/events"
 )
 
 // TestHubDropsASlowPage fills one page's buffer: the next event drops that
@@ -20,7 +20,7 @@ func TestHubDropsASlowPage(t *testing.T) {
 	}
 	fast, _ := h.join(8, 1<<20)
 	for seq := uint64(11); seq <= 13; seq++ {
-		h.publish(bus.FeedEvent{Subject: "agent.events.a.s.turn.start", Data: []byte(`{}`), Seq: seq})
+		h.publish(events.FeedEvent{Subject: "agent.events.a.s.turn.start", Data: []byte(`{}`), Seq: seq})
 	}
 	select {
 	case <-slow.gone:
@@ -39,7 +39,7 @@ func TestHubDropsASlowPage(t *testing.T) {
 		t.Errorf("a page joining now replays up to %d, want 13", upTo)
 	}
 	h.leave(fast)
-	h.publish(bus.FeedEvent{Seq: 14})
+	h.publish(events.FeedEvent{Seq: 14})
 	if got := len(fast.ch); got != 3 {
 		t.Errorf("a page that left got %d events, want the 3 from before", got)
 	}
@@ -54,7 +54,7 @@ func TestHubDropsAPageHoldingTooManyBytes(t *testing.T) {
 	slow, _ := h.join(100, 1000)
 	reader, _ := h.join(100, 1000)
 	for seq := uint64(1); seq <= 3; seq++ {
-		h.publish(bus.FeedEvent{Data: big, Seq: seq})
+		h.publish(events.FeedEvent{Data: big, Seq: seq})
 		select {
 		case e := <-reader.ch:
 			reader.took(e)

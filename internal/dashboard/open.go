@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet/internal/bus"
+	busclient "github.com/agentfleet/agentfleet/internal/bus/client"
+	"github.com/agentfleet/agentfleet/internal/bus/events"
+	"github.com/agentfleet/agentfleet/internal/bus/fleet"
 )
 
 // Options are what a command chooses for the dashboard it opens on a NATS
@@ -26,7 +29,7 @@ type Options struct {
 // it), actions through bus.SessionClient, the fleet from bus.FleetStatus.
 func Open(ctx context.Context, nc *bus.Conn, subjects bus.Subjects, opts Options) (*Handler, error) {
 	cfg := opts.Config
-	cfg.Feed = bus.OpenEventFeed(ctx, nc, subjects)
+	cfg.Feed = events.OpenEventFeed(ctx, nc, subjects)
 	if opts.MaxRuns > 0 {
 		cfg.MaxRuns = opts.MaxRuns
 	}
@@ -34,7 +37,7 @@ func Open(ctx context.Context, nc *bus.Conn, subjects bus.Subjects, opts Options
 		cfg.Since = opts.Since
 	}
 	if !opts.ReadOnly {
-		sc := bus.NewSessionClient(nc, subjects)
+		sc := busclient.NewSessionClient(nc, subjects)
 		ok, err := sc.CanAct()
 		if err != nil {
 			return nil, fmt.Errorf("dashboard: %w", err)
@@ -43,8 +46,8 @@ func Open(ctx context.Context, nc *bus.Conn, subjects bus.Subjects, opts Options
 			cfg.Sessions = sc
 		}
 	}
-	cfg.Fleet = func(ctx context.Context) ([]bus.WorkerStatus, error) {
-		return bus.FleetStatus(ctx, nc, subjects, 500*time.Millisecond)
+	cfg.Fleet = func(ctx context.Context) ([]fleet.WorkerStatus, error) {
+		return fleet.FleetStatus(ctx, nc, subjects, 500*time.Millisecond)
 	}
 	return New(ctx, cfg)
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/events"
 	"github.com/agentfleet/agentfleet/internal/dashboard"
 )
 
@@ -46,10 +46,10 @@ func TestCheckTraceURL(t *testing.T) {
 type unfollowable struct{}
 
 func (unfollowable) Retained() bool { return false }
-func (unfollowable) Follow(context.Context, func(bus.FeedEvent)) (func(), uint64, error) {
+func (unfollowable) Follow(context.Context, func(events.FeedEvent)) (func(), uint64, error) {
 	return nil, 0, errors.New("followed")
 }
-func (unfollowable) Replay(context.Context, string, bus.ReplayFrom, uint64, func(bus.FeedEvent)) error {
+func (unfollowable) Replay(context.Context, string, events.ReplayFrom, uint64, func(events.FeedEvent)) error {
 	return errors.New("replayed")
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/fleet"
 	"github.com/agentfleet/agentfleet/internal/tools"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -25,7 +26,7 @@ import (
 // counterpart. Read-only tools may run in parallel with the others of a
 // batch.
 func ToolDef(prefix string, t *mcp.Tool) (agentfleet.ToolDef, error) {
-	d, err := toolDef(prefix, t, bus.ToolBounds{})
+	d, err := toolDef(prefix, t, fleet.ToolBounds{})
 	if err != nil {
 		return d, err
 	}
@@ -44,7 +45,7 @@ func compile(mcpName string, d *agentfleet.ToolDef) error {
 }
 
 // toolDef is ToolDef within bounds, without compiling the schema.
-func toolDef(prefix string, t *mcp.Tool, bounds bus.ToolBounds) (agentfleet.ToolDef, error) {
+func toolDef(prefix string, t *mcp.Tool, bounds fleet.ToolBounds) (agentfleet.ToolDef, error) {
 	name := prefix + t.Name
 	if err := bus.CheckToken("tool", name); err != nil {
 		return agentfleet.ToolDef{}, fmt.Errorf("MCP tool %q: %w", t.Name, err)

@@ -13,8 +13,9 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
-	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	busfleet "github.com/agentfleet/agentfleet/internal/bus/fleet"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/mcpbridge"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/nats-io/nats-server/v2/server"
@@ -42,7 +43,7 @@ func npmBin(t *testing.T, name string) string {
 // bridges, which serves their tools there as a worker does.
 type fleet struct {
 	nc     *nats.Conn
-	client *bus.ToolClient
+	client *toolrpc.ToolClient
 	host   natsHost
 }
 
@@ -50,7 +51,7 @@ type fleet struct {
 type natsHost struct{ nc *nats.Conn }
 
 func (h natsHost) Serve(name string, tools []*agentfleet.Tool) (mcpbridge.Served, error) {
-	srv, err := bus.Serve(h.nc, bus.ServerConfig{Name: name, Tools: tools, Kind: bus.KindMCP, Logger: quiet()})
+	srv, err := toolrpc.Serve(h.nc, toolrpc.ServerConfig{Name: name, Tools: tools, Kind: busfleet.KindMCP, Logger: quiet()})
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +69,7 @@ func newFleet(t *testing.T) *fleet {
 func newFleetOn(t *testing.T, s *server.Server) *fleet {
 	t.Helper()
 	nc := bustest.MustConnect(t, s)
-	c, err := bus.NewToolClient(nc, bus.ClientConfig{})
+	c, err := toolrpc.NewToolClient(nc, toolrpc.ClientConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

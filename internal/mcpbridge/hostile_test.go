@@ -13,6 +13,8 @@ import (
 
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	busfleet "github.com/agentfleet/agentfleet/internal/bus/fleet"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/mcpbridge"
 	"github.com/agentfleet/agentfleet/internal/tools/builtin"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -90,13 +92,13 @@ func startWithin(t *testing.T, f *fleet, cfg mcpbridge.Config, d time.Duration) 
 }
 
 // serveBuiltinEcho serves the fleet's built-in echo on f's NATS.
-func serveBuiltinEcho(t *testing.T, f *fleet) *bus.ToolServer {
+func serveBuiltinEcho(t *testing.T, f *fleet) *toolrpc.ToolServer {
 	t.Helper()
 	ts, err := builtin.Select(builtin.All(builtin.Options{}), []string{"echo"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := bus.Serve(f.nc, bus.ServerConfig{Name: "builtins", Tools: ts, Kind: bus.KindBuiltin, Logger: quiet()})
+	w, err := toolrpc.Serve(f.nc, toolrpc.ServerConfig{Name: "builtins", Tools: ts, Kind: busfleet.KindBuiltin, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +156,7 @@ func TestHostileServer(t *testing.T) {
 			// The service's info is one NATS message again: discovery
 			// finds what is served (with the big tools, it found nothing).
 			subjects, _ := bus.NewSubjects("")
-			found, err := bus.Discover(context.Background(), bustest.MustConnect(t, s), subjects, 5*time.Second)
+			found, err := busfleet.Discover(context.Background(), bustest.MustConnect(t, s), subjects, 5*time.Second)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -205,7 +207,7 @@ func TestTenThousandTools(t *testing.T) {
 	mustContain(t, "log", log, `bound="tool count" err="the server lists more than 256 tools; the first 256 are considered, the rest are not served"`)
 	// 256 tools of 2 KB fit in the 1 MiB of the service's info.
 	subjects, _ := bus.NewSubjects("")
-	found, err := bus.Discover(context.Background(), bustest.MustConnect(t, s), subjects, 5*time.Second)
+	found, err := busfleet.Discover(context.Background(), bustest.MustConnect(t, s), subjects, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +242,7 @@ func TestServiceInfoBound(t *testing.T) {
 	}
 	mustContain(t, "log", logs.String(), `bound="service info"`)
 	subjects, _ := bus.NewSubjects("")
-	found, err := bus.Discover(context.Background(), bustest.MustConnect(t, s), subjects, 5*time.Second)
+	found, err := busfleet.Discover(context.Background(), bustest.MustConnect(t, s), subjects, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"fmt"
 
 	"github.com/agentfleet/agentfleet"
-	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/fleet"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -31,7 +31,7 @@ type Limits struct {
 	MaxTools int
 	// Tool bounds each tool's description and schemas; default
 	// bus.MaxToolDescription, bus.MaxToolSchema, bus.MaxSchemaDepth.
-	Tool bus.ToolBounds
+	Tool fleet.ToolBounds
 	// InfoBytes bounds the metadata of all the tools served, so that the
 	// micro service's $SRV.INFO answer fits in one NATS message; default
 	// the connection's max payload (1 MiB unless the server says
@@ -90,7 +90,7 @@ func admit(ctx context.Context, prefix string, listed []*mcp.Tool, more bool, li
 		d, err := toolDef(prefix, t, lim.Tool)
 		if err != nil {
 			bound := ""
-			if be, ok := errors.AsType[*bus.BoundError](err); ok {
+			if be, ok := errors.AsType[*fleet.BoundError](err); ok {
 				bound = be.Bound
 			}
 			refused = append(refused, refusal{t.Name, bound, err})
@@ -127,6 +127,6 @@ func admit(ctx context.Context, prefix string, listed []*mcp.Tool, more bool, li
 // infoCost is what d takes in its service's $SRV.INFO answer: its
 // metadata as JSON, escapes included, and the endpoint around it.
 func infoCost(d *agentfleet.ToolDef) int {
-	b, _ := json.Marshal(bus.ToolMetadata(d))
+	b, _ := json.Marshal(fleet.ToolMetadata(d))
 	return len(b) + 2*len(d.Name) + endpointOverhead
 }

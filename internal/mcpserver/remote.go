@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/client"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
 	"github.com/google/uuid"
 )
@@ -78,8 +79,8 @@ func (r *remote) CallTool(ctx context.Context, agent string, call agentfleet.Too
 			}
 		}
 	}
-	reply, err := bus.CallAgentTool(ctx, r.nc, r.subjects, agent, r.session,
-		&bus.CallRequestJSON{ID: call.ID, Name: call.Name, Arguments: call.Arguments}, onEvent, r.timeout)
+	reply, err := client.CallAgentTool(ctx, r.nc, r.subjects, agent, r.session,
+		&client.CallRequestJSON{ID: call.ID, Name: call.Name, Arguments: call.Arguments}, onEvent, r.timeout)
 	if err != nil {
 		return nil, false, err
 	}
@@ -90,5 +91,5 @@ func (r *remote) CallTool(ctx context.Context, agent string, call agentfleet.Too
 }
 
 func (r *remote) Ask(ctx context.Context, agent, session, text string, onEvent func(*agentfleet.Event)) (*agentfleet.AssistantMessage, error) {
-	return bus.Ask(ctx, r.nc, r.subjects, agent, session, text, onEvent)
+	return client.Ask(ctx, r.nc, r.subjects, agent, session, text, onEvent)
 }

@@ -9,8 +9,9 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
-	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/fleet"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/metrics"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
@@ -29,7 +30,7 @@ func TestFleetEndToEnd(t *testing.T) {
 		return &agentfleet.Tool{ToolDef: agentfleet.ToolDef{Name: name, Label: name, Description: "test tool " + name,
 			InputSchema: json.RawMessage(`{"type":"object"}`), Parallel: true}, Handler: h}
 	}
-	ts, err := bus.Serve(bustest.MustConnect(t, srv), bus.ServerConfig{
+	ts, err := toolrpc.Serve(bustest.MustConnect(t, srv), toolrpc.ServerConfig{
 		Concurrency: 4, Heartbeat: 100 * time.Millisecond, Observe: wm.Observe,
 		Tools: []*agentfleet.Tool{
 			tool("echo", func(ctx context.Context, c *agentfleet.Call) (*agentfleet.ToolResult, error) {
@@ -66,7 +67,7 @@ func TestFleetEndToEnd(t *testing.T) {
 			Usage: &agentfleet.Usage{InputTokens: 30, OutputTokens: 7, TotalTokens: 37}}, nil
 	})
 	o, err := orchestrator.New(bustest.MustConnect(t, srv), orchestrator.Config{
-		Model: model, Observer: om, Discovery: bus.FleetConfig{Wait: 200 * time.Millisecond},
+		Model: model, Observer: om, Discovery: fleet.FleetConfig{Wait: 200 * time.Millisecond},
 	})
 	if err != nil {
 		t.Fatal(err)

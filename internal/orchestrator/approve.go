@@ -6,7 +6,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/approval"
-	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/input"
 	"github.com/agentfleet/agentfleet/internal/inputpolicy"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 )
@@ -44,7 +44,7 @@ func (s *session) newGate() *approval.Gate {
 // input policy decides (inputpolicy.Decided): the reply to its publisher
 // (an error one also as an error event), then the delivery settled, or the
 // delivery left to come again.
-func (s *session) answerDecision(in *bus.Inbound, d inputpolicy.Delivery) approval.Answer {
+func (s *session) answerDecision(in *input.Inbound, d inputpolicy.Delivery) approval.Answer {
 	return func(r *agentfleet.ApprovalReply, final bool) {
 		st := inputpolicy.State{Leased: s.o.LeaseErr() == nil}
 		for _, a := range inputpolicy.Decided(st, d, inputpolicy.Verdict{OK: r.OK, Final: final, Error: r.Error}) {

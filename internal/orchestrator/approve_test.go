@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
-	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
 )
 
@@ -39,7 +39,7 @@ func approvalFleet(t *testing.T, model *script) *testFleet {
 	return startFleet(t, orchestrator.Config{Model: model, Durable: true, Profiles: []orchestrator.Profile{
 		{Name: "default", ApproveDestructive: true},
 		{Name: "hasty", Approve: []string{"dang*"}, ApprovalTimeout: "300ms"},
-	}}, bus.ServerConfig{Tools: []*agentfleet.Tool{danger(nil), echo("echo")}})
+	}}, toolrpc.ServerConfig{Tools: []*agentfleet.Tool{danger(nil), echo("echo")}})
 }
 
 // decide publishes a decision as a request and decodes the reply.
@@ -212,7 +212,7 @@ func TestApprovalAbort(t *testing.T) {
 	var calls sync.Map
 	f := startFleet(t, orchestrator.Config{Model: newScript().on("abort", use(`danger {"x":1}`), sayResults()), Durable: true,
 		Profiles: []orchestrator.Profile{{Name: "default", Approve: []string{"danger"}}}},
-		bus.ServerConfig{Tools: []*agentfleet.Tool{danger(&calls)}})
+		toolrpc.ServerConfig{Tools: []*agentfleet.Tool{danger(&calls)}})
 	out := outs(t, f.nc, "default", "abort")
 	publish(t, f.nc, "agent.in.default.abort", "", `{"content":"do it"}`)
 	e := f.pendingApproval(t, "abort")
@@ -264,7 +264,7 @@ func TestApprovalDirectCall(t *testing.T) {
 	var calls sync.Map
 	f := startFleet(t, orchestrator.Config{Model: newScript(), Durable: true,
 		Profiles: []orchestrator.Profile{{Name: "default", ApproveDestructive: true}}},
-		bus.ServerConfig{Tools: []*agentfleet.Tool{danger(&calls)}})
+		toolrpc.ServerConfig{Tools: []*agentfleet.Tool{danger(&calls)}})
 	bustest.Eventually(t, "the danger tool", func() bool { _, ok := find(f.orch, "default", "danger"); return ok })
 	out, err := f.orch.CallTool(context.Background(), "default", "direct", agentfleet.ToolCall{Name: "danger", Arguments: map[string]any{"x": 1.0}}, nil)
 	if err != nil {

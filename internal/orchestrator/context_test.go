@@ -8,8 +8,9 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
-	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/fleet"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/llm"
 	"github.com/agentfleet/agentfleet/internal/llm/llmtest"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
@@ -47,7 +48,7 @@ agents:
 	dump := tool("dump", true, func(context.Context, *agentfleet.Call) (*agentfleet.ToolResult, error) {
 		return agentfleet.TextResult(big), nil
 	})
-	f := startFleet(t, orchestrator.Config{Model: client, Profiles: profiles, Durable: true}, bus.ServerConfig{Tools: []*agentfleet.Tool{dump}})
+	f := startFleet(t, orchestrator.Config{Model: client, Profiles: profiles, Durable: true}, toolrpc.ServerConfig{Tools: []*agentfleet.Tool{dump}})
 
 	if final := f.ask(t, "small", "s", "dump it"); final.StopReason != agentfleet.StopReasonStop {
 		t.Fatalf("first run: %s (%s)", final.StopReason, final.ErrorMessage)
@@ -82,7 +83,7 @@ agents:
 	if err := f.orch.Close(stopped); err != nil {
 		t.Fatal(err)
 	}
-	o2, err := orchestrator.New(bustest.MustConnect(t, f.srv), orchestrator.Config{Model: client, Profiles: profiles, Durable: true, Discovery: bus.FleetConfig{Wait: 200 * time.Millisecond}})
+	o2, err := orchestrator.New(bustest.MustConnect(t, f.srv), orchestrator.Config{Model: client, Profiles: profiles, Durable: true, Discovery: fleet.FleetConfig{Wait: 200 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}

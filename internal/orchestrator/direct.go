@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	busclient "github.com/agentfleet/agentfleet/internal/bus/client"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/google/uuid"
 )
@@ -93,5 +94,5 @@ func (o *Orchestrator) Ask(ctx context.Context, agentName, session, text string,
 	if err := bus.CheckToken("session", session); err != nil {
 		return nil, err
 	}
-	return bus.Ask(ctx, o.nc, o.subjects, agentName, session, text, onEvent)
+	return busclient.Ask(ctx, o.nc, o.subjects, agentName, session, text, onEvent)
 }

@@ -15,7 +15,11 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/fleet"
 	"github.com/agentfleet/agentfleet/internal/bus/history"
+	"github.com/agentfleet/agentfleet/internal/bus/input"
+	"github.com/agentfleet/agentfleet/internal/bus/server"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -114,7 +118,7 @@ func publish(t *testing.T, nc *nats.Conn, subject, msgID, payload string) {
 func TestDurableDeduplicates(t *testing.T) {
 	model := newScript().on("d", say("first"), say("second"))
 	obs := &counts{}
-	f := startFleet(t, orchestrator.Config{Model: model, Durable: true, Observer: obs}, bus.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}})
+	f := startFleet(t, orchestrator.Config{Model: model, Durable: true, Observer: obs}, toolrpc.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}})
 	out := outs(t, f.nc, "default", "d")
 	// The same Nats-Msg-Id twice: JetStream keeps one.
 	publish(t, f.nc, "agent.in.default.d", "h1", "one")
@@ -159,7 +163,7 @@ func TestRestartResumesRun(t *testing.T) {
 		return agentfleet.TextResult("found it"), nil
 	})
 	first := newScript().on("r", use(`lookup {"q":"x"}`))
-	f := startFleet(t, orchestrator.Config{Model: first, Durable: true}, bus.ServerConfig{Tools: []*agentfleet.Tool{pay}})
+	f := startFleet(t, orchestrator.Config{Model: first, Durable: true}, toolrpc.ServerConfig{Tools: []*agentfleet.Tool{pay}})
 	out := outs(t, f.nc, "default", "r")
 	publish(t, f.nc, "agent.in.default.r", "", `{"content":"find x","id":"u1"}`)
 	<-inCall
@@ -170,7 +174,7 @@ func TestRestartResumesRun(t *testing.T) {
 	}
 
 	second := newScript().on("r", sayResults())
-	o2, err := orchestrator.New(bustest.MustConnect(t, f.srv), orchestrator.Config{Model: second, Durable: true, Discovery: bus.FleetConfig{Wait: 200 * time.Millisecond}})
+	o2, err := orchestrator.New(bustest.MustConnect(t, f.srv), orchestrator.Config{Model: second, Durable: true, Discovery: fleet.FleetConfig{Wait: 200 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +209,7 @@ func TestRestartResumesRun(t *testing.T) {
 
 func TestIdleSessionsAreEvictedAndReloaded(t *testing.T) {
 	model := newScript().on("e", say("one"), say("two"))
-	f := startFleet(t, orchestrator.Config{Model: model, Durable: true, SessionIdle: 20 * time.Millisecond}, bus.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}})
+	f := startFleet(t, orchestrator.Config{Model: model, Durable: true, SessionIdle: 20 * time.Millisecond}, toolrpc.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}})
 	if got := agentfleet.JoinText(f.ask(t, "default", "e", "first").Content); got != "one" {
 		t.Fatalf("first = %q", got)
 	}
@@ -220,7 +224,7 @@ func TestIdleSessionsAreEvictedAndReloaded(t *testing.T) {
 
 func TestLateObserverReplaysEvents(t *testing.T) {
 	model := newScript().on("late", use(`echo {"text":"x"}`), say("done"))
-	f := startFleet(t, orchestrator.Config{Model: model, Durable: true}, bus.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}})
+	f := startFleet(t, orchestrator.Config{Model: model, Durable: true}, toolrpc.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}})
 	f.ask(t, "default", "late", "go")
 	f.events.wait(t, "run.end", isType(agentfleet.EventRunEnd))
 	// A dashboard that connects now replays the session from the stream.
@@ -252,7 +256,7 @@ func TestMalformedBurst(t *testing.T) {
 	for i := range good {
 		model.on(fmt.Sprintf("g%d", i), say(fmt.Sprintf("answer %d", i)))
 	}
-	f := startFleet(t, orchestrator.Config{Model: model, Durable: true}, bus.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}})
+	f := startFleet(t, orchestrator.Config{Model: model, Durable: true}, toolrpc.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}})
 	out := outs(t, f.nc, "default", "*")
 	var errorsSeen atomic.Int32
 	sub, _ := f.nc.Subscribe("agent.events.>", func(m *nats.Msg) {
@@ -300,7 +304,7 @@ func TestNATSRestart(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close()
 	dir := t.TempDir()
-	srv, err := bus.RunEmbedded(bus.EmbeddedConfig{Listen: addr, DataDir: dir})
+	srv, err := server.RunEmbedded(server.EmbeddedConfig{Listen: addr, DataDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,13 +328,13 @@ func TestNATSRestart(t *testing.T) {
 		t.Cleanup(nc.Close)
 		return nc
 	}
-	w, err := bus.Serve(connect(), bus.ServerConfig{Tools: []*agentfleet.Tool{wait}, Heartbeat: 100 * time.Millisecond})
+	w, err := toolrpc.Serve(connect(), toolrpc.ServerConfig{Tools: []*agentfleet.Tool{wait}, Heartbeat: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	o, err := orchestrator.New(connect(), orchestrator.Config{Model: model, Durable: true, Discovery: bus.FleetConfig{Wait: 200 * time.Millisecond},
-		Tools: bus.ClientConfig{RetryBackoff: 50 * time.Millisecond, MaxAttempts: 10}})
+	o, err := orchestrator.New(connect(), orchestrator.Config{Model: model, Durable: true, Discovery: fleet.FleetConfig{Wait: 200 * time.Millisecond},
+		Tools: toolrpc.ClientConfig{RetryBackoff: 50 * time.Millisecond, MaxAttempts: 10}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +348,7 @@ func TestNATSRestart(t *testing.T) {
 
 	srv.Shutdown()
 	srv.WaitForShutdown()
-	srv, err = bus.RunEmbedded(bus.EmbeddedConfig{Listen: addr, DataDir: dir})
+	srv, err = server.RunEmbedded(server.EmbeddedConfig{Listen: addr, DataDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +391,7 @@ func TestDuplicateWhileQueued(t *testing.T) {
 	release := make(chan struct{})
 	model := newScript().on("q", func(req *loopRequest) *agentfleet.AssistantMessage { <-release; return say("first")(req) }, say("second"))
 	obs := &counts{}
-	f := startFleet(t, orchestrator.Config{Model: model, Durable: true, Observer: obs}, bus.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}})
+	f := startFleet(t, orchestrator.Config{Model: model, Durable: true, Observer: obs}, toolrpc.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}})
 	out := outs(t, f.nc, "default", "q")
 	publish(t, f.nc, "agent.in.default.q", "", `{"content":"a","id":"a"}`)
 	bustest.Eventually(t, "the first run to start", func() bool { return len(model.requests("q")) == 1 })
@@ -418,9 +422,9 @@ func TestPartitionsShared(t *testing.T) {
 		second.on(session, say("from the second"), say("from the second"))
 	}
 	f := startFleet(t, orchestrator.Config{Model: first, Durable: true, LeaseTTL: time.Second},
-		bus.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}})
+		toolrpc.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}})
 	o2, err := orchestrator.New(bustest.MustConnect(t, f.srv), orchestrator.Config{Model: second, Durable: true, LeaseTTL: time.Second,
-		Discovery: bus.FleetConfig{Wait: 200 * time.Millisecond}})
+		Discovery: fleet.FleetConfig{Wait: 200 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -478,8 +482,8 @@ func TestLongRunIsKeptAlive(t *testing.T) {
 		return say("done at last")(req)
 	})
 	obs := &counts{}
-	f := startFleet(t, orchestrator.Config{Model: model, Durable: true, Observer: obs, DurableConfig: bus.DurableConfig{AckWait: ackWait}},
-		bus.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}})
+	f := startFleet(t, orchestrator.Config{Model: model, Durable: true, Observer: obs, DurableConfig: input.DurableConfig{AckWait: ackWait}},
+		toolrpc.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}})
 	out := outs(t, f.nc, "default", "long")
 	publish(t, f.nc, "agent.in.default.long", "", "take your time")
 	if got := agentfleet.JoinText(next(t, out).Content); got != "done at last" {
@@ -505,7 +509,7 @@ func TestDurableSteer(t *testing.T) {
 	})
 	model := newScript().on("st", use(`block {}`), say("steered"))
 	obs := &counts{}
-	f := startFleet(t, orchestrator.Config{Model: model, Durable: true, Observer: obs}, bus.ServerConfig{Tools: []*agentfleet.Tool{block}})
+	f := startFleet(t, orchestrator.Config{Model: model, Durable: true, Observer: obs}, toolrpc.ServerConfig{Tools: []*agentfleet.Tool{block}})
 	out := outs(t, f.nc, "default", "st")
 	publish(t, f.nc, "agent.in.default.st", "", "start")
 	<-inTool

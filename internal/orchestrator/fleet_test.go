@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
-	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
@@ -182,10 +182,10 @@ type testFleet struct {
 	// orchConn is the orchestrator's own connection.
 	orchConn *nats.Conn
 	events   *events
-	workers  []*bus.ToolServer
+	workers  []*toolrpc.ToolServer
 }
 
-func startFleet(t *testing.T, cfg orchestrator.Config, workers ...bus.ServerConfig) *testFleet {
+func startFleet(t *testing.T, cfg orchestrator.Config, workers ...toolrpc.ServerConfig) *testFleet {
 	t.Helper()
 	f := &testFleet{srv: bustest.MustRunNATS(t)}
 	f.nc = bustest.MustConnect(t, f.srv)
@@ -215,12 +215,12 @@ func startFleet(t *testing.T, cfg orchestrator.Config, workers ...bus.ServerConf
 	return f
 }
 
-func (f *testFleet) addWorker(t *testing.T, wc bus.ServerConfig) *bus.ToolServer {
+func (f *testFleet) addWorker(t *testing.T, wc toolrpc.ServerConfig) *toolrpc.ToolServer {
 	t.Helper()
 	if wc.Heartbeat == 0 {
 		wc.Heartbeat = 100 * time.Millisecond
 	}
-	w, err := bus.Serve(bustest.MustConnect(t, f.srv), wc)
+	w, err := toolrpc.Serve(bustest.MustConnect(t, f.srv), wc)
 	if err != nil {
 		t.Fatal(err)
 	}

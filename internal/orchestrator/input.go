@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/input"
 	"github.com/agentfleet/agentfleet/internal/inputpolicy"
 	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/google/uuid"
@@ -21,7 +22,7 @@ import (
 // settled, when the run that took the message ends. What is done with the
 // message is the input policy's (inputpolicy.Step); HandleInput carries it
 // out.
-func (o *Orchestrator) HandleInput(in *bus.Inbound) error {
+func (o *Orchestrator) HandleInput(in *input.Inbound) error {
 	a, ok := o.agents[in.Agent]
 	if !ok {
 		return fmt.Errorf("unknown agent %q (agents: %s)", in.Agent, strings.Join(slices.Sorted(maps.Keys(o.agents)), ", "))
@@ -70,7 +71,7 @@ func (o *Orchestrator) HandleInput(in *bus.Inbound) error {
 }
 
 // name gives a message or a decision without an id one.
-func name(in *bus.Inbound) {
+func name(in *input.Inbound) {
 	switch {
 	case in.Message != nil && in.Message.ID == "":
 		// Every message has an id, so that its run can be found.
@@ -85,7 +86,7 @@ func name(in *bus.Inbound) {
 // deliver hands one input message to the session: held while it loads,
 // handled at once after. It reports false when the session was evicted
 // meanwhile, so the caller takes a fresh one.
-func (s *session) deliver(in *bus.Inbound) bool {
+func (s *session) deliver(in *input.Inbound) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.stepLocked(in, false, false)

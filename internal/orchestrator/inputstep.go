@@ -6,13 +6,14 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/input"
 	"github.com/agentfleet/agentfleet/internal/inputpolicy"
 	"go.opentelemetry.io/otel/trace"
 )
 
 // delivery is in as the input policy sees it. scanned marks input read from
 // the stream at load, which has no delivery of its own to settle.
-func delivery(in *bus.Inbound, scanned bool) inputpolicy.Delivery {
+func delivery(in *input.Inbound, scanned bool) inputpolicy.Delivery {
 	d := inputpolicy.Delivery{
 		Kind: inputpolicy.Kind(in.Kind), Agent: in.Agent, Session: in.Session,
 		Seq: in.Seq, Count: in.Delivery, Durable: in.Durable(), Reply: in.HasReply(),
@@ -57,7 +58,7 @@ func (s *session) stateLocked(d inputpolicy.Delivery, loading bool) inputpolicy.
 // stepLocked carries out the input policy for in; s.mu held. It reports
 // false when the session left memory meanwhile, so the caller takes a fresh
 // one.
-func (s *session) stepLocked(in *bus.Inbound, scanned, loading bool) bool {
+func (s *session) stepLocked(in *input.Inbound, scanned, loading bool) bool {
 	d := delivery(in, scanned)
 	d.Agent, d.Session = s.agent.profile.Name, s.name
 	st, acts := inputpolicy.Step(s.stateLocked(d, loading), d)
@@ -106,7 +107,7 @@ func (s *session) stepLocked(in *bus.Inbound, scanned, loading bool) bool {
 
 // perform carries out the actions that touch only the delivery itself (and
 // the metrics), wherever they come from.
-func (s *session) perform(in *bus.Inbound, a inputpolicy.Action) {
+func (s *session) perform(in *input.Inbound, a inputpolicy.Action) {
 	switch a.Op {
 	case inputpolicy.Ack:
 		in.Done(true)

@@ -9,8 +9,9 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
-	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
+	"github.com/agentfleet/agentfleet/internal/bus/wire"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
 	"github.com/nats-io/nats.go"
 )
@@ -32,7 +33,7 @@ func TestLostWorkerRetryLogged(t *testing.T) {
 		Logger: slog.New(slog.NewTextHandler(logs, nil)),
 	})
 	victimConn := bustest.MustConnect(t, f.srv)
-	victim, err := bus.Serve(victimConn, bus.ServerConfig{Name: "victim", Tools: []*agentfleet.Tool{blocking}, Heartbeat: 100 * time.Millisecond})
+	victim, err := toolrpc.Serve(victimConn, toolrpc.ServerConfig{Name: "victim", Tools: []*agentfleet.Tool{blocking}, Heartbeat: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +48,7 @@ func TestLostWorkerRetryLogged(t *testing.T) {
 	acked := make(chan struct{})
 	var once sync.Once
 	watch, err := f.nc.Subscribe("_INBOX.>", func(m *nats.Msg) {
-		if fr, err := bus.DecodeFrame(m.Data); err == nil && fr.T == bus.FrameAck && fr.Worker == victim.Name() {
+		if fr, err := wire.DecodeFrame(m.Data); err == nil && fr.T == wire.FrameAck && fr.Worker == victim.Name() {
 			once.Do(func() { close(acked) })
 		}
 	})
@@ -64,7 +65,7 @@ func TestLostWorkerRetryLogged(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the victim did not acknowledge the call")
 	}
-	f.addWorker(t, bus.ServerConfig{Name: "survivor", Tools: []*agentfleet.Tool{echo("lookup")}})
+	f.addWorker(t, toolrpc.ServerConfig{Name: "survivor", Tools: []*agentfleet.Tool{echo("lookup")}})
 	victimConn.Close() // no more heartbeats: the call's worker is lost
 	a := <-answer
 	if got := agentfleet.JoinText(a.Content); !strings.HasPrefix(got, "lookup=lookup") {

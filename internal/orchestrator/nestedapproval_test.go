@@ -16,7 +16,9 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	busfleet "github.com/agentfleet/agentfleet/internal/bus/fleet"
 	"github.com/agentfleet/agentfleet/internal/bus/scriptfleet"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/llm"
 	"github.com/agentfleet/agentfleet/internal/llm/llmtest"
 	"github.com/agentfleet/agentfleet/internal/mcpserver"
@@ -57,7 +59,7 @@ func TestNestedCallOfGatedToolIsRefused(t *testing.T) {
 	})
 	f := startFleet(t, orchestrator.Config{Model: client, Durable: true, Profiles: []orchestrator.Profile{
 		{Name: "default", Approve: []string{"echo"}},
-	}}, bus.ServerConfig{Tools: []*agentfleet.Tool{gated, echo("say")}})
+	}}, toolrpc.ServerConfig{Tools: []*agentfleet.Tool{gated, echo("say")}})
 
 	srv, err := scriptfleet.Serve(ctx, bustest.MustConnect(t, f.srv), scriptfleet.ServerConfig{
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Heartbeat: 100 * time.Millisecond,
@@ -202,7 +204,7 @@ func TestToolWrittenAtRunTimeCannotReachGatedTool(t *testing.T) {
 	s := bustest.MustRunNATS(t)
 	nc := bustest.MustConnect(t, s)
 	var echoes atomic.Int64
-	worker, err := bus.Serve(bustest.MustConnect(t, s), bus.ServerConfig{Heartbeat: 100 * time.Millisecond, Tools: []*agentfleet.Tool{
+	worker, err := toolrpc.Serve(bustest.MustConnect(t, s), toolrpc.ServerConfig{Heartbeat: 100 * time.Millisecond, Tools: []*agentfleet.Tool{
 		tool("echo", true, func(context.Context, *agentfleet.Call) (*agentfleet.ToolResult, error) {
 			echoes.Add(1)
 			return agentfleet.TextResult("echo ran"), nil
@@ -234,7 +236,7 @@ func TestToolWrittenAtRunTimeCannotReachGatedTool(t *testing.T) {
 		return res, err
 	})
 	orch, err = orchestrator.New(bustest.MustConnect(t, s), orchestrator.Config{
-		Model: client, Durable: true, Discovery: bus.FleetConfig{Wait: 200 * time.Millisecond},
+		Model: client, Durable: true, Discovery: busfleet.FleetConfig{Wait: 200 * time.Millisecond},
 		Profiles:   []orchestrator.Profile{{Name: "default", Approve: []string{"echo"}}},
 		LocalTools: []*agentfleet.Tool{write},
 	})

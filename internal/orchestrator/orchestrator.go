@@ -17,8 +17,12 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/events"
+	busfleet "github.com/agentfleet/agentfleet/internal/bus/fleet"
 	"github.com/agentfleet/agentfleet/internal/bus/history"
+	businput "github.com/agentfleet/agentfleet/internal/bus/input"
 	"github.com/agentfleet/agentfleet/internal/bus/services"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/partition"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
@@ -48,9 +52,9 @@ type Config struct {
 	// allows them (list_tools always is).
 	LocalTools []*agentfleet.Tool
 	// Discovery configures the fleet watcher.
-	Discovery bus.FleetConfig
+	Discovery busfleet.FleetConfig
 	// Tools configures the tool client.
-	Tools bus.ClientConfig
+	Tools toolrpc.ClientConfig
 	// Before and After are tool call hooks applied to every agent.
 	Before pipeline.BeforeHook
 	After  pipeline.AfterHook
@@ -66,7 +70,7 @@ type Config struct {
 	// histories stored, recent events kept. Start fails if the server has
 	// no JetStream.
 	Durable       bool
-	DurableConfig bus.DurableConfig
+	DurableConfig businput.DurableConfig
 	// DurableOptional lets Start go on without durability, with a warning,
 	// when the server has no JetStream.
 	DurableOptional bool
@@ -112,12 +116,12 @@ type Orchestrator struct {
 	cfg      Config
 	subjects bus.Subjects
 	log      *slog.Logger
-	pub      *bus.Publisher
-	client   *bus.ToolClient
-	fleet    *bus.Fleet
-	input    *bus.Input
+	pub      *events.Publisher
+	client   *toolrpc.ToolClient
+	fleet    *busfleet.Fleet
+	input    *businput.Input
 	services *services.Services // answers Subjects.AgentTools and Subjects.Call
-	durable  *bus.Durable
+	durable  *businput.Durable
 	history  *history.Store
 	table    *partition.Table // with durable input: the partitions this one owns
 	agents   map[string]*agent
@@ -134,7 +138,7 @@ type Orchestrator struct {
 	mu       sync.Mutex
 	sessions map[string]*session
 	closed   bool
-	in       *bus.DurableInput
+	in       *businput.DurableInput
 	stopping bool            // past the shutdown grace: store nothing, settle nothing
 	drain    context.Context // while closing: bounds the handover of partitions
 }
@@ -209,7 +213,7 @@ func New(nc *bus.Conn, cfg Config) (*Orchestrator, error) {
 		}
 		o.agents[p.Name] = a
 	}
-	o.pub = bus.NewPublisher(nc, subjects, cfg.Logger)
+	o.pub = events.NewPublisher(nc, subjects, cfg.Logger)
 	if p, ok := cfg.Observer.(interface{ EventPublished(agentfleet.EventType) }); ok {
 		o.pub.OnPublish = p.EventPublished
 	}
@@ -240,10 +244,10 @@ func (o *Orchestrator) ActiveRuns() int {
 }
 
 // Fleet returns the fleet watcher (after Start).
-func (o *Orchestrator) Fleet() *bus.Fleet { return o.fleet }
+func (o *Orchestrator) Fleet() *busfleet.Fleet { return o.fleet }
 
 // Publisher returns the event publisher.
-func (o *Orchestrator) Publisher() *bus.Publisher { return o.pub }
+func (o *Orchestrator) Publisher() *events.Publisher { return o.pub }
 
 // Tools returns the tools agent sees, in order.
 func (o *Orchestrator) Tools(agentName string) ([]agentfleet.ToolDef, bool) {

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
-	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
 	"github.com/agentfleet/agentfleet/internal/tools/builtin"
 )
@@ -19,7 +19,7 @@ import (
 func TestRunExecutesToolsOnWorkers(t *testing.T) {
 	model := newScript().on("s1", use(`calculator {"expression":"2*(3+4)"}`, `echo {"text":"hi"}`), sayResults())
 	f := startFleet(t, orchestrator.Config{Model: model},
-		bus.ServerConfig{Name: "w", Tools: builtin.All(builtin.Options{})})
+		toolrpc.ServerConfig{Name: "w", Tools: builtin.All(builtin.Options{})})
 	final := f.ask(t, "default", "s1", `{"content":"compute","id":"m1"}`)
 	if got, want := agentfleet.JoinText(final.Content), "calculator=14; echo=hi"; got != want {
 		t.Errorf("answer = %q, want %q", got, want)
@@ -53,7 +53,7 @@ func TestRunExecutesToolsOnWorkers(t *testing.T) {
 
 func TestOutSubjectAndFireAndForget(t *testing.T) {
 	model := newScript().on("s2", say("hello there"))
-	f := startFleet(t, orchestrator.Config{Model: model}, bus.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}})
+	f := startFleet(t, orchestrator.Config{Model: model}, toolrpc.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}})
 	sub, err := f.nc.SubscribeSync("agent.out.default.s2")
 	if err != nil {
 		t.Fatal(err)
@@ -97,8 +97,8 @@ func TestParallelCallsSpreadAndOverlap(t *testing.T) {
 	})
 	model := newScript().on("p", use(`barrier {}`, `barrier {}`), sayResults())
 	f := startFleet(t, orchestrator.Config{Model: model},
-		bus.ServerConfig{Name: "a", Tools: []*agentfleet.Tool{barrier}, Concurrency: 1},
-		bus.ServerConfig{Name: "b", Tools: []*agentfleet.Tool{barrier}, Concurrency: 1})
+		toolrpc.ServerConfig{Name: "a", Tools: []*agentfleet.Tool{barrier}, Concurrency: 1},
+		toolrpc.ServerConfig{Name: "b", Tools: []*agentfleet.Tool{barrier}, Concurrency: 1})
 	done := make(chan *agentfleet.AssistantMessage)
 	go func() { done <- f.ask(t, "default", "p", "go") }()
 	<-started
@@ -147,8 +147,8 @@ func TestSaturatedWorkerGetsNoMoreThanItsLimit(t *testing.T) {
 	}
 	model := newScript().on("sat", use(uses...), say("done"))
 	f := startFleet(t, orchestrator.Config{Model: model},
-		bus.ServerConfig{Name: "x", Tools: []*agentfleet.Tool{blocking("x")}, Concurrency: limit},
-		bus.ServerConfig{Name: "y", Tools: []*agentfleet.Tool{blocking("y")}, Concurrency: limit})
+		toolrpc.ServerConfig{Name: "x", Tools: []*agentfleet.Tool{blocking("x")}, Concurrency: limit},
+		toolrpc.ServerConfig{Name: "y", Tools: []*agentfleet.Tool{blocking("y")}, Concurrency: limit})
 	done := make(chan *agentfleet.AssistantMessage)
 	go func() { done <- f.ask(t, "default", "sat", "go") }()
 	for range calls {
@@ -169,7 +169,7 @@ func TestSaturatedWorkerGetsNoMoreThanItsLimit(t *testing.T) {
 func TestProgressReachesToolUpdate(t *testing.T) {
 	model := newScript().on("pr", use(`sleep {"ms":300}`), say("slept"))
 	f := startFleet(t, orchestrator.Config{Model: model},
-		bus.ServerConfig{Tools: []*agentfleet.Tool{builtin.Sleep(20 * time.Millisecond)}})
+		toolrpc.ServerConfig{Tools: []*agentfleet.Tool{builtin.Sleep(20 * time.Millisecond)}})
 	f.ask(t, "default", "pr", "sleep")
 	f.events.wait(t, "run.end", isType(agentfleet.EventRunEnd))
 	updates := f.events.list(isType(agentfleet.EventToolUpdate))
@@ -199,7 +199,7 @@ func TestAbortCancelsCallOnWorker(t *testing.T) {
 		return nil, ctx.Err()
 	})
 	model := newScript().on("ab", use(`wait {}`), say("never"))
-	f := startFleet(t, orchestrator.Config{Model: model}, bus.ServerConfig{Tools: []*agentfleet.Tool{wait}})
+	f := startFleet(t, orchestrator.Config{Model: model}, toolrpc.ServerConfig{Tools: []*agentfleet.Tool{wait}})
 	done := make(chan *agentfleet.AssistantMessage)
 	go func() { done <- f.ask(t, "default", "ab", "go") }()
 	<-running
@@ -212,8 +212,8 @@ func TestAbortCancelsCallOnWorker(t *testing.T) {
 	}
 	select {
 	case cause := <-canceled:
-		if cause != bus.ErrCanceledByOrchestrator {
-			t.Errorf("worker's cause = %v, want %v", cause, bus.ErrCanceledByOrchestrator)
+		if cause != toolrpc.ErrCanceledByOrchestrator {
+			t.Errorf("worker's cause = %v, want %v", cause, toolrpc.ErrCanceledByOrchestrator)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the worker's call was not cancelled")
@@ -231,7 +231,7 @@ func TestTimeout(t *testing.T) {
 	})
 	slow.TimeoutMS = 200
 	model := newScript().on("to", use(`slow {}`), sayResults())
-	f := startFleet(t, orchestrator.Config{Model: model}, bus.ServerConfig{Name: "keep", Tools: []*agentfleet.Tool{slow}})
+	f := startFleet(t, orchestrator.Config{Model: model}, toolrpc.ServerConfig{Name: "keep", Tools: []*agentfleet.Tool{slow}})
 	final := f.ask(t, "default", "to", "go")
 	if got := agentfleet.JoinText(final.Content); !strings.Contains(got, "slow=Tool slow: tool call timed out after 200ms on worker keep/") {
 		t.Errorf("timeout answer = %q", got)
@@ -243,8 +243,8 @@ func TestTimeout(t *testing.T) {
 func TestWorkerLeaves(t *testing.T) {
 	model := newScript().on("nr", use(`gone {}`), sayResults())
 	f := startFleet(t, orchestrator.Config{Model: model},
-		bus.ServerConfig{Name: "stay", Tools: []*agentfleet.Tool{echo("stay")}},
-		bus.ServerConfig{Name: "leave", Tools: []*agentfleet.Tool{echo("gone")}})
+		toolrpc.ServerConfig{Name: "stay", Tools: []*agentfleet.Tool{echo("stay")}},
+		toolrpc.ServerConfig{Name: "leave", Tools: []*agentfleet.Tool{echo("gone")}})
 	if _, ok := find(f.orch, "default", "gone"); !ok {
 		t.Fatal("gone not discovered")
 	}
@@ -262,7 +262,7 @@ func TestWorkerLeaves(t *testing.T) {
 
 func TestNoRespondersOnTheClient(t *testing.T) {
 	srv := bustest.MustRunNATS(t)
-	c, err := bus.NewToolClient(bustest.MustConnect(t, srv), bus.ClientConfig{})
+	c, err := toolrpc.NewToolClient(bustest.MustConnect(t, srv), toolrpc.ClientConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,11 +275,11 @@ func TestNoRespondersOnTheClient(t *testing.T) {
 
 func TestWorkerJoinsAtRunTime(t *testing.T) {
 	model := newScript().on("j", use(`late {"x":1}`), sayResults())
-	f := startFleet(t, orchestrator.Config{Model: model}, bus.ServerConfig{Name: "early", Tools: []*agentfleet.Tool{echo("early")}})
+	f := startFleet(t, orchestrator.Config{Model: model}, toolrpc.ServerConfig{Name: "early", Tools: []*agentfleet.Tool{echo("early")}})
 	if _, ok := find(f.orch, "default", "late"); ok {
 		t.Fatal("late tool known before its worker started")
 	}
-	f.addWorker(t, bus.ServerConfig{Name: "late", Tools: []*agentfleet.Tool{echo("late")}})
+	f.addWorker(t, toolrpc.ServerConfig{Name: "late", Tools: []*agentfleet.Tool{echo("late")}})
 	bustest.Eventually(t, "the late tool in the agent's store", func() bool {
 		_, ok := find(f.orch, "default", "late")
 		return ok
@@ -296,7 +296,7 @@ func TestAgentIsolation(t *testing.T) {
 	f := startFleet(t, orchestrator.Config{Model: model, Profiles: []orchestrator.Profile{
 		{Name: "calc", Tools: []string{"calc*"}},
 		{Name: "clock", Tools: []string{"get_time"}},
-	}}, bus.ServerConfig{Tools: builtin.All(builtin.Options{})})
+	}}, toolrpc.ServerConfig{Tools: builtin.All(builtin.Options{})})
 	got := agentfleet.JoinText(f.ask(t, "calc", "i1", "go").Content)
 	if want := "get_time=Tool get_time not found; calculator=2"; got != want {
 		t.Errorf("calc agent answer = %q, want %q", got, want)
@@ -309,7 +309,7 @@ func TestAgentIsolation(t *testing.T) {
 
 func TestBadInputKeepsServing(t *testing.T) {
 	model := newScript().on("good", say("still here"))
-	f := startFleet(t, orchestrator.Config{Model: model}, bus.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}})
+	f := startFleet(t, orchestrator.Config{Model: model}, toolrpc.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}})
 	bad := []struct {
 		subject, payload, want string
 	}{
@@ -356,7 +356,7 @@ func TestManySessionsDoNotBlockEachOther(t *testing.T) {
 			return say("slow")(req)
 		}).
 		on("fast", say("fast"))
-	f := startFleet(t, orchestrator.Config{Model: model}, bus.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}})
+	f := startFleet(t, orchestrator.Config{Model: model}, toolrpc.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}})
 	slow := make(chan *agentfleet.AssistantMessage)
 	go func() { slow <- f.ask(t, "default", "slow", "x") }()
 	bustest.Eventually(t, "the slow session in its model call", blocked.Load)

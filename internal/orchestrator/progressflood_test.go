@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
-	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/input"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 )
@@ -31,8 +32,8 @@ func TestProgressFloodBoundedInEventStream(t *testing.T) {
 		}
 		return agentfleet.TextResult("flooded"), nil
 	})
-	f := startFleet(t, orchestrator.Config{Model: newScript(), Durable: true, DurableConfig: bus.DurableConfig{EventsMaxBytes: 256 << 20}},
-		bus.ServerConfig{Tools: []*agentfleet.Tool{flood, echo("say")}})
+	f := startFleet(t, orchestrator.Config{Model: newScript(), Durable: true, DurableConfig: input.DurableConfig{EventsMaxBytes: 256 << 20}},
+		toolrpc.ServerConfig{Tools: []*agentfleet.Tool{flood, echo("say")}})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	o, err := f.orch.CallTool(ctx, "default", "flood", agentfleet.ToolCall{ID: "call_flood", Name: "flood", Arguments: map[string]any{}}, nil)

@@ -15,7 +15,9 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/fleet"
 	"github.com/agentfleet/agentfleet/internal/bus/history"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
 	"github.com/agentfleet/agentfleet/internal/partition"
 	"github.com/nats-io/nats.go"
@@ -39,7 +41,7 @@ func TestInterruptedRunResumesBeforeLaterInput(t *testing.T) {
 		return agentfleet.TextResult("found " + string(c.Arguments["q"].(string))), nil
 	})
 	first := newScript().on("o", use(`lookup {"q":"a"}`))
-	f := startFleet(t, orchestrator.Config{Model: first, Durable: true}, bus.ServerConfig{Tools: []*agentfleet.Tool{lookup}})
+	f := startFleet(t, orchestrator.Config{Model: first, Durable: true}, toolrpc.ServerConfig{Tools: []*agentfleet.Tool{lookup}})
 	out := outs(t, f.nc, "default", "o")
 	publish(t, f.nc, "agent.in.default.o", "", `{"content":"find a","id":"a"}`)
 	<-inCall
@@ -52,7 +54,7 @@ func TestInterruptedRunResumesBeforeLaterInput(t *testing.T) {
 
 	second := newScript().on("o", sayResults(), use(`lookup {"q":"b"}`), sayResults())
 	logs := new(syncBuffer)
-	o2, err := orchestrator.New(bustest.MustConnect(t, f.srv), orchestrator.Config{Model: second, Durable: true, Discovery: bus.FleetConfig{Wait: 200 * time.Millisecond},
+	o2, err := orchestrator.New(bustest.MustConnect(t, f.srv), orchestrator.Config{Model: second, Durable: true, Discovery: fleet.FleetConfig{Wait: 200 * time.Millisecond},
 		Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +98,7 @@ func TestInterruptedRunResumesBeforeLaterInput(t *testing.T) {
 // message, and the model is not asked again.
 func TestRetriedInputGetsTheStoredAnswer(t *testing.T) {
 	model := newScript().on("re", say("the one answer")).on("in", say("answered once"))
-	f := startFleet(t, orchestrator.Config{Model: model, Durable: true}, bus.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}})
+	f := startFleet(t, orchestrator.Config{Model: model, Durable: true}, toolrpc.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}})
 	first := f.ask(t, "default", "re", `{"content":"q","id":"q1"}`)
 	again := f.ask(t, "default", "re", `{"content":"q","id":"q1"}`)
 	if agentfleet.JoinText(again.Content) != "the one answer" || again.RunID != first.RunID || again.StopReason != agentfleet.StopReasonStop {
@@ -132,7 +134,7 @@ func TestNATSOutageLongerThanLeaseTTL(t *testing.T) {
 		t.Cleanup(nc.Close)
 		return nc
 	}
-	w, err := bus.Serve(connect(), bus.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}, Heartbeat: 100 * time.Millisecond})
+	w, err := toolrpc.Serve(connect(), toolrpc.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}, Heartbeat: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +142,7 @@ func TestNATSOutageLongerThanLeaseTTL(t *testing.T) {
 	var lost atomic.Int32
 	model := newScript().on("out", say("before"), say("after"))
 	o, err := orchestrator.New(connect(), orchestrator.Config{Model: model, Durable: true, LeaseTTL: time.Second,
-		Discovery: bus.FleetConfig{Wait: 200 * time.Millisecond}, OnLeaseLost: func() { lost.Add(1) }})
+		Discovery: fleet.FleetConfig{Wait: 200 * time.Millisecond}, OnLeaseLost: func() { lost.Add(1) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +193,7 @@ func roleList(ms []agentfleet.Message) string {
 // idle one still leaves memory after SessionIdle.
 func TestSessionsWithoutJetStreamAreEvicted(t *testing.T) {
 	model := newScript().on("m", say("hi"))
-	f := startFleet(t, orchestrator.Config{Model: model, SessionIdle: 50 * time.Millisecond}, bus.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}})
+	f := startFleet(t, orchestrator.Config{Model: model, SessionIdle: 50 * time.Millisecond}, toolrpc.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}})
 	f.ask(t, "default", "m", "hello")
 	bustest.Eventually(t, "the idle session to leave memory", func() bool { return f.orch.Sessions() == 0 })
 }
@@ -203,7 +205,7 @@ func TestSessionQueueIsBounded(t *testing.T) {
 	release := make(chan struct{})
 	model := newScript().on("full", func(req *loopRequest) *agentfleet.AssistantMessage { <-release; return say("first")(req) },
 		say("the rest"))
-	f := startFleet(t, orchestrator.Config{Model: model, SessionQueue: 2}, bus.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}})
+	f := startFleet(t, orchestrator.Config{Model: model, SessionQueue: 2}, toolrpc.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}})
 	out := outs(t, f.nc, "default", "full")
 	if err := f.nc.Publish("agent.in.default.full", []byte("one")); err != nil {
 		t.Fatal(err)
@@ -243,7 +245,7 @@ func TestSessionQueueIsBounded(t *testing.T) {
 // its stream sequence, and the session answers.
 func TestUndecodableHistoryRecord(t *testing.T) {
 	model := newScript().on("bad", say("still here"))
-	f := startFleet(t, orchestrator.Config{Model: model, Durable: true}, bus.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}})
+	f := startFleet(t, orchestrator.Config{Model: model, Durable: true}, toolrpc.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}})
 	errs, err := f.nc.SubscribeSync("agent.events.default.bad.error")
 	if err != nil {
 		t.Fatal(err)

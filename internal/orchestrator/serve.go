@@ -11,8 +11,11 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	busfleet "github.com/agentfleet/agentfleet/internal/bus/fleet"
 	"github.com/agentfleet/agentfleet/internal/bus/history"
+	businput "github.com/agentfleet/agentfleet/internal/bus/input"
 	"github.com/agentfleet/agentfleet/internal/bus/services"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/inputpolicy"
 	"github.com/agentfleet/agentfleet/internal/partition"
 )
@@ -27,7 +30,7 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 	if o.cfg.Observer != nil {
 		tc.Observe = func(tool, outcome, _ string) { o.cfg.Observer.ToolAttempt(tool, outcome) }
 	}
-	if o.client, err = bus.NewToolClient(o.nc, tc); err != nil {
+	if o.client, err = toolrpc.NewToolClient(o.nc, tc); err != nil {
 		return fmt.Errorf("orchestrator: %w", err)
 	}
 	dc := o.cfg.Discovery
@@ -42,10 +45,10 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 	// The client keeps no more calls of a tool in flight than the fleet
 	// has slots for, and follows the fleet as workers join and leave.
 	dc.OnCapacity = o.client.SetCapacity
-	if o.fleet, err = bus.WatchFleet(ctx, o.nc, o.subjects, dc); err != nil {
+	if o.fleet, err = busfleet.WatchFleet(ctx, o.nc, o.subjects, dc); err != nil {
 		return errors.Join(fmt.Errorf("orchestrator: %w", err), o.client.Close())
 	}
-	o.input = bus.NewInput(o.nc, o.subjects, o, o.pub, o.log)
+	o.input = businput.NewInput(o.nc, o.subjects, o, o.pub, o.log)
 	o.input.Replies = o.replies
 	if o.cfg.Observer != nil {
 		o.input.OnInput = o.cfg.Observer.Input
@@ -58,8 +61,8 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 		return errors.Join(fmt.Errorf("orchestrator: %w", err), o.services.Close(), o.fleet.Close(), o.client.Close())
 	}
 	if o.cfg.Durable {
-		o.durable, err = bus.OpenDurable(ctx, o.nc, o.subjects, o.cfg.DurableConfig)
-		if errors.Is(err, bus.ErrNoJetStream) && o.cfg.DurableOptional {
+		o.durable, err = businput.OpenDurable(ctx, o.nc, o.subjects, o.cfg.DurableConfig)
+		if errors.Is(err, businput.ErrNoJetStream) && o.cfg.DurableOptional {
 			o.log.Warn("the NATS server has no JetStream: input is not durable and sessions are kept in memory only", "err", err)
 			o.durable, o.cfg.Durable = nil, false
 		} else if err != nil {
@@ -132,7 +135,7 @@ func (o *Orchestrator) logServing() {
 }
 
 // check vets an ask or abort before it is relayed.
-func (o *Orchestrator) check(in *bus.Inbound) error {
+func (o *Orchestrator) check(in *businput.Inbound) error {
 	if _, ok := o.agents[in.Agent]; !ok {
 		return fmt.Errorf("unknown agent %q (agents: %s)", in.Agent, strings.Join(slices.Sorted(maps.Keys(o.agents)), ", "))
 	}
@@ -338,7 +341,7 @@ func (o *Orchestrator) observePartitions() {
 	}
 }
 
-func (o *Orchestrator) dinput() *bus.DurableInput { return o.in }
+func (o *Orchestrator) dinput() *businput.DurableInput { return o.in }
 
 // Close stops taking input, hands every partition over, and waits for
 // active runs to end. Runs still active when ctx ends are suspended:

@@ -12,6 +12,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/approval"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/history"
+	"github.com/agentfleet/agentfleet/internal/bus/input"
 	"github.com/agentfleet/agentfleet/internal/inputpolicy"
 	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
@@ -41,8 +42,8 @@ type session struct {
 
 	mu      sync.Mutex
 	loaded  bool
-	resumed int            // interrupted runs load resumed, for the recovery summary
-	backlog []*bus.Inbound // input that arrived while loading
+	resumed int              // interrupted runs load resumed, for the recovery summary
+	backlog []*input.Inbound // input that arrived while loading
 	loop    *loop.Session
 	gate    *approval.Gate // the calls that wait for approval
 	writer  *history.Writer
@@ -57,7 +58,7 @@ type msgInfo struct {
 	run     string            // the run that took it; "" while it is queued
 	seq     uint64            // its input stream sequence, if known
 	trace   trace.SpanContext // the trace context it was sent with
-	tickets []*bus.Inbound    // deliveries waiting on its run
+	tickets []*input.Inbound  // deliveries waiting on its run
 	// delivered: a delivery of it (not a copy read from the stream at load)
 	// reached this process, so the next one is a duplicate.
 	delivered bool
@@ -118,7 +119,7 @@ func (s *session) load(loads chan struct{}) {
 	o := s.o
 	var (
 		st      *history.Loaded
-		pending []*bus.Inbound
+		pending []*input.Inbound
 		err     error
 	)
 	if o.history != nil {
@@ -332,7 +333,7 @@ func (s *session) answer(final *agentfleet.AssistantMessage) {
 	s.mu.Lock()
 	r := s.run(final.RunID)
 	r.final = final
-	var waiting []*bus.Inbound
+	var waiting []*input.Inbound
 	for _, id := range r.ids {
 		if m := s.msgs[id]; m != nil {
 			waiting = append(waiting, m.tickets...)
@@ -382,7 +383,7 @@ func (s *session) suspend(why error, mode inputpolicy.Mode) {
 		s.stopped = why
 	}
 	l := s.loop
-	var waiting []*bus.Inbound
+	var waiting []*input.Inbound
 	for _, m := range s.msgs {
 		waiting = append(waiting, m.tickets...)
 		m.tickets = nil
@@ -395,7 +396,7 @@ func (s *session) suspend(why error, mode inputpolicy.Mode) {
 		l.Suspend(why)
 	}
 	for _, in := range waiting {
-		for _, a := range inputpolicy.Suspended(delivery(in, false), mode, bus.Temporary(why)) {
+		for _, a := range inputpolicy.Suspended(delivery(in, false), mode, input.Temporary(why)) {
 			s.perform(in, a)
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/agentfleet/agentfleet"
-	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/events"
 )
 
 // Sink is where an orchestrator's events go: it names the orchestrator
@@ -16,13 +16,13 @@ import (
 type Sink struct {
 	id  string
 	obs Observer
-	pub *bus.Publisher
+	pub *events.Publisher
 	log *slog.Logger
 }
 
 // NewSink returns the sink of orchestrator id's events. The benchmarks use
 // it to pay what an orchestrator pays per event.
-func NewSink(id string, obs Observer, pub *bus.Publisher, log *slog.Logger) *Sink {
+func NewSink(id string, obs Observer, pub *events.Publisher, log *slog.Logger) *Sink {
 	return &Sink{id: id, obs: obs, pub: pub, log: log}
 }
 

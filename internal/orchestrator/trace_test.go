@@ -9,6 +9,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
 	"github.com/agentfleet/agentfleet/internal/tracing"
 	"github.com/nats-io/nats.go"
@@ -46,7 +47,7 @@ func TestTraceFromClientToWorker(t *testing.T) {
 			tracer := tp.Tracer("test")
 			model := newScript().on("s1", use(`echo {"text":"hi"}`), sayResults())
 			f := startFleet(t, orchestrator.Config{Model: model, Durable: tc.durable, Tracer: tracer},
-				bus.ServerConfig{Name: "w", Tools: []*agentfleet.Tool{echo("echo")}, Tracer: tracer})
+				toolrpc.ServerConfig{Name: "w", Tools: []*agentfleet.Tool{echo("echo")}, Tracer: tracer})
 			bustest.Eventually(t, "the agent to see echo", func() bool {
 				_, ok := find(f.orch, "default", "echo")
 				return ok

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
-	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 )
 
@@ -21,7 +21,7 @@ import (
 // as gated (its calls need a person's decision) is refused with an error
 // that says so, and so is one in both lists. Both lists are passed on, so
 // that scripts called by scripts are bound alike.
-func FleetCaller(client *bus.ToolClient, timeout time.Duration) func(ctx context.Context, call *agentfleet.ToolCall) (*agentfleet.ToolResult, error) {
+func FleetCaller(client *toolrpc.ToolClient, timeout time.Duration) func(ctx context.Context, call *agentfleet.ToolCall) (*agentfleet.ToolResult, error) {
 	if timeout <= 0 {
 		timeout = pipeline.DefaultTimeout
 	}
@@ -36,7 +36,7 @@ func FleetCaller(client *bus.ToolClient, timeout time.Duration) func(ctx context
 		// A script calls with its caller's permissions, passed on to the
 		// tools it calls. No list means nothing allowed: a request that
 		// lost or never had its list must not reach the whole fleet.
-		c, _ := bus.CallerFrom(ctx)
+		c, _ := toolrpc.CallerFrom(ctx)
 		if err := CheckNested(c, call.Name); err != nil {
 			return nil, err
 		}
@@ -60,7 +60,7 @@ const NestedApprovalText = "call_tool: tool %s of agent %s needs a person's appr
 // It fails closed: without an allowed list, no tool. Names are compared as
 // they are, since tool subjects are; a gated tool named in another case is
 // another tool, and must be in the allowed list like any.
-func CheckNested(c bus.Caller, name string) error {
+func CheckNested(c toolrpc.Caller, name string) error {
 	if slices.Contains(c.Gated, name) {
 		return fmt.Errorf(NestedApprovalText, name, orUnnamed(c.Agent), name)
 	}

@@ -3,6 +3,8 @@ package worker
 import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/fleet"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/mcpbridge"
 )
 
@@ -10,16 +12,16 @@ import (
 // as a tool server of kind mcp with the worker's server settings.
 type mcpHost struct {
 	nc  *bus.Conn
-	cfg bus.ServerConfig // Name and Tools are the bridge's
+	cfg toolrpc.ServerConfig // Name and Tools are the bridge's
 }
 
 var _ mcpbridge.Host = mcpHost{}
 
 // newMCPHost returns the host of the bridges of a worker configured by cfg.
 func newMCPHost(nc *bus.Conn, cfg Config) mcpHost {
-	return mcpHost{nc: nc, cfg: bus.ServerConfig{
+	return mcpHost{nc: nc, cfg: toolrpc.ServerConfig{
 		Prefix: cfg.Prefix, Concurrency: cfg.Concurrency, Heartbeat: cfg.Heartbeat,
-		Logger: cfg.Logger, Observe: cfg.Observe, Tracer: cfg.Tracer, Kind: bus.KindMCP,
+		Logger: cfg.Logger, Observe: cfg.Observe, Tracer: cfg.Tracer, Kind: fleet.KindMCP,
 	}}
 }
 
@@ -27,7 +29,7 @@ func newMCPHost(nc *bus.Conn, cfg Config) mcpHost {
 func (h mcpHost) Serve(name string, tools []*agentfleet.Tool) (mcpbridge.Served, error) {
 	c := h.cfg
 	c.Name, c.Tools = name, tools
-	srv, err := bus.Serve(h.nc, c)
+	srv, err := toolrpc.Serve(h.nc, c)
 	if err != nil {
 		return nil, err
 	}

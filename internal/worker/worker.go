@@ -14,7 +14,9 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/fleet"
 	"github.com/agentfleet/agentfleet/internal/bus/scriptfleet"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/mcpbridge"
 	"github.com/agentfleet/agentfleet/internal/script"
 	"github.com/agentfleet/agentfleet/internal/tools/builtin"
@@ -67,7 +69,7 @@ type Config struct {
 type Worker struct {
 	// ToolServer serves the built-in tools; nil when the worker serves
 	// only MCP tools.
-	*bus.ToolServer
+	*toolrpc.ToolServer
 	Scripts *scriptfleet.Server
 	MCP     []*mcpbridge.Bridge
 	name    string
@@ -121,10 +123,10 @@ func StartContext(ctx context.Context, nc *bus.Conn, cfg Config) (*Worker, error
 		w.conc = 64
 	}
 	if len(ts) > 0 || len(cfg.MCP) == 0 {
-		srv, err := bus.Serve(nc, bus.ServerConfig{
+		srv, err := toolrpc.Serve(nc, toolrpc.ServerConfig{
 			Name: cfg.Name, Prefix: cfg.Prefix, Tools: ts, Concurrency: cfg.Concurrency,
 			Heartbeat: cfg.Heartbeat, Logger: cfg.Logger, Observe: cfg.Observe, Tracer: cfg.Tracer,
-			Kind: bus.KindBuiltin,
+			Kind: fleet.KindBuiltin,
 		})
 		if err != nil {
 			return nil, err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet/internal/bus"
+	busserver "github.com/agentfleet/agentfleet/internal/bus/server"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 )
@@ -15,7 +16,7 @@ import (
 // loopback port, stopped when the test ends.
 func MustRunNATS(tb testing.TB) *server.Server {
 	tb.Helper()
-	s, err := bus.RunEmbedded(bus.EmbeddedConfig{Listen: "127.0.0.1:-1", DataDir: tb.TempDir()})
+	s, err := busserver.RunEmbedded(busserver.EmbeddedConfig{Listen: "127.0.0.1:-1", DataDir: tb.TempDir()})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func FreeAddr(tb testing.TB) string {
 // same address and store; it is stopped when the test ends.
 func MustRunNATSAt(tb testing.TB, addr, dir string) *server.Server {
 	tb.Helper()
-	s, err := bus.RunEmbedded(bus.EmbeddedConfig{Listen: addr, DataDir: dir})
+	s, err := busserver.RunEmbedded(busserver.EmbeddedConfig{Listen: addr, DataDir: dir})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -31,7 +32,7 @@ const (
 	// HeaderWriter names the orchestrator instance that wrote the record.
 	HeaderWriter = "Agentfleet-Writer"
 	// HeaderRunID names the run a record belongs to.
-	HeaderRunID = bus.HeaderRunID
+	HeaderRunID = toolrpc.HeaderRunID
 	// RecordRunEnd marks the end of a run; its data is the final message.
 	RecordRunEnd = "run_end"
 	// RecordApproval is a tool call that waits for a person's decision;

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
-	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/input"
 	"github.com/agentfleet/agentfleet/internal/tracing"
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
@@ -141,7 +141,7 @@ func (w *Writer) writeTraced(ctx context.Context, runID, kind string, data []byt
 		}
 		var seq uint64
 		switch {
-		case errors.Is(err, bus.ErrTemporary):
+		case errors.Is(err, input.ErrTemporary):
 			// The right to write is in doubt: wait, and ask again.
 		case err != nil:
 			w.err = fmt.Errorf("%w: %w", ErrFenced, err)

@@ -12,6 +12,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/bus/scriptfleet"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/script"
 	"github.com/agentfleet/agentfleet/internal/scripts"
 )
@@ -64,7 +65,7 @@ func TestProcessIsolation(t *testing.T) {
 	w.await(t, want)
 
 	nc := bustest.MustConnect(t, s)
-	client, err := bus.NewToolClient(nc, bus.ClientConfig{})
+	client, err := toolrpc.NewToolClient(nc, toolrpc.ClientConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,9 +11,9 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/approval"
-	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/bus/scriptfleet"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/script"
 	"github.com/agentfleet/agentfleet/internal/scripts"
@@ -42,7 +42,7 @@ func testNestedCallOfGatedTool(t *testing.T, isolation string) {
 	s := bustest.MustRunNATS(t)
 	nc := bustest.MustConnect(t, s)
 	var echoed, wiped atomic.Int64
-	plain, err := bus.Serve(bustest.MustConnect(t, s), bus.ServerConfig{Logger: quietLog, Tools: []*agentfleet.Tool{{
+	plain, err := toolrpc.Serve(bustest.MustConnect(t, s), toolrpc.ServerConfig{Logger: quietLog, Tools: []*agentfleet.Tool{{
 		ToolDef: agentfleet.ToolDef{Name: "echo", Description: "echo"},
 		Handler: agentfleet.HandlerFunc(func(_ context.Context, c *agentfleet.Call) (*agentfleet.ToolResult, error) {
 			echoed.Add(1)
@@ -83,7 +83,7 @@ func testNestedCallOfGatedTool(t *testing.T, isolation string) {
 		served[name] = rev
 	}
 	(&scriptWorker{srv: srv, changes: changes}).await(t, served)
-	client, err := bus.NewToolClient(nc, bus.ClientConfig{})
+	client, err := toolrpc.NewToolClient(nc, toolrpc.ClientConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,8 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/bus/scriptfleet"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
+	"github.com/agentfleet/agentfleet/internal/bus/wire"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/script"
 	"github.com/agentfleet/agentfleet/internal/tools"
@@ -26,7 +28,7 @@ func TestCallToolFailsClosed(t *testing.T) {
 	s := bustest.MustRunNATS(t)
 	nc := bustest.MustConnect(t, s)
 	var reached atomic.Int64
-	secret, err := bus.Serve(bustest.MustConnect(t, s), bus.ServerConfig{Logger: quietLog, Tools: []*agentfleet.Tool{{
+	secret, err := toolrpc.Serve(bustest.MustConnect(t, s), toolrpc.ServerConfig{Logger: quietLog, Tools: []*agentfleet.Tool{{
 		ToolDef: agentfleet.ToolDef{Name: "secret", Description: "only some agents"},
 		Handler: agentfleet.HandlerFunc(func(context.Context, *agentfleet.Call) (*agentfleet.ToolResult, error) {
 			reached.Add(1)
@@ -48,7 +50,7 @@ func TestCallToolFailsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	startScriptWorker(t, s, script.Env{}).await(t, map[string]uint64{"peek": rev})
-	client, err := bus.NewToolClient(nc, bus.ClientConfig{})
+	client, err := toolrpc.NewToolClient(nc, toolrpc.ClientConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +99,7 @@ func TestCallToolFailsClosed(t *testing.T) {
 	// viaRawRequest sends a call request without an allowed list straight
 	// to the tool's subject, as any NATS client may.
 	viaRawRequest := func(t *testing.T) string {
-		req, err := bus.EncodeRequest(&bus.CallRequest{V: bus.ProtocolVersion, ID: "raw", Tool: "peek", Args: map[string]any{}, TimeoutMS: 10000, Agent: "agent-a"})
+		req, err := wire.EncodeRequest(&wire.CallRequest{V: wire.ProtocolVersion, ID: "raw", Tool: "peek", Args: map[string]any{}, TimeoutMS: 10000, Agent: "agent-a"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,14 +118,14 @@ func TestCallToolFailsClosed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f, err := bus.DecodeFrame(m.Data)
+			f, err := wire.DecodeFrame(m.Data)
 			if err != nil {
 				t.Fatal(err)
 			}
 			switch f.T {
-			case bus.FrameResult:
+			case wire.FrameResult:
 				return agentfleet.JoinText(f.Result.Content)
-			case bus.FrameError, bus.FrameBusy:
+			case wire.FrameError, wire.FrameBusy:
 				t.Fatalf("frame %+v", f)
 			}
 		}

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
-	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/bus/scriptfleet"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/script"
 )
@@ -43,7 +43,7 @@ func runHungry(t *testing.T, memory *script.ProcessMemory, n, want int, refused 
 	nc := bustest.MustConnect(t, s)
 	var holding atomic.Int64
 	release := make(chan struct{})
-	hold, err := bus.Serve(bustest.MustConnect(t, s), bus.ServerConfig{Logger: quietLog, Tools: []*agentfleet.Tool{{
+	hold, err := toolrpc.Serve(bustest.MustConnect(t, s), toolrpc.ServerConfig{Logger: quietLog, Tools: []*agentfleet.Tool{{
 		ToolDef: agentfleet.ToolDef{Name: "hold", Description: "waits until released"},
 		Handler: agentfleet.HandlerFunc(func(ctx context.Context, _ *agentfleet.Call) (*agentfleet.ToolResult, error) {
 			holding.Add(1)
@@ -80,7 +80,7 @@ func runHungry(t *testing.T, memory *script.ProcessMemory, n, want int, refused 
 		t.Fatal(err)
 	}
 	(&scriptWorker{srv: srv, changes: changes}).await(t, map[string]uint64{"hungry": rev})
-	client, err := bus.NewToolClient(nc, bus.ClientConfig{})
+	client, err := toolrpc.NewToolClient(nc, toolrpc.ClientConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
-	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/bus/scriptfleet"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/script"
 	"github.com/agentfleet/agentfleet/internal/scripts"
@@ -39,7 +39,7 @@ func TestProgressFloodOfIsolatedScript(t *testing.T) {
 		t.Fatal(err)
 	}
 	(&scriptWorker{srv: srv, changes: changes}).await(t, map[string]uint64{"flood": rev})
-	client, err := bus.NewToolClient(bustest.MustConnect(t, s), bus.ClientConfig{})
+	client, err := toolrpc.NewToolClient(bustest.MustConnect(t, s), toolrpc.ClientConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

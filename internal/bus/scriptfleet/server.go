@@ -13,6 +13,8 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/fleet"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/script"
 	"github.com/agentfleet/agentfleet/internal/scripts"
 	"github.com/nats-io/nats.go"
@@ -43,7 +45,7 @@ type ServerConfig struct {
 	// connection (see scripts.FleetCaller).
 	Env script.Env
 	// Client configures that bus.ToolClient; its Prefix is always Prefix.
-	Client bus.ClientConfig
+	Client toolrpc.ClientConfig
 	// Reserved names are never served as scripts, typically the tools
 	// this process serves itself: the same subject in the same queue
 	// group would split their calls between the two.
@@ -88,7 +90,7 @@ type Server struct {
 	cfg      ServerConfig
 	subjects bus.Subjects
 	store    *Store
-	client   *bus.ToolClient // nil when cfg.Env.CallTool was given
+	client   *toolrpc.ToolClient // nil when cfg.Env.CallTool was given
 	env      script.Env
 	runner   *scripts.ProcessRunner // nil without process isolation
 	memory   *script.ProcessMemory
@@ -104,7 +106,7 @@ type Server struct {
 	stopDryRun context.CancelFunc
 
 	mu       sync.Mutex
-	current  *bus.ToolServer
+	current  *toolrpc.ToolServer
 	served   map[string]uint64
 	built    map[string]builtTool
 	draining sync.WaitGroup
@@ -159,7 +161,7 @@ func Serve(ctx context.Context, nc *nats.Conn, cfg ServerConfig) (*Server, error
 	if s.env.CallTool == nil {
 		cc := cfg.Client
 		cc.Prefix = subjects.Prefix
-		if s.client, err = bus.NewToolClient(nc, cc); err != nil {
+		if s.client, err = toolrpc.NewToolClient(nc, cc); err != nil {
 			return nil, fmt.Errorf("script server: %w", err)
 		}
 		s.env.CallTool = scripts.FleetCaller(s.client, 0)
@@ -277,13 +279,13 @@ func (s *Server) apply(state map[string]*script.Definition) {
 	if maps.Equal(served, s.served) {
 		return
 	}
-	var next *bus.ToolServer
+	var next *toolrpc.ToolServer
 	if len(tools) > 0 {
 		var err error
-		next, err = bus.Serve(s.nc, bus.ServerConfig{
+		next, err = toolrpc.Serve(s.nc, toolrpc.ServerConfig{
 			Name: s.cfg.Name, Version: s.cfg.Version, Prefix: s.subjects.Prefix, Tools: tools,
 			Concurrency: s.concurrency(), Heartbeat: s.cfg.Heartbeat, Logger: s.log, Observe: s.cfg.Observe,
-			Tracer: s.cfg.Tracer, Kind: bus.KindScripted, Admit: s.admit,
+			Tracer: s.cfg.Tracer, Kind: fleet.KindScripted, Admit: s.admit,
 		})
 		if err != nil {
 			s.log.Error("serving scripted tools", "err", err)
@@ -338,7 +340,7 @@ func (s *Server) awaitLeft(id string) func() {
 				s.log.Warn("replaced scripted tools did not announce that they left", "id", id, "err", err)
 				return
 			}
-			var n bus.FleetNotice
+			var n fleet.FleetNotice
 			if json.Unmarshal(m.Data, &n) == nil && n.Event == "left" && n.ID == id {
 				return
 			}

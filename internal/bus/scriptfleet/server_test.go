@@ -16,7 +16,9 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/fleet"
 	"github.com/agentfleet/agentfleet/internal/bus/scriptfleet"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/script"
 	"github.com/nats-io/nats-server/v2/server"
@@ -70,7 +72,7 @@ func (w *scriptWorker) await(t *testing.T, want map[string]uint64) {
 
 // call calls the tool name as an agent that may use the tools allowed
 // (the list a scripted tool's call_tool is bounded by).
-func call(t *testing.T, c *bus.ToolClient, name string, args map[string]any, allowed ...string) (string, error) {
+func call(t *testing.T, c *toolrpc.ToolClient, name string, args map[string]any, allowed ...string) (string, error) {
 	t.Helper()
 	res, err := c.Execute(testContext(t), &pipeline.Prepared{
 		Tool: &agentfleet.Tool{ToolDef: agentfleet.ToolDef{Name: name}},
@@ -83,10 +85,10 @@ func call(t *testing.T, c *bus.ToolClient, name string, args map[string]any, all
 	return agentfleet.JoinText(res.Content), nil
 }
 
-func discover(t *testing.T, nc *nats.Conn) map[string]*bus.FleetTool {
+func discover(t *testing.T, nc *nats.Conn) map[string]*fleet.FleetTool {
 	t.Helper()
 	subjects, _ := bus.NewSubjects("")
-	found, err := bus.Discover(testContext(t), nc, subjects, 2*time.Second)
+	found, err := fleet.Discover(testContext(t), nc, subjects, 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +103,7 @@ func TestScriptServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := bus.NewToolClient(nc, bus.ClientConfig{})
+	client, err := toolrpc.NewToolClient(nc, toolrpc.ClientConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +219,7 @@ func TestScriptServerAnnouncesChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var n bus.FleetNotice
+	var n fleet.FleetNotice
 	if err := json.Unmarshal(m.Data, &n); err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +234,7 @@ func TestScriptCallToolOverTheBus(t *testing.T) {
 	nc := bustest.MustConnect(t, s)
 	// Go tools on an ordinary worker: add, and probe, which reports the
 	// call_tool depth it sees.
-	goTools, err := bus.Serve(bustest.MustConnect(t, s), bus.ServerConfig{Logger: quietLog, Tools: []*agentfleet.Tool{{
+	goTools, err := toolrpc.Serve(bustest.MustConnect(t, s), toolrpc.ServerConfig{Logger: quietLog, Tools: []*agentfleet.Tool{{
 		ToolDef: agentfleet.ToolDef{Name: "add", Description: "a+b"},
 		Handler: agentfleet.HandlerFunc(func(_ context.Context, c *agentfleet.Call) (*agentfleet.ToolResult, error) {
 			return agentfleet.TextResult(fmt.Sprint(number(c.Arguments["a"]) + number(c.Arguments["b"]))), nil
@@ -274,7 +276,7 @@ func TestScriptCallToolOverTheBus(t *testing.T) {
 	w2 := startScriptWorker(t, s, script.Env{})
 	w1.await(t, served)
 	w2.await(t, served)
-	client, err := bus.NewToolClient(nc, bus.ClientConfig{})
+	client, err := toolrpc.NewToolClient(nc, toolrpc.ClientConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +332,7 @@ func TestScriptCallToolHonoursCallerPermissions(t *testing.T) {
 	ctx := testContext(t)
 	s := bustest.MustRunNATS(t)
 	nc := bustest.MustConnect(t, s)
-	secret, err := bus.Serve(bustest.MustConnect(t, s), bus.ServerConfig{Logger: quietLog, Tools: []*agentfleet.Tool{{
+	secret, err := toolrpc.Serve(bustest.MustConnect(t, s), toolrpc.ServerConfig{Logger: quietLog, Tools: []*agentfleet.Tool{{
 		ToolDef: agentfleet.ToolDef{Name: "secret", Description: "only some agents"},
 		Handler: agentfleet.HandlerFunc(func(context.Context, *agentfleet.Call) (*agentfleet.ToolResult, error) {
 			return agentfleet.TextResult("the secret"), nil
@@ -358,7 +360,7 @@ func TestScriptCallToolHonoursCallerPermissions(t *testing.T) {
 	}
 	w := startScriptWorker(t, s, script.Env{})
 	w.await(t, served)
-	client, err := bus.NewToolClient(nc, bus.ClientConfig{})
+	client, err := toolrpc.NewToolClient(nc, toolrpc.ClientConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/agentfleet/agentfleet"
-	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/client"
 	"github.com/nats-io/nats.go"
 )
 
@@ -21,10 +21,10 @@ func (a *answerer) answerCalls() (*nats.Subscription, error) {
 }
 
 func (a *answerer) answerCall(m *nats.Msg) {
-	reply := func(r *bus.CallReplyJSON) {
+	reply := func(r *client.CallReplyJSON) {
 		b, err := json.Marshal(r)
 		if err != nil {
-			b, _ = json.Marshal(&bus.CallReplyJSON{Error: fmt.Sprintf("the result does not encode: %v", err)})
+			b, _ = json.Marshal(&client.CallReplyJSON{Error: fmt.Sprintf("the result does not encode: %v", err)})
 		}
 		if err := a.nc.Publish(m.Reply, b); err != nil {
 			a.cfg.Logger.Warn("call reply", "subject", m.Subject, "err", err)
@@ -32,18 +32,18 @@ func (a *answerer) answerCall(m *nats.Msg) {
 	}
 	agentName, session, err := a.cfg.Subjects.ParseCall(m.Subject)
 	if err != nil {
-		reply(&bus.CallReplyJSON{Error: err.Error()})
+		reply(&client.CallReplyJSON{Error: err.Error()})
 		return
 	}
-	var req bus.CallRequestJSON
+	var req client.CallRequestJSON
 	if err := json.Unmarshal(m.Data, &req); err != nil {
-		reply(&bus.CallReplyJSON{Error: fmt.Sprintf("call on %s: the request is not a JSON call: %v", m.Subject, err)})
+		reply(&client.CallReplyJSON{Error: fmt.Sprintf("call on %s: the request is not a JSON call: %v", m.Subject, err)})
 		return
 	}
 	out, err := a.agents.CallTool(a.ctx, agentName, session, agentfleet.ToolCall{ID: req.ID, Name: req.Name, Arguments: req.Arguments})
 	if err != nil {
-		reply(&bus.CallReplyJSON{Error: err.Error()})
+		reply(&client.CallReplyJSON{Error: err.Error()})
 		return
 	}
-	reply(&bus.CallReplyJSON{Result: out.Result, IsError: out.IsError, Outcome: out.Kind})
+	reply(&client.CallReplyJSON{Result: out.Result, IsError: out.IsError, Outcome: out.Kind})
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/input"
 	"github.com/nats-io/nats.go"
 )
 
@@ -111,7 +112,7 @@ func (a *answerer) mayAnswer(m *nats.Msg) bool {
 
 // subscribe queue-subscribes subject in bus.QueueInput with h.
 func (a *answerer) subscribe(subject string, h nats.MsgHandler) (*nats.Subscription, error) {
-	sub, err := a.nc.QueueSubscribe(subject, bus.QueueInput, h)
+	sub, err := a.nc.QueueSubscribe(subject, input.QueueInput, h)
 	if err != nil {
 		return nil, fmt.Errorf("subscribe %s: %w", subject, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/client"
 	"github.com/agentfleet/agentfleet/internal/bus/services"
 	"github.com/nats-io/nats.go"
 )
@@ -124,7 +125,7 @@ func TestCallReply(t *testing.T) {
 		{"not JSON", "a", `{`, "", "", "the request is not a JSON call"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := request[bus.CallReplyJSON](t, nc, subjects.Call(tc.agent, "s1"), []byte(tc.body))
+			r := request[client.CallReplyJSON](t, nc, subjects.Call(tc.agent, "s1"), []byte(tc.body))
 			text := ""
 			if r.Result != nil {
 				text = agentfleet.JoinText(r.Result.Content)

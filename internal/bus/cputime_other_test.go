@@ -1,8 +1,0 @@
-//go:build !unix
-
-package bus_test
-
-import "time"
-
-// processCPU returns 0: the benchmarks report no CPU time here.
-func processCPU() time.Duration { return 0 }

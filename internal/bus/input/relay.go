@@ -1,0 +1,87 @@
+package input
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/tracing"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Headers of a relayed ask or abort (subject <prefix>.relay.<agent>.<session>
+// in the input stream).
+const (
+	// HeaderKind is the client kind relayed: ask or abort.
+	HeaderKind = "Agentfleet-Kind"
+	// HeaderReply is the reply subject of the client's request, answered
+	// by the session's owner; absent for an abort published without one.
+	HeaderReply = "Agentfleet-Reply"
+	// The client's W3C trace context (traceparent, tracestate) is copied
+	// too, so that the run is traced under it.
+	//
+	// HeaderMsgID carries the client's Nats-Msg-Id. It is not sent as
+	// Nats-Msg-Id, so that the stream does not drop an ask sent again with
+	// the same id: the owner answers it from the stored history instead.
+	HeaderMsgID = "Agentfleet-Msg-Id"
+)
+
+// relayTimeout bounds the store of one relayed message.
+const relayTimeout = 5 * time.Second
+
+// relay stores a core ask or abort in the input stream under the relay
+// subject of its session, so that it reaches the session's owner through
+// the partitioned stream whichever orchestrator the server gave it to, and
+// survives that owner: the owner answers on the stored reply subject.
+func (in *Input) relay(m *nats.Msg, msg *Inbound) {
+	h := nats.Header{}
+	h.Set(HeaderKind, msg.Kind)
+	if msg.replyTo != "" { // checked by parse
+		h.Set(HeaderReply, msg.replyTo)
+	}
+	if m.Header != nil {
+		if id := m.Header.Get(nats.MsgIdHdr); id != "" {
+			h.Set(HeaderMsgID, id)
+		}
+	}
+	if msg.Trace.IsValid() {
+		tracing.Inject(trace.ContextWithRemoteSpanContext(context.Background(), msg.Trace), h)
+	}
+	// Published asynchronously: the subscription goes on to the next
+	// message while the server stores this one.
+	f, err := in.js.PublishMsgAsync(&nats.Msg{Subject: in.subjects.Client(bus.KindRelay, msg.Agent, msg.Session), Header: h, Data: m.Data})
+	if err != nil {
+		in.relayFailed(m, msg, err)
+		return
+	}
+	go func() {
+		t := time.NewTimer(relayTimeout)
+		defer t.Stop()
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			in.relayFailed(m, msg, err)
+		case <-t.C:
+			in.relayFailed(m, msg, fmt.Errorf("no acknowledgement from the input stream in %v", relayTimeout))
+		}
+	}()
+}
+
+func (in *Input) relayFailed(m *nats.Msg, msg *Inbound, err error) {
+	if in.OnInput != nil {
+		in.OnInput("retried")
+	}
+	in.reject(m, msg, fmt.Errorf("%s could not be stored for the session's orchestrator: %v; try again", msg.Kind, err))
+}
+
+// Relayed tells an input that its ask, abort and approve subjects are relayed
+// through js's input stream (several orchestrators share the sessions), and
+// subscribes them in the orchestrators' queue group.
+func (in *Input) Relayed(js jetstream.JetStream) {
+	in.js = js
+	in.Kinds = []string{bus.KindAsk, bus.KindAbort, bus.KindApprove}
+	in.Queue = QueueInput
+}

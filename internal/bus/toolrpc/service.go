@@ -1,0 +1,212 @@
+package toolrpc
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+	"github.com/nats-io/nuid"
+)
+
+// service is a worker's NATS micro service: its endpoints, and the answers
+// to $SRV.PING, $SRV.INFO and $SRV.STATS in micro's protocol (the types of
+// package micro), so that `nats micro`, discovery and dashboards see it as
+// micro's own. It speaks the protocol itself rather than through
+// micro.AddService because micro answers those requests on whatever reply
+// subject they carry, with the worker's rights: a client allowed to ask
+// $SRV.INFO could have every worker publish its info on a KV key, a stream
+// or a session's subjects. Every answer here goes through a ReplyGuard.
+type service struct {
+	nc          *nats.Conn
+	identity    micro.ServiceIdentity
+	description string
+	queue       string
+	replies     bus.ReplyGuard
+	statsData   func() any // the data of every endpoint's stats
+	started     time.Time
+	log         *slog.Logger
+	refused     *rateLog // requests whose reply the guard refused
+
+	mu        sync.Mutex
+	endpoints []*endpoint
+	subs      []*nats.Subscription // verbs, then endpoints
+	stopped   bool
+
+	// gate is held (read) by every control answer while it is built and
+	// sent, and taken by stop: once stop returns, no answer goes out, so
+	// the worker's "left" notice, published after stop, is the last
+	// thing discovery hears from it.
+	gate      sync.RWMutex
+	answering bool
+}
+
+// endpoint is one endpoint of a service; stats under service.mu.
+type endpoint struct {
+	info  micro.EndpointInfo
+	stats micro.EndpointStats
+}
+
+// serviceConfig configures newService.
+type serviceConfig struct {
+	Name, Version, Description, QueueGroup string
+	Metadata                               map[string]string
+	Replies                                bus.ReplyGuard
+	StatsData                              func() any
+	Logger                                 *slog.Logger
+	Refused                                *rateLog
+}
+
+// newService subscribes the control subjects of a service named cfg.Name
+// (a micro name: letters, digits, '-' and '_') with a new instance id.
+func newService(nc *nats.Conn, cfg serviceConfig) (*service, error) {
+	if !bus.ValidToken(cfg.Name) {
+		return nil, fmt.Errorf("service name %q may hold only letters, digits, '-' and '_'", cfg.Name)
+	}
+	s := &service{
+		nc: nc, description: cfg.Description, queue: cfg.QueueGroup, replies: cfg.Replies,
+		statsData: cfg.StatsData, started: time.Now().UTC(), log: cfg.Logger, refused: cfg.Refused, answering: true,
+		identity: micro.ServiceIdentity{Name: cfg.Name, ID: nuid.Next(), Version: cfg.Version, Metadata: cfg.Metadata},
+	}
+	if s.identity.Metadata == nil {
+		s.identity.Metadata = map[string]string{}
+	}
+	for _, verb := range []micro.Verb{micro.PingVerb, micro.InfoVerb, micro.StatsVerb} {
+		for _, sub := range [][2]string{{"", ""}, {cfg.Name, ""}, {cfg.Name, s.identity.ID}} {
+			subject, err := micro.ControlSubject(verb, sub[0], sub[1])
+			if err != nil {
+				return nil, errors.Join(err, s.stop())
+			}
+			verb := verb
+			ns, err := nc.Subscribe(subject, func(m *nats.Msg) { s.control(verb, m) })
+			if err != nil {
+				return nil, errors.Join(fmt.Errorf("subscribe %s: %w", subject, err), s.stop())
+			}
+			s.subs = append(s.subs, ns)
+		}
+	}
+	return s, nil
+}
+
+// control answers one control request.
+func (s *service) control(verb micro.Verb, m *nats.Msg) {
+	s.gate.RLock()
+	defer s.gate.RUnlock()
+	if !s.answering || !s.answerable(m) {
+		return
+	}
+	var v any
+	switch verb {
+	case micro.PingVerb:
+		v = micro.Ping{ServiceIdentity: s.identity, Type: micro.PingResponseType}
+	case micro.InfoVerb:
+		v = s.info()
+	case micro.StatsVerb:
+		v = s.stats()
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return
+	}
+	if err := m.Respond(b); err != nil {
+		s.log.Warn("answer "+verb.String(), "err", err)
+	}
+}
+
+// answerable reports whether m's reply subject may be answered, counting
+// and (at most once a second) logging a refusal.
+func (s *service) answerable(m *nats.Msg) bool {
+	err := s.replies.Check(m.Reply)
+	if err == nil {
+		return true
+	}
+	if m.Reply != "" {
+		if warn, n := s.refused.count(); warn {
+			s.log.Warn("refused a request; not answered", "subject", m.Subject, "err", err, "refused_so_far", n)
+		}
+	}
+	return false
+}
+
+// addEndpoint subscribes subject in the service's queue group; handle runs
+// for each request on the subscription's goroutine and returns the error
+// it answered with, if any, for the endpoint's stats.
+func (s *service) addEndpoint(name, subject string, metadata map[string]string, handle func(m *nats.Msg) (answeredErr string)) error {
+	e := &endpoint{info: micro.EndpointInfo{Name: name, Subject: subject, QueueGroup: s.queue, Metadata: metadata}}
+	e.stats.Name, e.stats.Subject, e.stats.QueueGroup = name, subject, s.queue
+	sub, err := s.nc.QueueSubscribe(subject, s.queue, func(m *nats.Msg) {
+		start := time.Now()
+		errDesc := handle(m)
+		d := time.Since(start)
+		s.mu.Lock()
+		e.stats.NumRequests++
+		e.stats.ProcessingTime += d
+		e.stats.AverageProcessingTime = e.stats.ProcessingTime / time.Duration(e.stats.NumRequests)
+		if errDesc != "" {
+			e.stats.NumErrors++
+			e.stats.LastError = errDesc
+		}
+		s.mu.Unlock()
+	})
+	if err != nil {
+		return fmt.Errorf("subscribe %s: %w", subject, err)
+	}
+	s.mu.Lock()
+	s.endpoints = append(s.endpoints, e)
+	s.subs = append(s.subs, sub)
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *service) info() micro.Info {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	eps := make([]micro.EndpointInfo, len(s.endpoints))
+	for i, e := range s.endpoints {
+		eps[i] = e.info
+	}
+	return micro.Info{ServiceIdentity: s.identity, Type: micro.InfoResponseType, Description: s.description, Endpoints: eps}
+}
+
+func (s *service) stats() micro.Stats {
+	var data json.RawMessage
+	if s.statsData != nil {
+		data, _ = json.Marshal(s.statsData())
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	eps := make([]*micro.EndpointStats, len(s.endpoints))
+	for i, e := range s.endpoints {
+		st := e.stats
+		st.Data = data
+		eps[i] = &st
+	}
+	return micro.Stats{ServiceIdentity: s.identity, Type: micro.StatsResponseType, Started: s.started, Endpoints: eps}
+}
+
+// stop drains every subscription: requests already received still reach
+// their handlers, but control requests are no longer answered. It may be
+// called more than once.
+func (s *service) stop() error {
+	s.gate.Lock()
+	s.answering = false
+	s.gate.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return nil
+	}
+	s.stopped = true
+	var errs []error
+	for _, sub := range s.subs {
+		if err := sub.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+			errs = append(errs, fmt.Errorf("drain %s: %w", sub.Subject, err))
+		}
+	}
+	return errors.Join(errs...)
+}
