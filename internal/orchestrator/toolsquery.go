@@ -3,9 +3,6 @@ package orchestrator
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
@@ -47,11 +44,10 @@ func (o *Orchestrator) toolsReply(subject string) *ToolsReply {
 	if err != nil {
 		return &ToolsReply{Tools: []agentfleet.ToolDef{}, Error: err.Error()}
 	}
-	defs, ok := o.Tools(name)
-	if !ok {
-		return &ToolsReply{Agent: name, Tools: []agentfleet.ToolDef{}, Agents: o.Agents(),
-			Error: fmt.Sprintf("unknown agent %q (agents: %s)", name, strings.Join(slices.Sorted(maps.Keys(o.agents)), ", "))}
+	if err := o.CheckAgent(name); err != nil {
+		return &ToolsReply{Agent: name, Tools: []agentfleet.ToolDef{}, Agents: o.Agents(), Error: err.Error()}
 	}
+	defs, _ := o.Tools(name)
 	return &ToolsReply{Agent: name, Tools: defs, Agents: o.Agents()}
 }
 
