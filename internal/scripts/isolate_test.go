@@ -12,6 +12,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/script"
+	"github.com/agentfleet/agentfleet/internal/script/procmem"
 	"github.com/agentfleet/agentfleet/internal/scripts"
 )
 
@@ -38,7 +39,7 @@ func TestProcessIsolation(t *testing.T) {
 	srv, err := scripts.Serve(ctx, bustest.MustConnect(t, s), scripts.ServerConfig{
 		Logger: quietLog, Heartbeat: 100 * time.Millisecond, Env: isolatedEnv,
 		// The process budget out of the way too: room for a few calls.
-		Memory:    script.NewProcessMemory(4 * isolatedEnv.MaxMemory),
+		Memory:    procmem.NewProcessMemory(4 * isolatedEnv.MaxMemory),
 		Isolation: scripts.IsolationProcess, ChildAddressSpace: 512 << 20,
 		OnChange: func(served map[string]uint64) { changes <- served },
 	})
