@@ -36,6 +36,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
 	"github.com/agentfleet/agentfleet/internal/partition"
 	"github.com/agentfleet/agentfleet/internal/script"
+	"github.com/agentfleet/agentfleet/internal/script/procmem"
 	"github.com/agentfleet/agentfleet/internal/tools"
 	"github.com/agentfleet/agentfleet/internal/tools/builtin"
 	"github.com/agentfleet/agentfleet/internal/tracing"
@@ -119,7 +120,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&m.NATSConfig, "nats-config", "", "nats-server configuration file for the embedded server (users, permissions, TLS)")
 	fs.IntVar(&m.Workers, "workers", 0, "tool workers to run inside this process")
 	fs.IntVar(&m.WorkerConc, "worker-concurrency", 64, "concurrency of each in-process tool worker")
-	fs.Int64Var(&m.ScriptMemoryTotal, "script-memory-total", script.DefaultProcessMemory, "bytes of memory budget that the scripted calls of the in-process workers share: each call reserves its 64 MiB budget from it while it runs, and a call that finds no room is refused as busy, so that it goes to another worker or is sent again")
+	fs.Int64Var(&m.ScriptMemoryTotal, "script-memory-total", procmem.DefaultProcessMemory, "bytes of memory budget that the scripted calls of the in-process workers share: each call reserves its 64 MiB budget from it while it runs, and a call that finds no room is refused as busy, so that it goes to another worker or is sent again")
 	fs.StringVar(&m.Config, "config", "", "agent profiles file (YAML or JSON); default one profile \"default\" with every tool")
 	fs.StringVar(&m.Prefix, "prefix", bus.DefaultPrefix, "subject prefix")
 	fs.StringVar(&m.Model, "model", "", "default model name (default $OPENAI_MODEL, else "+llm.DefaultModel+")")
@@ -233,7 +234,7 @@ func (m *Main) Run(ctx context.Context) error {
 	scripted := m.Durable != "false" && input.HasJetStream(ctx, m.nc)
 	// The in-process workers' scripts share one budget: they share the
 	// process.
-	scriptMemory := script.NewProcessMemory(m.ScriptMemoryTotal)
+	scriptMemory := procmem.NewProcessMemory(m.ScriptMemoryTotal)
 	for i := range m.Workers {
 		wc, err := bus.Connect(nf.Config(fmt.Sprintf("toolworker-%d", i+1), m.logger))
 		if err != nil {

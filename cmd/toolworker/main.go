@@ -22,6 +22,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/mcpbridge"
 	"github.com/agentfleet/agentfleet/internal/metrics"
 	"github.com/agentfleet/agentfleet/internal/script"
+	"github.com/agentfleet/agentfleet/internal/script/procmem"
 	"github.com/agentfleet/agentfleet/internal/scripts"
 	"github.com/agentfleet/agentfleet/internal/tools/builtin"
 	"github.com/agentfleet/agentfleet/internal/tracing"
@@ -95,7 +96,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.Uint64Var(&m.ScriptSteps, "script-steps", 0, "execution step limit of one scripted call (default 10 million)")
 	fs.DurationVar(&m.ScriptTime, "script-timeout", 0, "wall-time limit of one scripted call (default 5s)")
 	fs.Var((*byteSize)(&m.ScriptMemory), "script-memory", "memory budget of one scripted call, such as 64MiB: what its repetitions, concatenations, formatting, list building and JSON decoding may allocate in total (default 64MiB)")
-	m.ScriptMemoryTotal = script.DefaultProcessMemory
+	m.ScriptMemoryTotal = procmem.DefaultProcessMemory
 	fs.Var((*byteSize)(&m.ScriptMemoryTotal), "script-memory-total", "memory budget that the scripted calls of this process share: each call reserves its --script-memory from it while it runs, and a call that finds no room is refused as busy, so that it goes to another worker or is sent again; at most script-memory-total / script-memory calls run at once")
 	fs.StringVar(&m.Isolation, "script-isolation", "none", `where scripts run: "none" in this process, "process" each call in a child process whose address space is limited by --script-process-memory (Linux)`)
 	m.ChildMemory = scripts.DefaultChildAddressSpace
@@ -214,7 +215,7 @@ func (m *Main) Run(ctx context.Context) error {
 		Heartbeat: m.Heartbeat, Logger: m.logger,
 		Builtin: builtin.Options{AllowPrivate: m.AllowPrivate, WeatherURL: m.WeatherURL},
 		Scripts: m.Scripts, ScriptEnv: script.Env{MaxSteps: m.ScriptSteps, Timeout: m.ScriptTime, MaxMemory: m.ScriptMemory},
-		ScriptMemory:    script.NewProcessMemory(m.ScriptMemoryTotal),
+		ScriptMemory:    procmem.NewProcessMemory(m.ScriptMemoryTotal),
 		ScriptIsolation: isolation(m.Isolation), ScriptChildMemory: uint64(m.ChildMemory), ScriptReplicas: m.Replicas,
 		Observe: wm.Observe, MCP: m.MCP, MCPStderr: m.Stderr, MCPTimeout: m.MCPTimeout, Tracer: tracer,
 	})

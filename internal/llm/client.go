@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/loop"
+	"github.com/agentfleet/agentfleet/internal/retry"
 	"github.com/agentfleet/agentfleet/internal/tracing"
 	openai "github.com/sashabaranov/go-openai"
 	"go.opentelemetry.io/otel/attribute"
@@ -119,7 +120,27 @@ func (c *Client) Complete(ctx context.Context, req *loop.Request, onDelta loop.D
 			onDelta(s)
 		}
 	}
-	for attempt := 1; ; attempt++ {
+	var (
+		out      *agentfleet.AssistantMessage
+		attempts int
+	)
+	policy := retry.Policy{
+		Base: c.cfg.BaseRetryDelay, Max: c.cfg.MaxRetryDelay, MaxAttempts: c.cfg.MaxAttempts,
+		OnRetry: func(attempt int, err error, wait time.Duration) {
+			span := trace.SpanFromContext(ctx)
+			var e *Error
+			if !span.IsRecording() || !errors.As(err, &e) {
+				return
+			}
+			span.AddEvent(tracing.EventRetry, trace.WithAttributes(
+				attribute.Int("attempt", attempt+1), tracing.ErrorType.String(e.Class),
+				attribute.Int("http.response.status_code", e.Status), attribute.Float64("wait_ms", float64(wait.Microseconds())/1000),
+				tracing.Reason.String(e.Err.Error()),
+			))
+		},
+	}
+	err = retry.Do(ctx, policy, func(ctx context.Context, attempt int) error {
+		attempts = attempt
 		began := time.Now()
 		r, header, err := c.attempt(ctx, &creq, deliver)
 		if c.cfg.Observe != nil {
@@ -129,39 +150,38 @@ func (c *Client) Complete(ctx context.Context, req *loop.Request, onDelta loop.D
 			if r.model == "" {
 				r.model = creq.Model
 			}
-			return r.message(c.provider), nil
+			out = r.message(c.provider)
+			return nil
 		}
 		if ctx.Err() != nil {
-			return nil, canceled(ctx, attempt)
+			return retry.Permanent(canceled(ctx, attempt))
 		}
-		class, status, retry := classify(err)
+		class, status, again := classify(err)
 		e := &Error{Status: status, Attempts: attempt, Class: class, Err: err}
-		if !retry || attempt >= c.cfg.MaxAttempts {
-			return nil, e
+		if !again || attempt >= c.cfg.MaxAttempts {
+			return retry.Permanent(e)
 		}
 		if delivered {
 			e.Reason = "not tried again: part of the response was already delivered"
-			return nil, e
+			return retry.Permanent(e)
 		}
-		wait := backoff(c.cfg.BaseRetryDelay, c.cfg.MaxRetryDelay, attempt)
 		if d, ok := retryAfter(header, time.Now()); ok {
 			if d > c.cfg.MaxRetryDelay {
 				e.Reason = fmt.Sprintf("the server asked to retry after %v, longer than MaxRetryDelay %v", d, c.cfg.MaxRetryDelay)
-				return nil, e
+				return retry.Permanent(e)
 			}
-			wait = d
+			return retry.After(e, d)
 		}
-		if span := trace.SpanFromContext(ctx); span.IsRecording() {
-			span.AddEvent(tracing.EventRetry, trace.WithAttributes(
-				attribute.Int("attempt", attempt+1), tracing.ErrorType.String(class),
-				attribute.Int("http.response.status_code", status), attribute.Float64("wait_ms", float64(wait.Microseconds())/1000),
-				tracing.Reason.String(err.Error()),
-			))
-		}
-		if sleep(ctx, wait) != nil {
-			return nil, canceled(ctx, attempt)
-		}
+		return e
+	})
+	if err == nil {
+		return out, nil
 	}
+	if e := (*Error)(nil); errors.As(err, &e) {
+		return nil, e
+	}
+	// The context ended during a wait between attempts.
+	return nil, canceled(ctx, attempts)
 }
 
 // canceled returns the error of a call whose ctx ended after attempts

@@ -248,32 +248,6 @@ func TestRetryAfterParse(t *testing.T) {
 	}
 }
 
-func TestBackoff(t *testing.T) {
-	base, max := 10*time.Millisecond, 50*time.Millisecond
-	tests := []struct {
-		attempt int
-		bound   time.Duration
-	}{
-		{1, 10 * time.Millisecond},
-		{2, 20 * time.Millisecond},
-		{3, 40 * time.Millisecond},
-		{4, 50 * time.Millisecond},
-		{30, 50 * time.Millisecond},
-	}
-	for _, tt := range tests {
-		t.Run(time.Duration(tt.attempt).String(), func(t *testing.T) {
-			for range 200 {
-				if d := backoff(base, max, tt.attempt); d < 0 || d > tt.bound {
-					t.Fatalf("backoff(attempt %d) = %v, want within [0, %v]", tt.attempt, d, tt.bound)
-				}
-			}
-		})
-	}
-	if d := backoff(0, max, 3); d != 0 {
-		t.Errorf("backoff with base 0 = %v, want 0", d)
-	}
-}
-
 // TestCancelStopsStream checks that a canceled context ends a stream that
 // the server holds open.
 func TestCancelStopsStream(t *testing.T) {

@@ -347,18 +347,7 @@ func (r *run) runBatch(msg *agentfleet.AssistantMessage, calls []agentfleet.Tool
 	pc := cfg.Pipeline
 	pc.Sink, pc.Agent, pc.Session, pc.RunID = r, cfg.Agent, cfg.Session, r.id
 	pc.OnOutcome = func(o *pipeline.Outcome) { r.store(o.Message()) }
-	if first != nil {
-		next := pc.Before
-		pc.Before = func(ctx context.Context, in *pipeline.BeforeContext) (*pipeline.BeforeResult, error) {
-			if res, err := first(ctx, in); res != nil || err != nil {
-				return res, err
-			}
-			if next != nil {
-				return next(ctx, in)
-			}
-			return nil, nil
-		}
-	}
+	pc.Before = pipeline.Chain(first, pc.Before)
 	pctx := &pipeline.Context{SystemPrompt: cfg.SystemPrompt, Messages: r.s.view(), Tools: cfg.Tools}
 	batch := pipeline.New(pc).Run(r.tctx, pctx, msg, calls)
 	for _, m := range batch.Messages {

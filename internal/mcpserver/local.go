@@ -2,8 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"fmt"
-	"strings"
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
@@ -22,10 +20,10 @@ const Session = "mcp"
 func (l local) Agents(context.Context) ([]string, error) { return l.o.Agents(), nil }
 
 func (l local) Tools(_ context.Context, agent string) ([]agentfleet.ToolDef, error) {
-	defs, ok := l.o.Tools(agent)
-	if !ok {
-		return nil, fmt.Errorf("unknown agent %q (agents: %s)", agent, strings.Join(l.o.Agents(), ", "))
+	if err := l.o.CheckAgent(agent); err != nil {
+		return nil, err
 	}
+	defs, _ := l.o.Tools(agent)
 	return defs, nil
 }
 

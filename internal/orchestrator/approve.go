@@ -8,7 +8,6 @@ import (
 	"github.com/agentfleet/agentfleet/internal/approval"
 	"github.com/agentfleet/agentfleet/internal/bus/input"
 	"github.com/agentfleet/agentfleet/internal/inputpolicy"
-	"github.com/agentfleet/agentfleet/internal/pipeline"
 )
 
 // newGate returns the session's approval gate: its requests and decisions
@@ -60,19 +59,5 @@ func (s *session) answerDecision(in *input.Inbound, d inputpolicy.Delivery) appr
 				s.perform(in, a)
 			}
 		}
-	}
-}
-
-// chainBefore runs first, and then, if first lets the call proceed
-// unchanged, next.
-func chainBefore(first, next pipeline.BeforeHook) pipeline.BeforeHook {
-	if first == nil {
-		return next
-	}
-	return func(ctx context.Context, in *pipeline.BeforeContext) (*pipeline.BeforeResult, error) {
-		if res, err := first(ctx, in); res != nil || err != nil {
-			return res, err
-		}
-		return next(ctx, in)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/agentfleet/agentfleet"
@@ -31,9 +30,9 @@ const DirectApprovalText = "Tool %s: its calls need a person's approval, which a
 // call's partial results. It fails only for an unknown agent or session
 // name; everything else is an error outcome.
 func (o *Orchestrator) CallTool(ctx context.Context, agentName, session string, call agentfleet.ToolCall, progress func(partial any)) (*pipeline.Outcome, error) {
-	a, ok := o.agents[agentName]
-	if !ok {
-		return nil, fmt.Errorf("unknown agent %q (agents: %s)", agentName, strings.Join(o.Agents(), ", "))
+	a, err := o.lookup(agentName)
+	if err != nil {
+		return nil, err
 	}
 	if err := bus.CheckToken("session", session); err != nil {
 		return nil, err
@@ -55,7 +54,7 @@ func (o *Orchestrator) CallTool(ctx context.Context, agentName, session string, 
 		nested = pol.Nested
 		// A call outside any run has no stored run to wait in, and no
 		// model to tell: one that needs approval is refused.
-		before = chainBefore(before, func(_ context.Context, in *pipeline.BeforeContext) (*pipeline.BeforeResult, error) {
+		before = pipeline.Chain(before, func(_ context.Context, in *pipeline.BeforeContext) (*pipeline.BeforeResult, error) {
 			if pol.Needs(in.Tool) {
 				return &pipeline.BeforeResult{Block: true, Reason: fmt.Sprintf(DirectApprovalText, in.Call.Name, p.Name)}, nil
 			}
@@ -88,8 +87,8 @@ func (o *Orchestrator) CallTool(ctx context.Context, agentName, session string, 
 // for its final message; the session's events go to onEvent meanwhile.
 // When ctx ends first, the run is aborted.
 func (o *Orchestrator) Ask(ctx context.Context, agentName, session, text string, onEvent func(*agentfleet.Event)) (*agentfleet.AssistantMessage, error) {
-	if _, ok := o.agents[agentName]; !ok {
-		return nil, fmt.Errorf("unknown agent %q (agents: %s)", agentName, strings.Join(o.Agents(), ", "))
+	if err := o.CheckAgent(agentName); err != nil {
+		return nil, err
 	}
 	if err := bus.CheckToken("session", session); err != nil {
 		return nil, err

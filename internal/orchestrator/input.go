@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/agentfleet/agentfleet/internal/bus"
@@ -23,9 +22,9 @@ import (
 // message is the input policy's (inputpolicy.Step); HandleInput carries it
 // out.
 func (o *Orchestrator) HandleInput(in *input.Inbound) error {
-	a, ok := o.agents[in.Agent]
-	if !ok {
-		return fmt.Errorf("unknown agent %q (agents: %s)", in.Agent, strings.Join(slices.Sorted(maps.Keys(o.agents)), ", "))
+	a, err := o.lookup(in.Agent)
+	if err != nil {
+		return err
 	}
 	if err := bus.CheckToken("session", in.Session); err != nil {
 		return err
@@ -129,9 +128,9 @@ func (o *Orchestrator) observeInput(outcome string) {
 // Session returns the session of agentName, loading it first if it is not
 // in memory (for tools and benchmarks that drive a session directly).
 func (o *Orchestrator) Session(agentName, name string) (*loop.Session, error) {
-	a, ok := o.agents[agentName]
-	if !ok {
-		return nil, fmt.Errorf("unknown agent %q (agents: %s)", agentName, strings.Join(slices.Sorted(maps.Keys(o.agents)), ", "))
+	a, err := o.lookup(agentName)
+	if err != nil {
+		return nil, err
 	}
 	if err := bus.CheckToken("session", name); err != nil {
 		return nil, err

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/agentfleet/agentfleet"
@@ -136,8 +135,8 @@ func (o *Orchestrator) logServing() {
 
 // check vets an ask or abort before it is relayed.
 func (o *Orchestrator) check(in *businput.Inbound) error {
-	if _, ok := o.agents[in.Agent]; !ok {
-		return fmt.Errorf("unknown agent %q (agents: %s)", in.Agent, strings.Join(slices.Sorted(maps.Keys(o.agents)), ", "))
+	if err := o.CheckAgent(in.Agent); err != nil {
+		return err
 	}
 	return bus.CheckToken("session", in.Session)
 }

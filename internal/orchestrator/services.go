@@ -2,8 +2,6 @@ package orchestrator
 
 import (
 	"context"
-	"fmt"
-	"strings"
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus/services"
@@ -22,10 +20,10 @@ var _ services.Agents = agentServices{}
 // AgentTools returns the tools of agentName and the names of all agents.
 func (s agentServices) AgentTools(agentName string) ([]agentfleet.ToolDef, []string, error) {
 	agents := s.o.Agents()
-	defs, ok := s.o.Tools(agentName)
-	if !ok {
-		return nil, agents, fmt.Errorf("unknown agent %q (agents: %s)", agentName, strings.Join(agents, ", "))
+	if err := s.o.CheckAgent(agentName); err != nil {
+		return nil, agents, err
 	}
+	defs, _ := s.o.Tools(agentName)
 	return defs, agents, nil
 }
 

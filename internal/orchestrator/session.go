@@ -239,7 +239,7 @@ func (s *session) config(entries []loop.Entry) loop.Config {
 	if pol := p.Approval(); pol.Enabled() {
 		// The orchestrator's own hook decides first: a call it blocks is
 		// not put to a person.
-		before = chainBefore(o.cfg.Before, s.gate.Hook)
+		before = pipeline.Chain(o.cfg.Before, s.gate.Hook)
 		// A scripted tool's call_tool has no decision to wait for: it
 		// reaches only the tools that need none.
 		nested = pol.Nested

@@ -7,6 +7,8 @@ import (
 	"unsafe"
 
 	"go.starlark.net/starlark"
+
+	"github.com/agentfleet/agentfleet/internal/script/procmem"
 )
 
 // The memory budget of a call counts the bytes that the call's bounded
@@ -46,7 +48,7 @@ type memError struct {
 }
 
 func (e *memError) Error() string {
-	return fmt.Sprintf("memory budget of %s exceeded by %s", formatBytes(e.budget), e.what)
+	return fmt.Sprintf("memory budget of %s exceeded by %s", procmem.FormatBytes(e.budget), e.what)
 }
 
 // charge counts n more bytes against the budget of the call running on
@@ -120,16 +122,6 @@ func addSize(a, b int64) int64 {
 		return -1
 	}
 	return a + b
-}
-
-func formatBytes(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d bytes", n)
 }
 
 // describe renders an operand for an error message: short values as they

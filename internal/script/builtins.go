@@ -204,7 +204,7 @@ func getattrBuiltin(thread *starlark.Thread, b *starlark.Builtin, args starlark.
 }
 
 // attrBuiltin is $attr(x, "name"): x.name, bounded when it is one of the
-// methods of boundedMethods.
+// methods of rewrite.BoundedMethods.
 func attrBuiltin(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
 	if len(args) != 2 {
 		return nil, errors.New("internal: wrong arguments")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
+	"github.com/agentfleet/agentfleet/internal/script/convert"
 	"go.starlark.net/starlark"
 )
 
@@ -96,7 +97,7 @@ func callToolBuiltin(thread *starlark.Thread, b *starlark.Builtin, args starlark
 	if err := checkJSONSize(targs, fmt.Sprintf("call_tool(%q): args", name), 4*st.env.MaxResultBytes); err != nil {
 		return nil, err
 	}
-	gargs, err := toGo(targs)
+	gargs, err := convert.ToGo(targs)
 	if err != nil {
 		return nil, fmt.Errorf("call_tool(%q): args: %w", name, err)
 	}
@@ -163,7 +164,7 @@ func resultDict(r *agentfleet.ToolResult, isError bool) (starlark.Value, error) 
 	if details == nil {
 		details = map[string]any{}
 	}
-	return toStarlark(map[string]any{
+	return convert.ToStarlark(map[string]any{
 		"text":     agentfleet.JoinText(r.Content),
 		"content":  blocks,
 		"details":  details,

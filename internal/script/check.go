@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/agentfleet/agentfleet/internal/script/rewrite"
 	"github.com/agentfleet/agentfleet/internal/tools"
 	"go.starlark.net/resolve"
 	"go.starlark.net/starlark"
@@ -111,7 +112,7 @@ func load(ctx context.Context, tool string, env Env, field, src, fname string) (
 	if err != nil {
 		return nil, compileError(err)
 	}
-	rewriteFile(f)
+	rewrite.File(f)
 	prog, err := starlark.FileProgram(f, isPredeclared)
 	if err != nil {
 		return nil, compileError(err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/script/sample"
 )
 
 // ErrDryRunIncomplete is wrapped by the error of a dry run that found no
@@ -16,7 +17,7 @@ import (
 var ErrDryRunIncomplete = errors.New("the dry run could not exercise the whole script")
 
 // DryRun checks def (see Check) and runs it once, as a call would, against
-// Sample(def.InputSchema): prepare (when given), then validate or the
+// sample.Sample(def.InputSchema): prepare (when given), then validate or the
 // schema, then execute, with the limits of env. call_tool calls no tool in
 // a dry run, since tools may have effects: it returns
 // DryRunPlaceholder(name) as the result text.
@@ -31,7 +32,7 @@ func DryRun(ctx context.Context, def *Definition, env Env) error {
 	if err != nil {
 		return err
 	}
-	args := Sample(def.InputSchema)
+	args := sample.Sample(def.InputSchema)
 	if c.prepare != nil {
 		p, err := c.runPrepare(ctx, args)
 		if err != nil {

@@ -9,7 +9,7 @@ import (
 	"go.starlark.net/syntax"
 )
 
-// The hidden builtins of the rewrite (see rewrite.go): each computes the
+// The hidden builtins of the rewrite (see package rewrite): each computes the
 // size of what the operation will make, charges it, and then does what the
 // interpreter would have done.
 

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"go.starlark.net/starlark"
+
+	"github.com/agentfleet/agentfleet/internal/script/rewrite"
 )
 
 // TestRewriteKeepsMeaning runs scripts both as plain Starlark and in the
@@ -66,7 +68,7 @@ func runRewritten(src string) (starlark.StringDict, error) {
 	if err != nil {
 		return nil, err
 	}
-	rewriteFile(f)
+	rewrite.File(f)
 	prog, err := starlark.FileProgram(f, isPredeclared)
 	if err != nil {
 		return nil, err

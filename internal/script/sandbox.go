@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/script/convert"
+	"github.com/agentfleet/agentfleet/internal/script/rewrite"
 	"go.starlark.net/lib/math"
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
@@ -110,7 +112,7 @@ var fileOptions = &syntax.FileOptions{Set: true, While: true, TopLevelControl: t
 // predeclared are the builtins scripts get besides Starlark's universe, the
 // bounded versions of the universe's builtins that can allocate or iterate
 // much in one step (see builtins.go), and the hidden builtins of the
-// rewrite (rewrite.go). They are frozen, shared by every thread; per-call
+// rewrite (package rewrite). They are frozen, shared by every thread; per-call
 // state reaches them through the thread (callState).
 var predeclared = func() starlark.StringDict {
 	d := starlark.StringDict{
@@ -124,12 +126,12 @@ var predeclared = func() starlark.StringDict {
 		"call_tool": starlark.NewBuiltin("call_tool", callToolBuiltin),
 		"fail":      starlark.NewBuiltin("fail", failBuiltin),
 
-		hiddenBinary:   starlark.NewBuiltin(hiddenBinary, binaryBuiltin),
-		hiddenInplace:  starlark.NewBuiltin(hiddenInplace, inplaceBuiltin),
-		hiddenAugIndex: starlark.NewBuiltin(hiddenAugIndex, augIndexBuiltin),
-		hiddenSetIndex: starlark.NewBuiltin(hiddenSetIndex, setIndexBuiltin),
-		hiddenGrow:     starlark.NewBuiltin(hiddenGrow, growBuiltin),
-		hiddenAttr:     starlark.NewBuiltin(hiddenAttr, attrBuiltin),
+		rewrite.Binary:   starlark.NewBuiltin(rewrite.Binary, binaryBuiltin),
+		rewrite.Inplace:  starlark.NewBuiltin(rewrite.Inplace, inplaceBuiltin),
+		rewrite.AugIndex: starlark.NewBuiltin(rewrite.AugIndex, augIndexBuiltin),
+		rewrite.SetIndex: starlark.NewBuiltin(rewrite.SetIndex, setIndexBuiltin),
+		rewrite.Grow:     starlark.NewBuiltin(rewrite.Grow, growBuiltin),
+		rewrite.Attr:     starlark.NewBuiltin(rewrite.Attr, attrBuiltin),
 	}
 	for name, b := range boundedUniverse {
 		d[name] = b
@@ -229,7 +231,7 @@ func progressBuiltin(thread *starlark.Thread, b *starlark.Builtin, args starlark
 	if err := checkJSONSize(v, "progress: the value", st.env.MaxResultBytes); err != nil {
 		return nil, err
 	}
-	gv, err := toGo(v)
+	gv, err := convert.ToGo(v)
 	if err != nil {
 		return nil, fmt.Errorf("progress: %w", err)
 	}

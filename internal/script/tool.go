@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/script/convert"
 	"go.starlark.net/starlark"
 )
 
@@ -61,7 +62,7 @@ func (c *compiled) runExecute(ctx context.Context, call *agentfleet.Call) (*agen
 		call.Progress = func(any) {}
 	}
 	st := &callState{env: &c.env, tool: c.def.Name, entry: "execute", call: call, depth: CallDepth(ctx, call.ID)}
-	args, err := toStarlark(call.Arguments)
+	args, err := convert.ToStarlark(call.Arguments)
 	if err != nil {
 		return nil, st, fmt.Errorf("%s: arguments: %w", c.def.Name, err)
 	}
@@ -89,7 +90,7 @@ func (c *compiled) runExecute(ctx context.Context, call *agentfleet.Call) (*agen
 }
 
 func (c *compiled) runPrepare(ctx context.Context, args map[string]any) (map[string]any, error) {
-	sargs, err := toStarlark(args)
+	sargs, err := convert.ToStarlark(args)
 	if err != nil {
 		return nil, fmt.Errorf("%s: arguments: %w", c.def.Name, err)
 	}
@@ -108,7 +109,7 @@ func (c *compiled) runPrepare(ctx context.Context, args map[string]any) (map[str
 	if err := checkJSONSize(d, "prepare returned arguments that", c.env.MaxResultBytes); err != nil {
 		return nil, &Error{Tool: c.def.Name, Kind: ErrResult, Msg: err.Error()}
 	}
-	gv, err := toGo(d)
+	gv, err := convert.ToGo(d)
 	if err != nil {
 		return nil, &Error{Tool: c.def.Name, Kind: ErrResult, Msg: "prepare returned arguments that have no JSON form: " + err.Error()}
 	}
@@ -122,7 +123,7 @@ func (c *compiled) runPrepare(ctx context.Context, args map[string]any) (map[str
 // runValidate runs validate(args); a returned string is the rejection, as
 // the text of the error.
 func (c *compiled) runValidate(ctx context.Context, args map[string]any) error {
-	sargs, err := toStarlark(args)
+	sargs, err := convert.ToStarlark(args)
 	if err != nil {
 		return fmt.Errorf("%s: arguments: %w", c.def.Name, err)
 	}
@@ -262,7 +263,7 @@ func toResult(v starlark.Value) (*agentfleet.ToolResult, error) {
 	case starlark.String:
 		return agentfleet.TextResult(string(v)), nil
 	case *starlark.Dict:
-		gv, err := toGo(v)
+		gv, err := convert.ToGo(v)
 		if err != nil {
 			return nil, fmt.Errorf("execute returned a dict that has no JSON form: %w", err)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/mcpbridge"
 	"github.com/agentfleet/agentfleet/internal/script"
+	"github.com/agentfleet/agentfleet/internal/script/procmem"
 	"github.com/agentfleet/agentfleet/internal/tools/builtin"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -41,9 +42,9 @@ type Config struct {
 	ScriptEnv script.Env
 	// ScriptMemory is the memory budget the script calls of the process
 	// share (scriptfleet.ServerConfig.Memory): give every worker of one process
-	// the same. Nil: a budget of script.DefaultProcessMemory for this
+	// the same. Nil: a budget of procmem.DefaultProcessMemory for this
 	// worker's scripts.
-	ScriptMemory *script.ProcessMemory
+	ScriptMemory *procmem.ProcessMemory
 	// ScriptIsolation and ScriptChildMemory are those of
 	// scriptfleet.ServerConfig (Isolation, ChildAddressSpace).
 	ScriptIsolation   string

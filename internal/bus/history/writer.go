@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus/input"
+	"github.com/agentfleet/agentfleet/internal/retry"
 	"github.com/agentfleet/agentfleet/internal/tracing"
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
@@ -113,12 +113,13 @@ func (w *Writer) Err() error {
 	return w.err
 }
 
-// Retry bounds of a record that could not be stored.
-const (
-	retryFirst = 25 * time.Millisecond
-	retryMax   = 2 * time.Second
-	attemptMax = 5 * time.Second
-)
+// attemptMax bounds one attempt to store a record.
+const attemptMax = 5 * time.Second
+
+// writeRetry is the backoff of a record that could not be stored: a wait
+// drawn from [d/2, d], d doubling from 25ms up to 2s, until the context
+// ends.
+var writeRetry = retry.Policy{Base: 25 * time.Millisecond, Max: 2 * time.Second, Jitter: retry.EqualJitter}
 
 func (w *Writer) write(ctx context.Context, runID, kind string, data []byte) (uint64, error) {
 	return w.writeTraced(ctx, runID, kind, data, trace.SpanContext{})
@@ -133,42 +134,34 @@ func (w *Writer) writeTraced(ctx context.Context, runID, kind string, data []byt
 	// One id for every attempt, so that an attempt whose ack was lost is
 	// recognised as stored.
 	id := uuid.NewString()
-	delay := retryFirst
-	for {
+	var seq uint64
+	err := retry.Do(ctx, writeRetry, func(ctx context.Context, _ int) error {
 		var err error
 		if w.fence != nil {
 			err = w.fence()
 		}
-		var seq uint64
 		switch {
 		case errors.Is(err, input.ErrTemporary):
 			// The right to write is in doubt: wait, and ask again.
+			return err
 		case err != nil:
-			w.err = fmt.Errorf("%w: %w", ErrFenced, err)
-			return 0, w.err
-		default:
-			seq, err = w.attempt(ctx, id, runID, kind, data, sc)
+			return retry.Permanent(fmt.Errorf("%w: %w", ErrFenced, err))
 		}
-		if err == nil {
-			w.last = seq
-			return seq, nil
-		}
+		seq, err = w.attempt(ctx, id, runID, kind, data, sc)
 		if errors.Is(err, ErrFenced) {
-			w.err = err
-			return 0, err
+			return retry.Permanent(err)
 		}
-		if ctx.Err() != nil {
-			return 0, fmt.Errorf("history: store record of run %s in session %s: %w (last error: %v)", runID, w.session, ctx.Err(), err)
-		}
-		t := time.NewTimer(delay/2 + rand.N(delay/2+1))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return 0, fmt.Errorf("history: store record of run %s in session %s: %w (last error: %v)", runID, w.session, ctx.Err(), err)
-		case <-t.C:
-		}
-		delay = min(2*delay, retryMax)
+		return err
+	})
+	switch {
+	case err == nil:
+		w.last = seq
+		return seq, nil
+	case errors.Is(err, ErrFenced):
+		w.err = err
+		return 0, err
 	}
+	return 0, fmt.Errorf("history: store record of run %s in session %s: %w", runID, w.session, err)
 }
 
 // attempt publishes the record once, conditional on w.last.

@@ -14,6 +14,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/scriptfleet"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/script"
+	"github.com/agentfleet/agentfleet/internal/script/procmem"
 	"github.com/agentfleet/agentfleet/internal/scripts"
 )
 
@@ -40,7 +41,7 @@ func TestProcessIsolation(t *testing.T) {
 	srv, err := scriptfleet.Serve(ctx, bustest.MustConnect(t, s), scriptfleet.ServerConfig{
 		Logger: quietLog, Heartbeat: 100 * time.Millisecond, Env: isolatedEnv,
 		// The process budget out of the way too: room for a few calls.
-		Memory:    script.NewProcessMemory(4 * isolatedEnv.MaxMemory),
+		Memory:    procmem.NewProcessMemory(4 * isolatedEnv.MaxMemory),
 		Isolation: scripts.IsolationProcess, ChildAddressSpace: 512 << 20,
 		OnChange: func(served map[string]uint64) { changes <- served },
 	})

@@ -19,6 +19,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/script"
+	"github.com/agentfleet/agentfleet/internal/script/procmem"
 )
 
 // hungryCode holds 40 MiB while it waits in call_tool('hold').
@@ -37,7 +38,7 @@ type hungryRun struct {
 // runHungry sends n hungry calls at once to a script worker with the given
 // process budget, waits until want of them run at once (and, when refused
 // is set, until calls were refused as busy), then lets them all finish.
-func runHungry(t *testing.T, memory *script.ProcessMemory, n, want int, refused bool) hungryRun {
+func runHungry(t *testing.T, memory *procmem.ProcessMemory, n, want int, refused bool) hungryRun {
 	ctx := testContext(t)
 	s := bustest.MustRunNATS(t)
 	nc := bustest.MustConnect(t, s)
@@ -135,7 +136,7 @@ func runHungry(t *testing.T, memory *script.ProcessMemory, n, want int, refused 
 // and sent again by the client, the reservations never pass the budget,
 // and every call ends with its result.
 func TestProcessMemoryBoundsConcurrentScripts(t *testing.T) {
-	memory := script.NewProcessMemory(256 << 20)
+	memory := procmem.NewProcessMemory(256 << 20)
 	run := runHungry(t, memory, 16, 4, true)
 	if run.holding != 4 {
 		t.Errorf("%d hungry calls ran at once, want the 4 the budget holds", run.holding)
@@ -159,7 +160,7 @@ func TestMeasureUnboundedScripts(t *testing.T) {
 	if os.Getenv("AGENTFLEET_MEASURE") == "" {
 		t.Skip("a measurement: set AGENTFLEET_MEASURE=1")
 	}
-	memory := script.NewProcessMemory(16 * script.DefaultMaxMemory)
+	memory := procmem.NewProcessMemory(16 * script.DefaultMaxMemory)
 	n, _ := strconv.Atoi(os.Getenv("AGENTFLEET_MEASURE"))
 	run := runHungry(t, memory, n, n, false)
 	t.Logf("budget of 16 calls: %d calls at once, peak reserved %d MiB, heap in use %d MiB, resident %s", run.holding, run.peak>>20, run.heap>>20, run.rss)

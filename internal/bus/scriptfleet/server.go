@@ -17,6 +17,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/script"
 	"github.com/agentfleet/agentfleet/internal/scripts"
+	"github.com/agentfleet/agentfleet/internal/script/procmem"
 	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -67,8 +68,8 @@ type ServerConfig struct {
 	// refused as busy, so that the orchestrator sends it to another worker
 	// or again a moment later; checks and dry runs wait for room. Give
 	// every Server of one process the same one. Default: a budget of
-	// script.DefaultProcessMemory for this server alone.
-	Memory *script.ProcessMemory
+	// procmem.DefaultProcessMemory for this server alone.
+	Memory *procmem.ProcessMemory
 	// OnChange, if set, is called after every change of the tools served,
 	// with their names and revisions, once the new set takes calls and the
 	// replaced one takes no more.
@@ -93,7 +94,7 @@ type Server struct {
 	client   *toolrpc.ToolClient // nil when cfg.Env.CallTool was given
 	env      script.Env
 	runner   *scripts.ProcessRunner // nil without process isolation
-	memory   *script.ProcessMemory
+	memory   *procmem.ProcessMemory
 	perCall  int64 // what a call reserves from memory
 	log      *slog.Logger
 	reserved map[string]bool
@@ -150,7 +151,7 @@ func Serve(ctx context.Context, nc *nats.Conn, cfg ServerConfig) (*Server, error
 	}
 	s.memory, s.perCall = cfg.Memory, s.env.MaxMemory
 	if s.memory == nil {
-		s.memory = script.NewProcessMemory(0)
+		s.memory = procmem.NewProcessMemory(0)
 	}
 	if s.perCall <= 0 {
 		s.perCall = script.DefaultMaxMemory

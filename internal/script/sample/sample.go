@@ -1,4 +1,7 @@
-package script
+// Package sample makes up arguments that fit a tool's JSON schema, for a
+// dry run of a script before it is stored. It imports only the standard
+// library.
+package sample
 
 import (
 	"encoding/json"

@@ -1,4 +1,7 @@
-package script
+// Package convert turns Go values, as JSON and MessagePack decode them,
+// into Starlark values and back, bounding their nesting. It imports only
+// Starlark.
+package convert
 
 import (
 	"encoding/json"
@@ -17,11 +20,11 @@ import (
 // overflow.
 const maxNesting = 64
 
-// toStarlark converts a Go value of the kinds JSON and MessagePack decode to
+// ToStarlark converts a Go value of the kinds JSON and MessagePack decode to
 // (maps with string keys, slices, strings, numbers, booleans, nil) into a
 // new, unfrozen Starlark value. Integral floats become ints, so that
 // args["count"] of a JSON 3 is 3 and works with range().
-func toStarlark(v any) (starlark.Value, error) { return toStarlarkDepth(v, 0) }
+func ToStarlark(v any) (starlark.Value, error) { return toStarlarkDepth(v, 0) }
 
 func toStarlarkDepth(v any, depth int) (starlark.Value, error) {
 	if depth > maxNesting {
@@ -129,12 +132,12 @@ func floatToStarlark(f float64) starlark.Value {
 	return starlark.Float(f)
 }
 
-// toGo converts a Starlark value into the Go values of JSON: dict →
+// ToGo converts a Starlark value into the Go values of JSON: dict →
 // map[string]any (keys must be strings), list and tuple → []any, int →
 // int64 (float64 when it does not fit), float → float64, string, bool, None
 // → nil. Other values (functions, sets, modules) are an error naming their
 // type.
-func toGo(v starlark.Value) (any, error) { return toGoDepth(v, 0) }
+func ToGo(v starlark.Value) (any, error) { return toGoDepth(v, 0) }
 
 func toGoDepth(v starlark.Value, depth int) (any, error) {
 	if depth > maxNesting {

@@ -1,4 +1,7 @@
-package script
+// Package procmem holds the memory budget that the script calls of one
+// process share, each reserving its own budget from it while it runs. It
+// imports only the standard library.
+package procmem
 
 import (
 	"context"
@@ -11,7 +14,7 @@ import (
 const DefaultProcessMemory = 256 << 20
 
 // ProcessMemory is a memory budget shared by every script call of a
-// process: each call reserves its own budget (Env.MaxMemory) from it before
+// process: each call reserves its own budget (script.Env.MaxMemory) from it before
 // it starts and gives it back when it ends, so that calls running at once
 // can never together be granted more than the process's budget, however
 // many the worker's concurrency lets in. A call's budget bounds what it may
@@ -68,14 +71,14 @@ type ErrProcessMemoryFull struct {
 
 func (e *ErrProcessMemoryFull) Error() string {
 	return fmt.Sprintf("the scripts' process memory budget of %s is full: %s reserved by the calls running, and a call needs %s",
-		formatBytes(e.Total), formatBytes(e.Reserved), formatBytes(e.Want))
+		FormatBytes(e.Total), FormatBytes(e.Reserved), FormatBytes(e.Want))
 }
 
 // CheckFits fails when a call's budget of perCall bytes can never fit in
 // the process budget: a configuration error, to report at the start.
 func (m *ProcessMemory) CheckFits(perCall int64) error {
 	if perCall > m.total {
-		return fmt.Errorf("the memory budget of one script call, %s, is larger than the process budget of all script calls, %s", formatBytes(perCall), formatBytes(m.total))
+		return fmt.Errorf("the memory budget of one script call, %s, is larger than the process budget of all script calls, %s", FormatBytes(perCall), FormatBytes(m.total))
 	}
 	return nil
 }
@@ -129,4 +132,16 @@ func (m *ProcessMemory) release(n int64) {
 	m.reserved -= n
 	close(m.freed)
 	m.freed = make(chan struct{})
+}
+
+// FormatBytes renders n bytes for a message: in MiB or KiB when it is a
+// whole number of them, else in bytes.
+func FormatBytes(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }

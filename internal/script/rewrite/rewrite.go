@@ -1,4 +1,8 @@
-package script
+// Package rewrite bounds what one step of a Starlark script can allocate,
+// by rewriting its syntax tree before it is compiled. It imports only the
+// Starlark syntax package; the builtins the rewritten calls name are
+// package script's.
+package rewrite
 
 import (
 	"go.starlark.net/syntax"
@@ -19,14 +23,15 @@ import (
 // The rewritten calls keep the position of the operator, so that errors
 // still point at the line and column the author wrote.
 
-// Names of the hidden builtins the rewrite calls.
+// Names of the hidden builtins the rewrite calls; package script defines
+// them.
 const (
-	hiddenBinary   = "$binary"   // $binary("op", x, y)
-	hiddenInplace  = "$inplace"  // $inplace("op", x, y): x op= y
-	hiddenAugIndex = "$augindex" // $augindex("op", x, k, y): x[k] op= y
-	hiddenSetIndex = "$setindex" // $setindex(x, k, v): x[k] = v
-	hiddenGrow     = "$grow"     // $grow(v): one more element of a comprehension
-	hiddenAttr     = "$attr"     // $attr(x, "name")
+	Binary   = "$binary"   // $binary("op", x, y)
+	Inplace  = "$inplace"  // $inplace("op", x, y): x op= y
+	AugIndex = "$augindex" // $augindex("op", x, k, y): x[k] op= y
+	SetIndex = "$setindex" // $setindex(x, k, v): x[k] = v
+	Grow     = "$grow"     // $grow(v): one more element of a comprehension
+	Attr     = "$attr"     // $attr(x, "name")
 )
 
 // boundedOps are the binary operators whose result can be much larger than
@@ -35,17 +40,17 @@ var boundedOps = map[syntax.Token]bool{
 	syntax.PLUS: true, syntax.STAR: true, syntax.PERCENT: true, syntax.PIPE: true, syntax.LTLT: true,
 }
 
-// boundedMethods are the methods $attr wraps: those whose result can be
+// BoundedMethods are the methods $attr wraps: those whose result can be
 // much larger than their receiver, or that grow it, or that iterate over an
 // argument that may be a huge range.
-var boundedMethods = map[string]bool{
+var BoundedMethods = map[string]bool{
 	"replace": true, "join": true, "format": true, "split": true, "rsplit": true, "splitlines": true,
 	"append": true, "extend": true, "insert": true, "update": true, "setdefault": true, "add": true,
 	"union": true, "items": true, "keys": true, "values": true,
 }
 
-// rewriteFile rewrites the statements of f in place.
-func rewriteFile(f *syntax.File) {
+// File rewrites the statements of f in place.
+func File(f *syntax.File) {
 	f.Stmts = rewriteStmts(f.Stmts)
 }
 
@@ -63,7 +68,7 @@ func rewriteStmt(s syntax.Stmt) syntax.Stmt {
 		if s.Op == syntax.EQ {
 			if ix, ok := s.LHS.(*syntax.IndexExpr); ok {
 				// x[k] = v grows a dict by an entry: counted.
-				return &syntax.ExprStmt{X: hiddenCall(hiddenSetIndex, ix.Lbrack,
+				return &syntax.ExprStmt{X: hiddenCall(SetIndex, ix.Lbrack,
 					rewriteExpr(ix.X), rewriteExpr(ix.Y), s.RHS)}
 			}
 			s.LHS = rewriteTarget(s.LHS)
@@ -73,7 +78,7 @@ func rewriteStmt(s syntax.Stmt) syntax.Stmt {
 		switch lhs := s.LHS.(type) {
 		case *syntax.Ident:
 			if boundedOps[op] {
-				s.RHS = hiddenCall(hiddenInplace, s.OpPos, opLiteral(op, s.OpPos), lhs, s.RHS)
+				s.RHS = hiddenCall(Inplace, s.OpPos, opLiteral(op, s.OpPos), lhs, s.RHS)
 				s.Op = syntax.EQ
 			}
 			return s
@@ -81,7 +86,7 @@ func rewriteStmt(s syntax.Stmt) syntax.Stmt {
 			if boundedOps[op] {
 				// One call does the get, the operation and the set,
 				// so that x and k are evaluated once, as before.
-				return &syntax.ExprStmt{X: hiddenCall(hiddenAugIndex, s.OpPos, opLiteral(op, s.OpPos),
+				return &syntax.ExprStmt{X: hiddenCall(AugIndex, s.OpPos, opLiteral(op, s.OpPos),
 					rewriteExpr(lhs.X), rewriteExpr(lhs.Y), s.RHS)}
 			}
 			lhs.X, lhs.Y = rewriteExpr(lhs.X), rewriteExpr(lhs.Y)
@@ -152,7 +157,7 @@ func rewriteExpr(e syntax.Expr) syntax.Expr {
 	case *syntax.BinaryExpr:
 		e.X, e.Y = rewriteExpr(e.X), rewriteExpr(e.Y)
 		if boundedOps[e.Op] && !obviouslySmall(e) {
-			return hiddenCall(hiddenBinary, e.OpPos, opLiteral(e.Op, e.OpPos), e.X, e.Y)
+			return hiddenCall(Binary, e.OpPos, opLiteral(e.Op, e.OpPos), e.X, e.Y)
 		}
 	case *syntax.CallExpr:
 		e.Fn = rewriteExpr(e.Fn)
@@ -177,11 +182,11 @@ func rewriteExpr(e syntax.Expr) syntax.Expr {
 		// which charges its slot.
 		if de, ok := e.Body.(*syntax.DictEntry); ok {
 			de.Key = rewriteExpr(de.Key)
-			de.Value = hiddenCall(hiddenGrow, de.Colon, rewriteExpr(de.Value))
+			de.Value = hiddenCall(Grow, de.Colon, rewriteExpr(de.Value))
 		} else {
 			body := rewriteExpr(e.Body)
 			start, _ := body.Span()
-			e.Body = hiddenCall(hiddenGrow, start, body)
+			e.Body = hiddenCall(Grow, start, body)
 		}
 	case *syntax.CondExpr:
 		e.Cond, e.True, e.False = rewriteExpr(e.Cond), rewriteExpr(e.True), rewriteExpr(e.False)
@@ -192,9 +197,9 @@ func rewriteExpr(e syntax.Expr) syntax.Expr {
 		}
 	case *syntax.DotExpr:
 		e.X = rewriteExpr(e.X)
-		if boundedMethods[e.Name.Name] {
+		if BoundedMethods[e.Name.Name] {
 			name := &syntax.Literal{Token: syntax.STRING, TokenPos: e.NamePos, Raw: `"` + e.Name.Name + `"`, Value: e.Name.Name}
-			return hiddenCall(hiddenAttr, e.Dot, e.X, name)
+			return hiddenCall(Attr, e.Dot, e.X, name)
 		}
 	case *syntax.IndexExpr:
 		e.X, e.Y = rewriteExpr(e.X), rewriteExpr(e.Y)

@@ -1,0 +1,154 @@
+package chaos
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/bus"
+)
+
+// interrupted returns the runs (session, run) of the sessions of parts that
+// writer stored records of but did not end.
+func interrupted(recs []*record, writer string, parts []int) [][2]string {
+	type key = [2]string
+	wrote, ended := map[key]bool{}, map[key]bool{}
+	var order []key
+	for _, r := range recs {
+		if r.writer != writer || !slices.Contains(parts, bus.Partition(agentName, r.session)) {
+			continue
+		}
+		k := key{r.session, r.run}
+		if !wrote[k] {
+			wrote[k] = true
+			order = append(order, k)
+		}
+		if r.end {
+			ended[k] = true
+		}
+	}
+	return slices.DeleteFunc(order, func(k key) bool { return ended[k] })
+}
+
+// inFlightAt counts the runs of the sessions of parts that from stored
+// records of before t and that had not ended by t, and those of them that
+// to ended.
+func inFlightAt(recs []*record, from, to string, parts []int, t time.Time) (inflight, handed int) {
+	type key = [2]string
+	began := map[key]bool{}
+	for _, r := range recs {
+		k := key{r.session, r.run}
+		if r.writer == from && r.time.Before(t) && slices.Contains(parts, bus.Partition(agentName, r.session)) {
+			began[k] = true
+		}
+	}
+	ended := map[key]*record{}
+	for _, r := range recs {
+		if k := (key{r.session, r.run}); began[k] && r.end && ended[k] == nil {
+			ended[k] = r
+		}
+	}
+	for k := range began {
+		if e := ended[k]; e == nil || !e.time.Before(t) {
+			inflight++
+			if e != nil && e.writer == to {
+				handed++
+			}
+		}
+	}
+	return inflight, handed
+}
+
+// endOf returns when the run of message id of session ended, as stored.
+func endOf(recs []*record, session, id string) (time.Time, bool) {
+	run := ""
+	for _, r := range recs {
+		if r.session != session {
+			continue
+		}
+		if u, ok := r.msg.(*agentfleet.UserMessage); ok && u.ID == id && run == "" {
+			run = r.run
+		}
+		if run != "" && r.run == run && r.end {
+			return r.time, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// writtenAfter fails the report for every record writer stored later than
+// writeMargin after its process was gone.
+func writtenAfter(rep *ScaleReport, recs []*record, writer, name string, gone time.Time) {
+	n := 0
+	var first *record
+	for _, r := range recs {
+		if r.writer == writer && r.time.After(gone.Add(writeMargin)) {
+			if n++; first == nil {
+				first = r
+			}
+		}
+	}
+	if n > 0 {
+		rep.fail("%d history records written by %s (%s) after it was gone; first: %s seq %d run %s at +%v",
+			n, name, short(writer), first.session, first.seq, short(first.run), first.time.Sub(gone))
+	}
+}
+
+// countsOf returns m's values for ids, in order.
+func countsOf(m map[string]int, ids []string) []int {
+	c := make([]int, len(ids))
+	for i, id := range ids {
+		c[i] = m[id]
+	}
+	return c
+}
+
+// orchID returns the id the running orchestrator p gave in its "orchestrator
+// serving" line.
+func orchID(p *proc) (string, error) {
+	b, err := os.ReadFile(p.log)
+	if err != nil {
+		return "", fmt.Errorf("chaos: %s id: %w", p.name, err)
+	}
+	id := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "=== "+p.name+" start") {
+			id = ""
+		}
+		if !strings.Contains(line, p.marker) {
+			continue
+		}
+		if _, rest, ok := strings.Cut(line, " id="); ok {
+			id, _, _ = strings.Cut(rest, " ")
+		}
+	}
+	if id == "" {
+		return "", fmt.Errorf("chaos: %s: no id in its %q line", p.name, p.marker)
+	}
+	return id, nil
+}
+
+// countLines counts the lines of p's log that contain s.
+func countLines(p *proc, s string) int {
+	p.logMu.Lock()
+	defer p.logMu.Unlock()
+	b, err := os.ReadFile(p.log)
+	if err != nil {
+		return 0
+	}
+	return strings.Count(string(b), s)
+}
+
+// exitError returns how the last instance exited: nil for exit status 0.
+func (p *proc) exitError() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.done == nil {
+		return errors.New("never started")
+	}
+	return p.exitErr
+}
