@@ -14,9 +14,8 @@ import (
 
 // natsClientUsers are the packages, besides those under internal/bus and
 // cmd, whose non-test files may import the NATS client: the fault-injection
-// harness, which cuts and restores connections itself, and the partition
-// table, until it moves under internal/bus.
-var natsClientUsers = []string{"internal/chaos", "internal/partition"}
+// harness, which cuts and restores connections itself.
+var natsClientUsers = []string{"internal/chaos"}
 
 // TestNATSClientOnlyWhereNATSIsTheTransport: outside tests, nats.go (and
 // its jetstream and micro packages) is imported only by the packages under

@@ -13,10 +13,10 @@ import (
 	busfleet "github.com/agentfleet/agentfleet/internal/bus/fleet"
 	"github.com/agentfleet/agentfleet/internal/bus/history"
 	businput "github.com/agentfleet/agentfleet/internal/bus/input"
+	"github.com/agentfleet/agentfleet/internal/bus/partition"
 	"github.com/agentfleet/agentfleet/internal/bus/services"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/inputpolicy"
-	"github.com/agentfleet/agentfleet/internal/partition"
 )
 
 // Start connects the tool client, discovers the fleet and, when durable,

@@ -16,8 +16,8 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/fleet"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/script"
-	"github.com/agentfleet/agentfleet/internal/scripts"
 	"github.com/agentfleet/agentfleet/internal/script/procmem"
+	"github.com/agentfleet/agentfleet/internal/scripts"
 	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel/trace"
 )
