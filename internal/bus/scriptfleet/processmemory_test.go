@@ -81,7 +81,10 @@ func runHungry(t *testing.T, memory *procmem.ProcessMemory, n, want int, refused
 		t.Fatal(err)
 	}
 	(&scriptWorker{srv: srv, changes: changes}).await(t, map[string]uint64{"hungry": rev})
-	client, err := toolrpc.NewToolClient(nc, toolrpc.ClientConfig{})
+	// What is measured is memory, not liveness: a worker slowed by the
+	// race detector on a loaded machine, 16 scripts of 40 MiB each, must
+	// not be given up for lost.
+	client, err := toolrpc.NewToolClient(nc, toolrpc.ClientConfig{AckTimeout: 60 * time.Second, HeartbeatMisses: 20})
 	if err != nil {
 		t.Fatal(err)
 	}
