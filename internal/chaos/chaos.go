@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -253,7 +254,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
 	fl.js = js
-	if err := waitFor(ctx, startTimeout, "the input stream", func() (bool, error) {
+	if err := proc.WaitFor(ctx, proc.StartTimeout, "the input stream", func() (bool, error) {
 		_, err := js.Stream(ctx, inputStream)
 		return err == nil, err
 	}); err != nil {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 	"io"
 	"log/slog"
 	"os"
@@ -89,7 +90,7 @@ func ledgerTool(js jetstream.JetStream) *agentfleet.Tool {
 				if ctx.Err() != nil {
 					return nil, fmt.Errorf("ledger: store: %w", err)
 				}
-				if err := pause(ctx, 100*time.Millisecond); err != nil {
+				if err := proc.Pause(ctx, 100*time.Millisecond); err != nil {
 					return nil, fmt.Errorf("ledger: store: %w", err)
 				}
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -116,12 +117,12 @@ func publish(ctx context.Context, js jetstream.JetStream, p *plan, logf func(str
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := pause(ctx, s.start); err != nil {
+			if err := proc.Pause(ctx, s.start); err != nil {
 				errs <- err
 				return
 			}
 			for _, m := range s.messages {
-				if err := pause(ctx, m.gap); err != nil {
+				if err := proc.Pause(ctx, m.gap); err != nil {
 					errs <- err
 					return
 				}
@@ -175,7 +176,7 @@ func publishOne(ctx context.Context, js jetstream.JetStream, sem chan struct{}, 
 		if ctx.Err() != nil {
 			return fmt.Errorf("publish %s: %w", id, err)
 		}
-		if err := pause(ctx, time.Duration(min(attempt, 10))*50*time.Millisecond); err != nil {
+		if err := proc.Pause(ctx, time.Duration(min(attempt, 10))*50*time.Millisecond); err != nil {
 			return fmt.Errorf("publish %s: %w", id, err)
 		}
 	}

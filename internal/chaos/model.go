@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 	"hash/fnv"
 	"io"
 	"net"
@@ -219,7 +220,7 @@ func (m *modelServer) handle(w http.ResponseWriter, r *http.Request) {
 		m.failures++
 	}
 	m.mu.Unlock()
-	if err := pause(r.Context(), modelLatency(body)); err != nil {
+	if err := proc.Pause(r.Context(), modelLatency(body)); err != nil {
 		return
 	}
 	if fail {

@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 	"os"
 	"slices"
 	"strings"
@@ -176,8 +177,8 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 			return nil, err
 		}
 	}
-	settle := startTimeout + 3*cfg.LeaseTTL
-	if err := waitFor(ctx, settle, "two orchestrators owning 32 partitions each", func() (bool, error) {
+	settle := proc.StartTimeout + 3*cfg.LeaseTTL
+	if err := proc.WaitFor(ctx, settle, "two orchestrators owning 32 partitions each", func() (bool, error) {
 		return own.balanced(ids[:2], 32, 32)
 	}); err != nil {
 		return nil, fmt.Errorf("chaos: %w", err)
@@ -206,7 +207,7 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 	defer func() { cancel(); _ = stopLoad() }()
 
 	third := fl.orchs[2]
-	if err := third.restart(ctx); err != nil {
+	if err := third.Restart(ctx); err != nil {
 		return nil, err
 	}
 	if err := fl.waitMarked(ctx, third); err != nil {
@@ -216,13 +217,13 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 		return nil, err
 	}
 	const lo, hi = 16, 27 // 64/3 ±25%
-	if err := waitFor(ctx, settle, "three orchestrators owning a third each", func() (bool, error) {
+	if err := proc.WaitFor(ctx, settle, "three orchestrators owning a third each", func() (bool, error) {
 		return own.balanced(ids, lo, hi)
 	}); err != nil {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
 	// Then the table settles: 64/3 or one more each.
-	if err := waitFor(ctx, settle, "the table to settle", func() (bool, error) {
+	if err := proc.WaitFor(ctx, settle, "the table to settle", func() (bool, error) {
 		return own.balanced(ids, bus.Partitions/3, bus.Partitions/3+1)
 	}); err != nil {
 		rep.fail("%v", err)
@@ -231,7 +232,7 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 	cfg.Logf("scale: three orchestrators own %v partitions", rep.ThreeOwn)
 
 	// 2. Every orchestrator runs a share.
-	if err := waitFor(ctx, 30*time.Second, "every orchestrator to start runs", func() (bool, error) {
+	if err := proc.WaitFor(ctx, 30*time.Second, "every orchestrator to start runs", func() (bool, error) {
 		c := countsOf(ev.startsBy(), ids)
 		return slices.Min(c) >= 5, fmt.Errorf("runs started %v", c)
 	}); err != nil {
@@ -246,7 +247,7 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 		return nil, err
 	}
 	killed := time.Now()
-	if err := victim.kill(ctx); err != nil {
+	if err := victim.Kill(ctx); err != nil {
 		return nil, err
 	}
 	dead := time.Now()
@@ -254,7 +255,7 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 	failover := cfg.LeaseTTL + failoverSlack
 	var lastRead time.Time
 	var pending []string
-	werr := waitFor(ctx, failover+20*time.Second, "the killed orchestrator's partitions and runs to move", func() (bool, error) {
+	werr := proc.WaitFor(ctx, failover+20*time.Second, "the killed orchestrator's partitions and runs to move", func() (bool, error) {
 		moved, at := own.movedAt(vparts, ids[1:])
 		if moved && rep.KillMoved == 0 {
 			rep.KillMoved = max(at.Sub(killed), time.Millisecond)
@@ -304,11 +305,11 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 	}
 	load.release()
 	cfg.Logf("scale: SIGKILL %s: %d runs in flight resumed in %v, %d partitions moved in %v",
-		victim.name, rep.KillInFlight, rep.KillResumed, rep.KillParts, rep.KillMoved)
+		victim.Name, rep.KillInFlight, rep.KillResumed, rep.KillParts, rep.KillMoved)
 
 	// 4. SIGTERM orchestrator-2 mid-run: it hands over and exits 0.
 	term, tid := fl.orchs[1], ids[1]
-	if err := waitFor(ctx, settle, "two orchestrators owning 32 partitions each", func() (bool, error) {
+	if err := proc.WaitFor(ctx, settle, "two orchestrators owning 32 partitions each", func() (bool, error) {
 		return own.balanced(ids[1:], 32, 32)
 	}); err != nil {
 		rep.fail("after the SIGKILL: %v", err)
@@ -319,10 +320,10 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 	}
 	rep.TermParts = len(tparts)
 	termed := time.Now()
-	if err := term.signal(syscall.SIGTERM, true); err != nil {
+	if err := term.Signal(syscall.SIGTERM, true); err != nil {
 		return nil, err
 	}
-	if err := waitFor(ctx, handoverBound+10*time.Second, "the stopped orchestrator's partitions to move", func() (bool, error) {
+	if err := proc.WaitFor(ctx, handoverBound+10*time.Second, "the stopped orchestrator's partitions to move", func() (bool, error) {
 		moved, at := own.movedAt(tparts, ids[2:])
 		if moved {
 			rep.TermMoved = max(at.Sub(termed), time.Millisecond)
@@ -334,25 +335,25 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 	if rep.TermMoved > handoverBound {
 		rep.fail("handover after the SIGTERM took %v; want at most %v", rep.TermMoved, handoverBound)
 	}
-	if err := term.waitExit(ctx, 15*time.Second); err != nil {
+	if err := term.WaitExit(ctx, 15*time.Second); err != nil {
 		rep.fail("after the SIGTERM: %v", err)
-		if err := term.kill(ctx); err != nil {
+		if err := term.Kill(ctx); err != nil {
 			return nil, err
 		}
 	}
 	gone := time.Now()
 	load.release()
-	if err := waitFor(ctx, settle, "the last orchestrator owning every partition", func() (bool, error) {
+	if err := proc.WaitFor(ctx, settle, "the last orchestrator owning every partition", func() (bool, error) {
 		return own.balanced(ids[2:], bus.Partitions, bus.Partitions)
 	}); err != nil {
 		rep.fail("after the SIGTERM: %v", err)
 	}
 	rep.TermExitErr = "0"
-	if err := term.exitError(); err != nil {
+	if err := term.ExitError(); err != nil {
 		rep.TermExitErr = err.Error()
-		rep.fail("%s exited with %v after SIGTERM; want 0", term.name, err)
+		rep.fail("%s exited with %v after SIGTERM; want 0", term.Name, err)
 	}
-	cfg.Logf("scale: SIGTERM %s: %d partitions moved in %v, exit %s", term.name, rep.TermParts, rep.TermMoved, rep.TermExitErr)
+	cfg.Logf("scale: SIGTERM %s: %d partitions moved in %v, exit %s", term.Name, rep.TermParts, rep.TermMoved, rep.TermExitErr)
 
 	// 5. SIGKILL the NATS server leading the input stream; restart it.
 	leader, err := fl.inputLeader(ctx)
@@ -360,7 +361,7 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
 	down := time.Now()
-	if err := leader.kill(ctx); err != nil {
+	if err := leader.Kill(ctx); err != nil {
 		return nil, err
 	}
 	const probeID = "probe-input"
@@ -372,20 +373,20 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 		acked <- err
 	}()
 	// A scheduled outage, not a wait for a condition.
-	if err := pause(ctx, 2*time.Second); err != nil {
+	if err := proc.Pause(ctx, 2*time.Second); err != nil {
 		return nil, err
 	}
-	if err := leader.start(); err != nil {
+	if err := leader.Start(); err != nil {
 		return nil, err
 	}
 	rep.LeaderDown = time.Since(down)
-	if err := leader.waitReady(ctx); err != nil {
+	if err := leader.WaitReady(ctx); err != nil {
 		return nil, err
 	}
 	if err := <-acked; err != nil {
 		return nil, fmt.Errorf("chaos: the probe: %w", err)
 	}
-	if err := waitFor(ctx, 60*time.Second, "the run of a message sent after the leader's kill to end", func() (bool, error) {
+	if err := proc.WaitFor(ctx, 60*time.Second, "the run of a message sent after the leader's kill to end", func() (bool, error) {
 		hist, err := readHistory(ctx, js)
 		if err != nil {
 			return false, err
@@ -401,9 +402,9 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 	if err := fl.waitCluster(ctx); err != nil {
 		return nil, err
 	}
-	rep.LeaseLosses = countLines(third, "lost its lease")
+	rep.LeaseLosses = third.CountLines("lost its lease")
 	cfg.Logf("scale: SIGKILL %s (leader of %s, down %v): input acked after %v, its run ended after %v; %s lost its lease %d times",
-		leader.name, inputStream, rep.LeaderDown, rep.InputAcked, rep.InputBack, third.name, rep.LeaseLosses)
+		leader.Name, inputStream, rep.LeaderDown, rep.InputAcked, rep.InputBack, third.Name, rep.LeaseLosses)
 
 	// 6. Quiesce and check what is stored.
 	if err := stopLoad(); err != nil {
@@ -416,7 +417,7 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 	var hist []*record
 	var ledger []ledgerRecord
 	// A read may fail while the restarted server catches up: read again.
-	if err := waitFor(ctx, 30*time.Second, "the stored history and ledger", func() (bool, error) {
+	if err := proc.WaitFor(ctx, 30*time.Second, "the stored history and ledger", func() (bool, error) {
 		var err error
 		if hist, err = readHistory(ctx, js); err != nil {
 			return false, err
@@ -432,8 +433,8 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 			rep.fail("%d %s; first: %v", v.Count, v.Class, v.Examples)
 		}
 	}
-	writtenAfter(rep, hist, vid, victim.name, dead)
-	writtenAfter(rep, hist, tid, term.name, gone)
+	writtenAfter(rep, hist, vid, victim.Name, dead)
+	writtenAfter(rep, hist, tid, term.Name, gone)
 	rep.TermInFlight, rep.TermHanded = inFlightAt(hist, tid, ids[2], tparts, termed)
 	rep.Starts = countsOf(ev.startsBy(), ids)
 	fl.mu.Lock()

@@ -1,8 +1,8 @@
 package chaos
 
 import (
-	"errors"
 	"fmt"
+	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 	"os"
 	"slices"
 	"strings"
@@ -109,17 +109,17 @@ func countsOf(m map[string]int, ids []string) []int {
 
 // orchID returns the id the running orchestrator p gave in its "orchestrator
 // serving" line.
-func orchID(p *proc) (string, error) {
-	b, err := os.ReadFile(p.log)
+func orchID(p *proc.Proc) (string, error) {
+	b, err := os.ReadFile(p.Log)
 	if err != nil {
-		return "", fmt.Errorf("chaos: %s id: %w", p.name, err)
+		return "", fmt.Errorf("chaos: %s id: %w", p.Name, err)
 	}
 	id := ""
 	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "=== "+p.name+" start") {
+		if strings.HasPrefix(line, "=== "+p.Name+" start") {
 			id = ""
 		}
-		if !strings.Contains(line, p.marker) {
+		if !strings.Contains(line, p.Marker) {
 			continue
 		}
 		if _, rest, ok := strings.Cut(line, " id="); ok {
@@ -127,28 +127,7 @@ func orchID(p *proc) (string, error) {
 		}
 	}
 	if id == "" {
-		return "", fmt.Errorf("chaos: %s: no id in its %q line", p.name, p.marker)
+		return "", fmt.Errorf("chaos: %s: no id in its %q line", p.Name, p.Marker)
 	}
 	return id, nil
-}
-
-// countLines counts the lines of p's log that contain s.
-func countLines(p *proc, s string) int {
-	p.logMu.Lock()
-	defer p.logMu.Unlock()
-	b, err := os.ReadFile(p.log)
-	if err != nil {
-		return 0
-	}
-	return strings.Count(string(b), s)
-}
-
-// exitError returns how the last instance exited: nil for exit status 0.
-func (p *proc) exitError() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.done == nil {
-		return errors.New("never started")
-	}
-	return p.exitErr
 }

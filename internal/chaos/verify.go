@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 	"slices"
 	"strings"
 	"time"
@@ -149,7 +150,7 @@ func (f *fleet) quiesce(ctx context.Context, js jetstream.JetStream, p *plan, ti
 	since := time.Now()
 	missing := -1
 	var last time.Time
-	err := waitFor(ctx, timeout, "every message to have a run that ended", func() (bool, error) {
+	err := proc.WaitFor(ctx, timeout, "every message to have a run that ended", func() (bool, error) {
 		if err := f.supervise(ctx, since); err != nil {
 			return false, err
 		}
