@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agentfleet/agentfleet/internal/chaos/model"
 	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 	"log/slog"
 	"math/rand/v2"
@@ -231,12 +232,12 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	cfg.Logf("chaos: seed %d: %d messages over %d sessions in %v, %d faults, %d orchestrator(s), %d NATS node(s); work dir %s",
 		cfg.Seed, cfg.Messages, cfg.Sessions, cfg.Duration, len(faults), cfg.Orchestrators, cfg.NATSNodes, dir)
 
-	model, err := startModel(cfg.ModelFailEvery)
+	mdl, err := model.Start(cfg.ModelFailEvery)
 	if err != nil {
 		return nil, err
 	}
-	defer model.close()
-	fl, err := newFleet(&cfg, dir, model.BaseURL())
+	defer mdl.Close()
+	fl, err := newFleet(&cfg, dir, mdl.BaseURL())
 	if err != nil {
 		return nil, err
 	}
@@ -302,7 +303,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	rep.StoredRuns = storedRuns(hist)
 	rep.recoveries(hist)
 	rep.Exits = fl.exits
-	rep.ModelRequests, rep.ModelFailures = model.counts()
+	rep.ModelRequests, rep.ModelFailures = mdl.Counts()
 	rep.LoadSeconds = loadEnd.Sub(loadStart).Seconds()
 	rep.Seconds = time.Since(began).Seconds()
 	cfg.Logf("chaos: seed %d: %d violations in %.1fs", cfg.Seed, rep.Total(), rep.Seconds)

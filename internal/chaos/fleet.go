@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"github.com/agentfleet/agentfleet/internal/chaos/model"
 	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 	"os/exec"
 	"path/filepath"
@@ -61,7 +62,7 @@ func newFleet(cfg *Config, dir, modelURL string) (*fleet, error) {
 		name := fmt.Sprintf("toolworker-%d", i+1)
 		f.workers = append(f.workers, &proc.Proc{
 			Name: name, Log: filepath.Join(dir, name+".log"),
-			Argv: []string{cfg.Toolworker, "--nats-url", f.url, "--tools", ToolEcho + "," + ToolSleep,
+			Argv: []string{cfg.Toolworker, "--nats-url", f.url, "--tools", model.ToolEcho + "," + model.ToolSleep,
 				"--heartbeat", "100ms", "--http", "127.0.0.1:" + strconv.Itoa(port), "--log-level", "warn",
 				"--drain-timeout", "1s"},
 			Env:   traceEnv(cfg),

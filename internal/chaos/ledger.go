@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentfleet/agentfleet/internal/chaos/model"
 	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 	"io"
 	"log/slog"
@@ -58,7 +59,7 @@ func ensureLedgerStream(ctx context.Context, js jetstream.JetStream, replicas in
 func ledgerTool(js jetstream.JetStream) *agentfleet.Tool {
 	return &agentfleet.Tool{
 		ToolDef: agentfleet.ToolDef{
-			Name:        ToolLedger,
+			Name:        model.ToolLedger,
 			Label:       "Ledger",
 			Description: "Writes an entry to the ledger. Not idempotent: every call writes one more entry.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"arg":{"type":"string"}},"required":["arg"],"additionalProperties":false}`),

@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"github.com/agentfleet/agentfleet/internal/chaos/model"
 	"sync"
 	"time"
 
@@ -138,7 +139,7 @@ func (l *liveLoad) messages() int {
 func longTask(base string) string {
 	for k := 0; ; k++ {
 		id := fmt.Sprintf("%s-%d", base, k)
-		if sleepMS(id) >= 300 && usesLedger(id) {
+		if model.SleepMS(id) >= 300 && model.UsesLedger(id) {
 			return id
 		}
 	}

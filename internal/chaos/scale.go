@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"github.com/agentfleet/agentfleet/internal/chaos/model"
 	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 	"os"
 	"slices"
@@ -136,12 +137,12 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 			}
 		}()
 	}
-	model, err := startModel(0)
+	mdl, err := model.Start(0)
 	if err != nil {
 		return nil, err
 	}
-	defer model.close()
-	fl, err := newFleet(&cfg, dir, model.BaseURL())
+	defer mdl.Close()
+	fl, err := newFleet(&cfg, dir, mdl.BaseURL())
 	if err != nil {
 		return nil, err
 	}

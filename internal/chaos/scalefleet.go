@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"github.com/agentfleet/agentfleet/internal/chaos/model"
 	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 	"slices"
 	"time"
@@ -76,7 +77,7 @@ func burstAt(ctx context.Context, load *liveLoad, ev *runEvents, own *owners, se
 	err := proc.WaitFor(ctx, 20*time.Second, "the burst's runs to call their tools", func() (bool, error) {
 		var waiting []string
 		for _, m := range msgs {
-			if !ev.toolStarted(plannedCalls(m)[1].ID) {
+			if !ev.toolStarted(model.PlannedCalls(m)[1].ID) {
 				waiting = append(waiting, m)
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentfleet/agentfleet/internal/chaos/model"
 	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 	"slices"
 	"strings"
@@ -458,7 +459,7 @@ func checkRun(rep *Report, ru *run) {
 	// further ends are duplicated_end already.
 	if len(ru.ends) > 0 {
 		e := ru.ends[0]
-		want := answerText(ru.msgid, textsAtEnd[0])
+		want := model.AnswerText(ru.msgid, textsAtEnd[0])
 		got := agentfleet.JoinText(e.final.Content)
 		if got != want || e.final.StopReason != agentfleet.StopReasonStop {
 			rep.add(ClassWrongAnswer, "%s: final (seq %d, %s) %q, want %q", name, e.seq, e.final.StopReason, clip(got), clip(want))
@@ -474,11 +475,11 @@ func checkRun(rep *Report, ru *run) {
 // msgid, "" when the harness does not know.
 func expectedResult(tool, msgid string) string {
 	switch tool {
-	case ToolEcho:
+	case model.ToolEcho:
 		return msgid
-	case ToolSleep:
-		return fmt.Sprintf("slept %d ms", sleepMS(msgid))
-	case ToolLedger:
+	case model.ToolSleep:
+		return fmt.Sprintf("slept %d ms", model.SleepMS(msgid))
+	case model.ToolLedger:
 		return "ledger " + msgid
 	}
 	return ""
