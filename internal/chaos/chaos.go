@@ -18,8 +18,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/agentfleet/agentfleet/internal/chaos/model"
-	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -27,6 +25,9 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/chaos/check"
+	"github.com/agentfleet/agentfleet/internal/chaos/model"
+	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -284,15 +285,15 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if qerr != nil && ctx.Err() != nil {
 		return nil, fmt.Errorf("chaos: quiescing: %w", qerr)
 	}
-	hist, err := retryRead(ctx, func() ([]*record, error) { return readHistory(ctx, js) })
+	hist, err := retryRead(ctx, func() ([]*check.Record, error) { return readHistory(ctx, js) })
 	if err != nil {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
-	ledger, err := retryRead(ctx, func() ([]ledgerRecord, error) { return readLedger(ctx, js) })
+	ledger, err := retryRead(ctx, func() ([]check.LedgerRecord, error) { return readLedger(ctx, js) })
 	if err != nil {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
-	rep = verify(plan, hist, ledger)
+	rep = &Report{Findings: check.Verify(plan, hist, ledger)}
 	rep.Seed = cfg.Seed
 	rep.Config = summary(&cfg)
 	rep.Quiesced = quiesced
@@ -300,7 +301,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		rep.QuiesceError = qerr.Error()
 	}
 	rep.Faults = injected
-	rep.StoredRuns = storedRuns(hist)
+	rep.StoredRuns = check.StoredRuns(hist)
 	rep.recoveries(hist)
 	rep.Exits = fl.exits
 	rep.ModelRequests, rep.ModelFailures = mdl.Counts()

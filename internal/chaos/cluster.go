@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )

@@ -3,11 +3,12 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 	"math/rand/v2"
 	"slices"
 	"syscall"
 	"time"
+
+	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 )
 
 // FaultKind is a kind of fault the harness injects.

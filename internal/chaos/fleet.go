@@ -3,8 +3,6 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"github.com/agentfleet/agentfleet/internal/chaos/model"
-	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -12,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentfleet/agentfleet/internal/chaos/model"
+	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 	"github.com/nats-io/nats.go/jetstream"
 )
 

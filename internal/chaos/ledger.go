@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/agentfleet/agentfleet/internal/chaos/model"
-	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 	"io"
 	"log/slog"
 	"os"
@@ -20,6 +18,8 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
+	"github.com/agentfleet/agentfleet/internal/chaos/model"
+	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )

@@ -3,12 +3,12 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 	"github.com/nats-io/nats.go/jetstream"
 )
 

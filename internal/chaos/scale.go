@@ -3,8 +3,6 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"github.com/agentfleet/agentfleet/internal/chaos/model"
-	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 	"os"
 	"slices"
 	"strings"
@@ -12,6 +10,9 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/chaos/check"
+	"github.com/agentfleet/agentfleet/internal/chaos/model"
+	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -280,7 +281,7 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 			}
 			switch {
 			case !ok:
-				pending = append(pending, r[0]+"/"+short(r[1]))
+				pending = append(pending, r[0]+"/"+check.Short(r[1]))
 			case res.at.Before(killed):
 				continue // moved earlier, when the third one joined
 			case res.orchestrator == vid:
@@ -415,8 +416,8 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 	if _, err := fl.quiesce(ctx, js, load.plan, 60*time.Second); err != nil {
 		rep.fail("quiescing: %v", err)
 	}
-	var hist []*record
-	var ledger []ledgerRecord
+	var hist []*check.Record
+	var ledger []check.LedgerRecord
 	// A read may fail while the restarted server catches up: read again.
 	if err := proc.WaitFor(ctx, 30*time.Second, "the stored history and ledger", func() (bool, error) {
 		var err error
@@ -428,7 +429,7 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 	}); err != nil {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
-	rep.Report = verify(load.plan, hist, ledger)
+	rep.Report = &Report{Findings: check.Verify(load.plan, hist, ledger)}
 	for _, v := range rep.Report.Violations {
 		if v.Count > 0 {
 			rep.fail("%d %s; first: %v", v.Count, v.Class, v.Examples)

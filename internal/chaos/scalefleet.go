@@ -3,12 +3,12 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"github.com/agentfleet/agentfleet/internal/chaos/model"
-	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 	"slices"
 	"time"
 
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/chaos/model"
+	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 )
 
 // startSome starts NATS, the workers and the first n orchestrators, and
