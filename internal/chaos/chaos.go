@@ -12,6 +12,12 @@
 // seed names a plan: the messages, their gaps and duplicates, and the faults
 // with their times and targets. (What the processes do with them depends on
 // timing, as crashes do.)
+//
+// The harness is in rooms: internal/chaos/proc supervises the child
+// processes, internal/chaos/model is the model, internal/chaos/check checks
+// the plan against what was stored. This package plans the load and the
+// faults, drives the fleet and reads the streams back; it is the one
+// package of the harness that imports the NATS client (and internal/bus).
 package chaos
 
 import (
