@@ -31,7 +31,9 @@ type Proc struct {
 	Argv []string
 	Env  []string
 	// Log is the path of the log file, appended to.
-	Log    string
+	Log string
+	// Marker, if set, is the text of the output line that marks the
+	// current instance.
 	Marker string
 	// Unmarker, if set, unmarks the instance again (an orchestrator that
 	// lost the lead and stands by); a later Marker marks it anew.
