@@ -14,7 +14,7 @@ import (
 // liveLoad is a load written as it is sent, for scenarios that aim
 // messages at chosen sessions at chosen moments: the plan it builds holds
 // each session's messages in the order JetStream acknowledged them (the
-// sends of one session are serialized), ready for verify and quiesce.
+// sends of one session are serialized), ready for check.Verify and quiesce.
 type liveLoad struct {
 	js   jetstream.JetStream
 	sem  chan struct{}

@@ -54,7 +54,7 @@ type ScaleReport struct {
 	// Exits are the processes that exited on their own (the harness
 	// restarted them).
 	Exits []Exit
-	// Report is verify's report of the stored state after quiescing.
+	// Report is check.Verify's findings of the stored state after quiescing.
 	Report *Report
 	// Failures are the guarantees the scenario saw broken.
 	Failures []string
@@ -105,7 +105,7 @@ const writeMargin = 100 * time.Millisecond
 // under a load over cfg.Sessions sessions (default 36) one orchestrator is
 // SIGKILLed mid-run, another SIGTERMed mid-run, then the NATS server that
 // leads the input stream is SIGKILLed and restarted. It measures each
-// recovery, checks the stored state with verify and that no killed or
+// recovery, checks the stored state with check.Verify and that no killed or
 // stopped orchestrator wrote after it was gone. cfg.NATSNodes,
 // Orchestrators and Faults are set by the scenario. The error is for the
 // harness failing; broken guarantees are the report's Failures and
