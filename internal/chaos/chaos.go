@@ -13,7 +13,7 @@
 // with their times and targets. (What the processes do with them depends on
 // timing, as crashes do.)
 //
-// The harness is in rooms: internal/chaos/proc supervises the child
+// The harness is split by concern: internal/chaos/proc supervises the child
 // processes, internal/chaos/model is the model, internal/chaos/check checks
 // the plan against what was stored. This package plans the load and the
 // faults, drives the fleet and reads the streams back; it is the one
