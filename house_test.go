@@ -76,9 +76,7 @@ const (
 
 // oversize names the packages allowed past maxPackageLines, and why: each
 // is a debt, not a design.
-var oversize = map[string]string{
-	"internal/chaos": "the checker shares the load plan, the records and the fleet with the harness; it is split next",
-}
+var oversize = map[string]string{}
 
 // TestRoomSizes holds every package under internal/ to maxPackageLines of
 // code outside tests (but those in oversize), and every Go file outside

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet/internal/chaos"
+	"github.com/agentfleet/agentfleet/internal/chaos/check"
 )
 
 // ChaosConfig configures the chaos subcommand: the fault-injection harness
@@ -94,13 +95,13 @@ func (r *ChaosReport) writeTables(w io.Writer) {
 	fmt.Fprintln(w, "\nViolations per seed")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	head := []string{"seed", "orch", "nodes", "msgs", "runs", "faults"}
-	for _, c := range chaos.Classes {
+	for _, c := range check.Classes {
 		head = append(head, string(c))
 	}
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
 	for _, s := range r.Seeds {
 		row := []string{fmt.Sprint(s.Seed), fmt.Sprint(s.Config.Orchestrators), fmt.Sprint(max(s.Config.NATSNodes, 1)), fmt.Sprint(s.Messages), fmt.Sprint(s.Runs), fmt.Sprint(len(s.Faults))}
-		for _, c := range chaos.Classes {
+		for _, c := range check.Classes {
 			row = append(row, fmt.Sprint(s.Count(c)))
 		}
 		fmt.Fprintln(tw, strings.Join(row, "\t"))

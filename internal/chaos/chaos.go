@@ -12,6 +12,12 @@
 // seed names a plan: the messages, their gaps and duplicates, and the faults
 // with their times and targets. (What the processes do with them depends on
 // timing, as crashes do.)
+//
+// The harness is split by concern: internal/chaos/proc supervises the child
+// processes, internal/chaos/model is the model, internal/chaos/check checks
+// the plan against what was stored. This package plans the load and the
+// faults, drives the fleet and reads the streams back; it is the one
+// package of the harness that imports the NATS client (and internal/bus).
 package chaos
 
 import (
@@ -25,6 +31,9 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/chaos/check"
+	"github.com/agentfleet/agentfleet/internal/chaos/model"
+	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -230,12 +239,12 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	cfg.Logf("chaos: seed %d: %d messages over %d sessions in %v, %d faults, %d orchestrator(s), %d NATS node(s); work dir %s",
 		cfg.Seed, cfg.Messages, cfg.Sessions, cfg.Duration, len(faults), cfg.Orchestrators, cfg.NATSNodes, dir)
 
-	model, err := startModel(cfg.ModelFailEvery)
+	mdl, err := model.Start(cfg.ModelFailEvery)
 	if err != nil {
 		return nil, err
 	}
-	defer model.close()
-	fl, err := newFleet(&cfg, dir, model.BaseURL())
+	defer mdl.Close()
+	fl, err := newFleet(&cfg, dir, mdl.BaseURL())
 	if err != nil {
 		return nil, err
 	}
@@ -253,7 +262,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
 	fl.js = js
-	if err := waitFor(ctx, startTimeout, "the input stream", func() (bool, error) {
+	if err := proc.WaitFor(ctx, proc.StartTimeout, "the input stream", func() (bool, error) {
 		_, err := js.Stream(ctx, inputStream)
 		return err == nil, err
 	}); err != nil {
@@ -282,15 +291,15 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if qerr != nil && ctx.Err() != nil {
 		return nil, fmt.Errorf("chaos: quiescing: %w", qerr)
 	}
-	hist, err := retryRead(ctx, func() ([]*record, error) { return readHistory(ctx, js) })
+	hist, err := retryRead(ctx, func() ([]*check.Record, error) { return readHistory(ctx, js) })
 	if err != nil {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
-	ledger, err := retryRead(ctx, func() ([]ledgerRecord, error) { return readLedger(ctx, js) })
+	ledger, err := retryRead(ctx, func() ([]check.LedgerRecord, error) { return readLedger(ctx, js) })
 	if err != nil {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
-	rep = verify(plan, hist, ledger)
+	rep = &Report{Findings: check.Verify(plan, hist, ledger)}
 	rep.Seed = cfg.Seed
 	rep.Config = summary(&cfg)
 	rep.Quiesced = quiesced
@@ -298,10 +307,10 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		rep.QuiesceError = qerr.Error()
 	}
 	rep.Faults = injected
-	rep.StoredRuns = storedRuns(hist)
+	rep.StoredRuns = check.StoredRuns(hist)
 	rep.recoveries(hist)
 	rep.Exits = fl.exits
-	rep.ModelRequests, rep.ModelFailures = model.counts()
+	rep.ModelRequests, rep.ModelFailures = mdl.Counts()
 	rep.LoadSeconds = loadEnd.Sub(loadStart).Seconds()
 	rep.Seconds = time.Since(began).Seconds()
 	cfg.Logf("chaos: seed %d: %d violations in %.1fs", cfg.Seed, rep.Total(), rep.Seconds)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -16,7 +17,7 @@ import (
 // natsNode is one nats-server of the fleet: its process, the server name it
 // was given (as JetStream reports stream leaders) and its client URL.
 type natsNode struct {
-	*proc
+	*proc.Proc
 	server string
 	url    string
 }
@@ -27,7 +28,7 @@ type natsNode struct {
 func newNodes(cfg *Config, dir string, n int) ([]*natsNode, error) {
 	ports := make([]int, 2*n) // client ports, then cluster ports
 	for i := range ports {
-		p, err := freePort()
+		p, err := proc.FreePort()
 		if err != nil {
 			return nil, err
 		}
@@ -53,7 +54,7 @@ func newNodes(cfg *Config, dir string, n int) ([]*natsNode, error) {
 				"--routes", strings.Join(routes, ","))
 		}
 		nodes = append(nodes, &natsNode{
-			proc:   &proc{name: name, log: filepath.Join(dir, name+".log"), argv: argv, ready: natsReady(url)},
+			Proc:   &proc.Proc{Name: name, Log: filepath.Join(dir, name+".log"), Argv: argv, Ready: natsReady(url)},
 			server: name, url: url,
 		})
 	}
@@ -136,7 +137,7 @@ func (f *fleet) waitCluster(ctx context.Context) error {
 	if len(f.nodes) < 2 {
 		return nil
 	}
-	return waitFor(ctx, startTimeout, "the NATS cluster", func() (bool, error) {
+	return proc.WaitFor(ctx, proc.StartTimeout, "the NATS cluster", func() (bool, error) {
 		err := clusterReady(ctx, f.url, len(f.nodes))
 		return err == nil, err
 	})
@@ -146,7 +147,7 @@ func (f *fleet) waitCluster(ctx context.Context) error {
 // (bounded) while the stream has no leader.
 func (f *fleet) inputLeader(ctx context.Context) (*natsNode, error) {
 	var leader *natsNode
-	err := waitFor(ctx, startTimeout, "a leader of "+inputStream, func() (bool, error) {
+	err := proc.WaitFor(ctx, proc.StartTimeout, "a leader of "+inputStream, func() (bool, error) {
 		ictx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
 		s, err := f.js.Stream(ictx, inputStream)

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"syscall"
 	"time"
+
+	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 )
 
 // FaultKind is a kind of fault the harness injects.
@@ -127,7 +129,7 @@ func (f *fleet) superviseUntil(ctx context.Context, until, since time.Time) erro
 		if d <= 0 {
 			return nil
 		}
-		if err := pause(ctx, min(d, 200*time.Millisecond)); err != nil {
+		if err := proc.Pause(ctx, min(d, 200*time.Millisecond)); err != nil {
 			return err
 		}
 	}
@@ -135,18 +137,18 @@ func (f *fleet) superviseUntil(ctx context.Context, until, since time.Time) erro
 
 // injectOne injects one fault and waits until the fleet is ready again.
 func (f *fleet) injectOne(ctx context.Context, ft *Fault, loadStart time.Time) error {
-	var target *proc
+	var target *proc.Proc
 	switch ft.Kind {
 	case FaultKillWorker:
 		target = f.workers[ft.target%len(f.workers)]
 	case FaultKillNATS:
-		target = f.nodes[ft.node%len(f.nodes)].proc
+		target = f.nodes[ft.node%len(f.nodes)].Proc
 	case FaultKillNATSLeader:
 		n, err := f.inputLeader(ctx)
 		if err != nil {
 			return err
 		}
-		target = n.proc
+		target = n.Proc
 		ft.Note = fmt.Sprintf("leader of %s; down %.2fs", inputStream, ft.down.Seconds())
 	default:
 		if err := f.waitServing(ctx); err != nil {
@@ -155,38 +157,38 @@ func (f *fleet) injectOne(ctx context.Context, ft *Fault, loadStart time.Time) e
 		serving := f.serving()
 		target = serving[ft.target%len(serving)]
 	}
-	ft.Target = target.name
+	ft.Target = target.Name
 	ft.injected = time.Now()
 	ft.InjectedSec = ft.injected.Sub(loadStart).Seconds()
 	switch ft.Kind {
 	case FaultKillWorker, FaultKillOrchestrator, FaultKillNATS:
-		if err := target.kill(ctx); err != nil {
+		if err := target.Kill(ctx); err != nil {
 			return err
 		}
-		if err := target.start(); err != nil {
+		if err := target.Start(); err != nil {
 			return err
 		}
 	case FaultKillNATSLeader:
-		if err := target.kill(ctx); err != nil {
+		if err := target.Kill(ctx); err != nil {
 			return err
 		}
 		if err := f.superviseUntil(ctx, time.Now().Add(ft.down), loadStart); err != nil {
 			return err
 		}
-		if err := target.start(); err != nil {
+		if err := target.Start(); err != nil {
 			return err
 		}
 	case FaultTermOrchestrator:
-		if err := target.signal(syscall.SIGTERM, true); err != nil {
+		if err := target.Signal(syscall.SIGTERM, true); err != nil {
 			return err
 		}
-		if err := target.waitExit(ctx, 15*time.Second); err != nil {
+		if err := target.WaitExit(ctx, 15*time.Second); err != nil {
 			ft.Note = "did not stop within 15s of SIGTERM; killed"
-			if err := target.kill(ctx); err != nil {
+			if err := target.Kill(ctx); err != nil {
 				return err
 			}
 		}
-		if err := target.start(); err != nil {
+		if err := target.Start(); err != nil {
 			return err
 		}
 	case FaultPause:
@@ -195,27 +197,27 @@ func (f *fleet) injectOne(ctx context.Context, ft *Fault, loadStart time.Time) e
 		// (partitions leased by each), the others take the paused one's
 		// partitions over once its leases expire, which the harness
 		// cannot see: it holds the stop past them.
-		var standbys []*proc
+		var standbys []*proc.Proc
 		for _, p := range f.orchs {
-			if p != target && !p.isMarked() {
+			if p != target && !p.IsMarked() {
 				standbys = append(standbys, p)
 			}
 		}
-		if err := target.signal(syscall.SIGSTOP, false); err != nil {
+		if err := target.Signal(syscall.SIGSTOP, false); err != nil {
 			return err
 		}
 		hold := 2 * f.cfg.ttl()
 		werr := f.superviseUntil(ctx, time.Now().Add(hold), loadStart)
 		if werr == nil && len(standbys) > 0 {
-			werr = waitFor(ctx, 3*f.cfg.ttl()+10*time.Second, "a standby to take over", func() (bool, error) {
-				return slices.ContainsFunc(standbys, (*proc).isMarked), nil
+			werr = proc.WaitFor(ctx, 3*f.cfg.ttl()+10*time.Second, "a standby to take over", func() (bool, error) {
+				return slices.ContainsFunc(standbys, (*proc.Proc).IsMarked), nil
 			})
 			if werr != nil && ctx.Err() == nil {
 				ft.Note = "no standby took over"
 				werr = nil
 			}
 		}
-		if err := target.signal(syscall.SIGCONT, false); err != nil {
+		if err := target.Signal(syscall.SIGCONT, false); err != nil {
 			return err
 		}
 		if werr != nil {
@@ -223,8 +225,8 @@ func (f *fleet) injectOne(ctx context.Context, ft *Fault, loadStart time.Time) e
 		}
 		if ft.Note == "" && len(standbys) > 0 {
 			// Stepped down, it stands by in the same process.
-			if err := waitFor(ctx, 3*f.cfg.ttl()+5*time.Second, "the paused orchestrator to step down", func() (bool, error) {
-				return !target.isMarked(), nil
+			if err := proc.WaitFor(ctx, 3*f.cfg.ttl()+5*time.Second, "the paused orchestrator to step down", func() (bool, error) {
+				return !target.IsMarked(), nil
 			}); err != nil {
 				ft.Note = "the paused orchestrator did not step down after it resumed"
 			}

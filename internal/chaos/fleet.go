@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentfleet/agentfleet/internal/chaos/model"
+	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -20,9 +22,9 @@ type fleet struct {
 	dir     string
 	url     string // every node's client URL, comma-separated
 	nodes   []*natsNode
-	orchs   []*proc
-	workers []*proc // toolworkers, then the ledger worker
-	ledger  *proc
+	orchs   []*proc.Proc
+	workers []*proc.Proc // toolworkers, then the ledger worker
+	ledger  *proc.Proc
 	// js is the harness's own JetStream connection (set by Run once the
 	// fleet started), through which faults look at the cluster.
 	js jetstream.JetStream
@@ -53,72 +55,72 @@ func newFleet(cfg *Config, dir, modelURL string) (*fleet, error) {
 		return nil, err
 	}
 	for i := range cfg.Workers {
-		port, err := freePort()
+		port, err := proc.FreePort()
 		if err != nil {
 			return nil, err
 		}
 		name := fmt.Sprintf("toolworker-%d", i+1)
-		f.workers = append(f.workers, &proc{
-			name: name, log: filepath.Join(dir, name+".log"),
-			argv: []string{cfg.Toolworker, "--nats-url", f.url, "--tools", ToolEcho + "," + ToolSleep,
+		f.workers = append(f.workers, &proc.Proc{
+			Name: name, Log: filepath.Join(dir, name+".log"),
+			Argv: []string{cfg.Toolworker, "--nats-url", f.url, "--tools", model.ToolEcho + "," + model.ToolSleep,
 				"--heartbeat", "100ms", "--http", "127.0.0.1:" + strconv.Itoa(port), "--log-level", "warn",
 				"--drain-timeout", "1s"},
-			env:   traceEnv(cfg),
-			ready: httpReady("http://127.0.0.1:" + strconv.Itoa(port) + "/readyz"),
+			Env:   traceEnv(cfg),
+			Ready: proc.HTTPReady("http://127.0.0.1:" + strconv.Itoa(port) + "/readyz"),
 		})
 	}
-	f.ledger = &proc{
-		name: "ledger-worker", log: filepath.Join(dir, "ledger-worker.log"),
-		argv:   cfg.LedgerCommand,
-		env:    append([]string{LedgerEnv + "=" + f.url, LedgerReplicasEnv + "=" + strconv.Itoa(cfg.NATSNodes)}, cfg.LedgerEnv...),
-		marker: "ready",
+	f.ledger = &proc.Proc{
+		Name: "ledger-worker", Log: filepath.Join(dir, "ledger-worker.log"),
+		Argv:   cfg.LedgerCommand,
+		Env:    append([]string{LedgerEnv + "=" + f.url, LedgerReplicasEnv + "=" + strconv.Itoa(cfg.NATSNodes)}, cfg.LedgerEnv...),
+		Marker: "ready",
 	}
-	f.ledger.ready = markedReady(f.ledger)
+	f.ledger.Ready = markedReady(f.ledger)
 	f.workers = append(f.workers, f.ledger)
 	for i := range cfg.Orchestrators {
-		port, err := freePort()
+		port, err := proc.FreePort()
 		if err != nil {
 			return nil, err
 		}
 		name := fmt.Sprintf("orchestrator-%d", i+1)
-		f.orchs = append(f.orchs, &proc{
-			name: name, log: filepath.Join(dir, name+".log"),
+		f.orchs = append(f.orchs, &proc.Proc{
+			Name: name, Log: filepath.Join(dir, name+".log"),
 			// Info level: the harness learns which orchestrators serve from
 			// their "orchestrator serving" line.
-			argv: append([]string{cfg.Orchestrator, "--nats-url", f.url, "--http", "127.0.0.1:" + strconv.Itoa(port),
+			Argv: append([]string{cfg.Orchestrator, "--nats-url", f.url, "--http", "127.0.0.1:" + strconv.Itoa(port),
 				"--log-level", "info", "--workers", "0", "--llm-stream=false", "--max-retry-delay", "1s",
 				"--ack-wait", cfg.AckWait.String(), "--stream-replicas", strconv.Itoa(cfg.NATSNodes),
 				"--shutdown-timeout", "500ms", "--data-dir", filepath.Join(dir, name+"-data")}, orchFlags...),
-			env:    append([]string{"OPENAI_BASE_URL=" + modelURL, "OPENAI_API_KEY=x", "OPENAI_MODEL=chaos"}, traceEnv(cfg)...),
-			marker: "orchestrator serving", unmarker: "lost the lead",
-			ready: httpReady("http://127.0.0.1:" + strconv.Itoa(port) + "/readyz"),
+			Env:    append([]string{"OPENAI_BASE_URL=" + modelURL, "OPENAI_API_KEY=x", "OPENAI_MODEL=chaos"}, traceEnv(cfg)...),
+			Marker: "orchestrator serving", Unmarker: "lost the lead",
+			Ready: proc.HTTPReady("http://127.0.0.1:" + strconv.Itoa(port) + "/readyz"),
 		})
 	}
 	return f, nil
 }
 
 // markedReady is a readiness probe: the process printed its marker.
-func markedReady(p *proc) func(context.Context) error {
+func markedReady(p *proc.Proc) func(context.Context) error {
 	return func(context.Context) error {
-		if !p.isMarked() {
-			return fmt.Errorf("%s has not printed %q", p.name, p.marker)
+		if !p.IsMarked() {
+			return fmt.Errorf("%s has not printed %q", p.Name, p.Marker)
 		}
 		return nil
 	}
 }
 
 // all returns every process, NATS first.
-func (f *fleet) all() []*proc {
+func (f *fleet) all() []*proc.Proc {
 	ps := f.natsProcs()
 	ps = append(ps, f.workers...)
 	return append(ps, f.orchs...)
 }
 
 // natsProcs returns the processes of the NATS servers.
-func (f *fleet) natsProcs() []*proc {
-	ps := make([]*proc, len(f.nodes))
+func (f *fleet) natsProcs() []*proc.Proc {
+	ps := make([]*proc.Proc, len(f.nodes))
 	for i, n := range f.nodes {
-		ps[i] = n.proc
+		ps[i] = n.Proc
 	}
 	return ps
 }
@@ -129,14 +131,14 @@ func (f *fleet) natsProcs() []*proc {
 // they elect a meta leader.
 func (f *fleet) start(ctx context.Context) error {
 	f.since = time.Now()
-	for i, group := range [][]*proc{f.natsProcs(), f.workers, f.orchs} {
+	for i, group := range [][]*proc.Proc{f.natsProcs(), f.workers, f.orchs} {
 		for _, p := range group {
-			if err := p.start(); err != nil {
+			if err := p.Start(); err != nil {
 				return err
 			}
 		}
 		for _, p := range group {
-			if err := p.waitReady(ctx); err != nil {
+			if err := p.WaitReady(ctx); err != nil {
 				return err
 			}
 		}
@@ -154,10 +156,10 @@ func (f *fleet) start(ctx context.Context) error {
 // active orchestrator, did not lose the lead since). The harness does not
 // assume how many do: one active of several, or all of them over
 // partitions of the sessions.
-func (f *fleet) serving() []*proc {
-	var ps []*proc
+func (f *fleet) serving() []*proc.Proc {
+	var ps []*proc.Proc
 	for _, p := range f.orchs {
-		if p.isMarked() {
+		if p.IsMarked() {
 			ps = append(ps, p)
 		}
 	}
@@ -168,8 +170,8 @@ func (f *fleet) serving() []*proc {
 // recording) the processes that exit meanwhile: an orchestrator may be
 // ready, then fail to set up its streams and exit.
 func (f *fleet) waitServing(ctx context.Context) error {
-	timeout := startTimeout + 3*f.cfg.ttl()
-	return waitFor(ctx, timeout, "a serving orchestrator", func() (bool, error) {
+	timeout := proc.StartTimeout + 3*f.cfg.ttl()
+	return proc.WaitFor(ctx, timeout, "a serving orchestrator", func() (bool, error) {
 		if err := f.supervise(ctx, f.since); err != nil {
 			return false, err
 		}
@@ -182,7 +184,7 @@ func (f *fleet) waitServing(ctx context.Context) error {
 // orchestrator serves.
 func (f *fleet) waitAllReady(ctx context.Context) error {
 	for _, p := range f.all() {
-		if err := p.waitReady(ctx); err != nil {
+		if err := p.WaitReady(ctx); err != nil {
 			return err
 		}
 	}
@@ -196,7 +198,7 @@ func (f *fleet) waitAllReady(ctx context.Context) error {
 // it to, and records it.
 func (f *fleet) supervise(ctx context.Context, since time.Time) error {
 	for _, p := range f.all() {
-		gone, err := p.unexpectedExit()
+		gone, err := p.UnexpectedExit()
 		if !gone {
 			continue
 		}
@@ -205,10 +207,10 @@ func (f *fleet) supervise(ctx context.Context, since time.Time) error {
 			msg = err.Error()
 		}
 		f.mu.Lock()
-		f.exits = append(f.exits, Exit{Process: p.name, AtSec: time.Since(since).Seconds(), Error: msg})
+		f.exits = append(f.exits, Exit{Process: p.Name, AtSec: time.Since(since).Seconds(), Error: msg})
 		f.mu.Unlock()
-		f.cfg.Logf("chaos: %s exited on its own (%s); restarting it", p.name, msg)
-		if err := p.restart(ctx); err != nil {
+		f.cfg.Logf("chaos: %s exited on its own (%s); restarting it", p.Name, msg)
+		if err := p.Restart(ctx); err != nil {
 			return err
 		}
 	}
@@ -218,13 +220,13 @@ func (f *fleet) supervise(ctx context.Context, since time.Time) error {
 // close kills every process, orchestrators first.
 func (f *fleet) close() {
 	for _, p := range f.orchs {
-		p.close()
+		p.Close()
 	}
 	for _, p := range f.workers {
-		p.close()
+		p.Close()
 	}
 	for _, n := range f.nodes {
-		n.close()
+		n.Close()
 	}
 }
 

@@ -18,6 +18,8 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
+	"github.com/agentfleet/agentfleet/internal/chaos/model"
+	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -57,7 +59,7 @@ func ensureLedgerStream(ctx context.Context, js jetstream.JetStream, replicas in
 func ledgerTool(js jetstream.JetStream) *agentfleet.Tool {
 	return &agentfleet.Tool{
 		ToolDef: agentfleet.ToolDef{
-			Name:        ToolLedger,
+			Name:        model.ToolLedger,
 			Label:       "Ledger",
 			Description: "Writes an entry to the ledger. Not idempotent: every call writes one more entry.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"arg":{"type":"string"}},"required":["arg"],"additionalProperties":false}`),
@@ -89,7 +91,7 @@ func ledgerTool(js jetstream.JetStream) *agentfleet.Tool {
 				if ctx.Err() != nil {
 					return nil, fmt.Errorf("ledger: store: %w", err)
 				}
-				if err := pause(ctx, 100*time.Millisecond); err != nil {
+				if err := proc.Pause(ctx, 100*time.Millisecond); err != nil {
 					return nil, fmt.Errorf("ledger: store: %w", err)
 				}
 			}

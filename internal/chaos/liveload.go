@@ -6,17 +6,19 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentfleet/agentfleet/internal/chaos/check"
+	"github.com/agentfleet/agentfleet/internal/chaos/model"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
 // liveLoad is a load written as it is sent, for scenarios that aim
 // messages at chosen sessions at chosen moments: the plan it builds holds
 // each session's messages in the order JetStream acknowledged them (the
-// sends of one session are serialized), ready for verify and quiesce.
+// sends of one session are serialized), ready for check.Verify and quiesce.
 type liveLoad struct {
 	js   jetstream.JetStream
 	sem  chan struct{}
-	plan *plan
+	plan *check.Plan
 
 	mu       sync.Mutex
 	sessions map[string]*liveSession
@@ -25,15 +27,15 @@ type liveLoad struct {
 
 type liveSession struct {
 	mu sync.Mutex // held across a send, so that the plan keeps the order
-	sp *sessionPlan
+	sp *check.SessionPlan
 }
 
 // newLiveLoad returns a load over the named sessions, with no message yet.
 func newLiveLoad(js jetstream.JetStream, sessions []string) *liveLoad {
-	l := &liveLoad{js: js, sem: make(chan struct{}, publishers), plan: &plan{}, sessions: map[string]*liveSession{}, held: map[string]bool{}}
+	l := &liveLoad{js: js, sem: make(chan struct{}, publishers), plan: &check.Plan{}, sessions: map[string]*liveSession{}, held: map[string]bool{}}
 	for _, s := range sessions {
-		sp := &sessionPlan{name: s}
-		l.plan.sessions = append(l.plan.sessions, sp)
+		sp := &check.SessionPlan{Name: s}
+		l.plan.Sessions = append(l.plan.Sessions, sp)
 		l.sessions[s] = &liveSession{sp: sp}
 	}
 	return l
@@ -54,9 +56,9 @@ func (l *liveLoad) send(ctx context.Context, session, id string) error {
 	if err := publishOne(ctx, l.js, l.sem, session, id, true); err != nil {
 		return err
 	}
-	m := &message{id: id, session: session, published: time.Now()}
+	m := &check.Message{ID: id, Session: session}
 	l.mu.Lock()
-	s.sp.messages = append(s.sp.messages, m)
+	s.sp.Messages = append(s.sp.Messages, m)
 	l.mu.Unlock()
 	return nil
 }
@@ -128,7 +130,7 @@ func (l *liveLoad) trickle(ctx context.Context, sessions []string, interval time
 func (l *liveLoad) messages() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	n, _ := l.plan.count()
+	n, _ := l.plan.Count()
 	return n
 }
 
@@ -138,7 +140,7 @@ func (l *liveLoad) messages() int {
 func longTask(base string) string {
 	for k := 0; ; k++ {
 		id := fmt.Sprintf("%s-%d", base, k)
-		if sleepMS(id) >= 300 && usesLedger(id) {
+		if model.SleepMS(id) >= 300 && model.UsesLedger(id) {
 			return id
 		}
 	}

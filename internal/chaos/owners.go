@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -29,7 +30,7 @@ type owners struct {
 // created it) and starts following it.
 func watchOwners(ctx context.Context, js jetstream.JetStream) (*owners, error) {
 	var kv jetstream.KeyValue
-	if err := waitFor(ctx, startTimeout, "the "+partitionsBucket+" bucket", func() (bool, error) {
+	if err := proc.WaitFor(ctx, proc.StartTimeout, "the "+partitionsBucket+" bucket", func() (bool, error) {
 		var err error
 		kv, err = js.KeyValue(ctx, partitionsBucket)
 		return err == nil, err

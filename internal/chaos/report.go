@@ -9,58 +9,8 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet/internal/bus/history"
+	"github.com/agentfleet/agentfleet/internal/chaos/check"
 )
-
-// Class is a class of violation of the fleet's guarantees.
-type Class string
-
-// The classes of violations, checked from the stored state.
-const (
-	// ClassLost: a message that was sent (and acknowledged by JetStream)
-	// has no user record in its session's history.
-	ClassLost Class = "lost"
-	// ClassDupUser: a message id has more than one user record.
-	ClassDupUser Class = "duplicated_user"
-	// ClassStuck: a run (a user record) has no run end after quiescing.
-	ClassStuck Class = "stuck"
-	// ClassDupEnd: a run has more than one run end, or more than one
-	// final assistant message.
-	ClassDupEnd Class = "duplicated_end"
-	// ClassReordered: a session's user records are not in the order its
-	// messages were published.
-	ClassReordered Class = "reordered"
-	// ClassInterleaved: a run's records are not contiguous: records of
-	// another run come between them (part of "reordered" in the design
-	// brief, counted apart).
-	ClassInterleaved Class = "interleaved"
-	// ClassWrongAnswer: a run's final text is not "answer <id of its last
-	// user message>: " and the texts of its tool results after that
-	// message; a successful tool result is not what the tool gives for
-	// that message; or the run took a user message after it had started
-	// working on an earlier one, which so never gets an answer of its own.
-	ClassWrongAnswer Class = "wrong_answer"
-	// ClassMalformed: a tool result with no earlier call of its run, a
-	// call without exactly one result before the run's next assistant
-	// message, a run without a user message, an undecodable record.
-	ClassMalformed Class = "malformed"
-	// ClassLedgerTwice: a call of the non-idempotent ledger tool was
-	// executed more than once.
-	ClassLedgerTwice Class = "ledger_double_execution"
-)
-
-// Classes lists every class in report order.
-var Classes = []Class{ClassLost, ClassDupUser, ClassStuck, ClassDupEnd, ClassReordered, ClassInterleaved, ClassWrongAnswer, ClassMalformed, ClassLedgerTwice}
-
-// MaxExamples bounds the examples kept per class.
-const MaxExamples = 5
-
-// Violations are the violations of one class: their count and the first
-// few, described with session, message id and run.
-type Violations struct {
-	Class    Class    `json:"class"`
-	Count    int      `json:"count"`
-	Examples []string `json:"examples,omitempty"`
-}
 
 // Summary is the configuration a report was made with.
 type Summary struct {
@@ -108,34 +58,15 @@ func stats(xs []float64) Stats {
 type Report struct {
 	Seed   uint64  `json:"seed"`
 	Config Summary `json:"config"`
-	// Sessions, Messages (distinct ids) and Duplicates (messages sent
-	// twice) of the load; Runs and Records found in the history.
-	Sessions         int `json:"sessions"`
-	Messages         int `json:"messages"`
-	Duplicates       int `json:"duplicates"`
-	Runs             int `json:"runs"`
-	Records          int `json:"records"`
-	LedgerExecutions int `json:"ledger_executions"`
-	// Writers are the Agentfleet-Writer values of the records (empty on
-	// orchestrators that do not set it); MultiWriterRuns counts the runs
-	// stored by more than one writer (a takeover mid-run).
-	Writers         []string `json:"writers,omitempty"`
-	MultiWriterRuns int      `json:"multi_writer_runs"`
-	// RunsByWriter counts, per writer, the runs it stored records of (a
-	// run taken over counts for each of its writers).
-	RunsByWriter map[string]int `json:"runs_by_writer,omitempty"`
-	// BatchedRuns counts the runs that took more than one user message
-	// (queued while the session was busy); the model answers the last.
-	BatchedRuns int `json:"batched_runs"`
+	// Findings are what the check found in the stored state.
+	check.Findings
 	// Quiesced says whether every message had a run that ended before the
 	// quiesce bound; QuiesceError says what was missing otherwise.
 	// StoredRuns are the runs of the history, by run id.
-	StoredRuns   map[string]*StoredRun `json:"-"`
-	Quiesced     bool                  `json:"quiesced"`
-	QuiesceError string                `json:"quiesce_error,omitempty"`
-	// Violations, one entry per class, in Classes order.
-	Violations []*Violations `json:"violations"`
-	Faults     []*Fault      `json:"faults"`
+	StoredRuns   map[string]*check.StoredRun `json:"-"`
+	Quiesced     bool                        `json:"quiesced"`
+	QuiesceError string                      `json:"quiesce_error,omitempty"`
+	Faults       []*Fault                    `json:"faults"`
 	// Recovery: from a fault to the first run end stored after the fleet
 	// was ready again.
 	Recovery Stats  `json:"recovery"`
@@ -150,54 +81,12 @@ type Report struct {
 	WorkDir string `json:"work_dir,omitempty"`
 }
 
-func newReport() *Report {
-	r := &Report{}
-	for _, c := range Classes {
-		r.Violations = append(r.Violations, &Violations{Class: c})
-	}
-	return r
-}
-
-// add counts one violation of class c and keeps its description among the
-// first examples.
-func (r *Report) add(c Class, format string, args ...any) {
-	for _, v := range r.Violations {
-		if v.Class == c {
-			v.Count++
-			if len(v.Examples) < MaxExamples {
-				v.Examples = append(v.Examples, fmt.Sprintf(format, args...))
-			}
-			return
-		}
-	}
-	panic("chaos: unknown class " + string(c))
-}
-
-// Count returns the number of violations of class c.
-func (r *Report) Count(c Class) int {
-	for _, v := range r.Violations {
-		if v.Class == c {
-			return v.Count
-		}
-	}
-	return 0
-}
-
-// Total returns the number of violations of every class.
-func (r *Report) Total() int {
-	n := 0
-	for _, v := range r.Violations {
-		n += v.Count
-	}
-	return n
-}
-
 // recoveries computes each fault's recovery time from the stored run ends.
-func (r *Report) recoveries(recs []*record) {
+func (r *Report) recoveries(recs []*check.Record) {
 	var ends []time.Time
 	for _, rec := range recs {
-		if rec.end {
-			ends = append(ends, rec.time)
+		if rec.End {
+			ends = append(ends, rec.Time)
 		}
 	}
 	slices.SortFunc(ends, func(a, b time.Time) int { return a.Compare(b) })

@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/chaos/check"
+	"github.com/agentfleet/agentfleet/internal/chaos/model"
+	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -51,7 +54,7 @@ type ScaleReport struct {
 	// Exits are the processes that exited on their own (the harness
 	// restarted them).
 	Exits []Exit
-	// Report is verify's report of the stored state after quiescing.
+	// Report is check.Verify's findings of the stored state after quiescing.
 	Report *Report
 	// Failures are the guarantees the scenario saw broken.
 	Failures []string
@@ -102,7 +105,7 @@ const writeMargin = 100 * time.Millisecond
 // under a load over cfg.Sessions sessions (default 36) one orchestrator is
 // SIGKILLed mid-run, another SIGTERMed mid-run, then the NATS server that
 // leads the input stream is SIGKILLed and restarted. It measures each
-// recovery, checks the stored state with verify and that no killed or
+// recovery, checks the stored state with check.Verify and that no killed or
 // stopped orchestrator wrote after it was gone. cfg.NATSNodes,
 // Orchestrators and Faults are set by the scenario. The error is for the
 // harness failing; broken guarantees are the report's Failures and
@@ -135,12 +138,12 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 			}
 		}()
 	}
-	model, err := startModel(0)
+	mdl, err := model.Start(0)
 	if err != nil {
 		return nil, err
 	}
-	defer model.close()
-	fl, err := newFleet(&cfg, dir, model.BaseURL())
+	defer mdl.Close()
+	fl, err := newFleet(&cfg, dir, mdl.BaseURL())
 	if err != nil {
 		return nil, err
 	}
@@ -176,8 +179,8 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 			return nil, err
 		}
 	}
-	settle := startTimeout + 3*cfg.LeaseTTL
-	if err := waitFor(ctx, settle, "two orchestrators owning 32 partitions each", func() (bool, error) {
+	settle := proc.StartTimeout + 3*cfg.LeaseTTL
+	if err := proc.WaitFor(ctx, settle, "two orchestrators owning 32 partitions each", func() (bool, error) {
 		return own.balanced(ids[:2], 32, 32)
 	}); err != nil {
 		return nil, fmt.Errorf("chaos: %w", err)
@@ -206,7 +209,7 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 	defer func() { cancel(); _ = stopLoad() }()
 
 	third := fl.orchs[2]
-	if err := third.restart(ctx); err != nil {
+	if err := third.Restart(ctx); err != nil {
 		return nil, err
 	}
 	if err := fl.waitMarked(ctx, third); err != nil {
@@ -216,13 +219,13 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 		return nil, err
 	}
 	const lo, hi = 16, 27 // 64/3 ±25%
-	if err := waitFor(ctx, settle, "three orchestrators owning a third each", func() (bool, error) {
+	if err := proc.WaitFor(ctx, settle, "three orchestrators owning a third each", func() (bool, error) {
 		return own.balanced(ids, lo, hi)
 	}); err != nil {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
 	// Then the table settles: 64/3 or one more each.
-	if err := waitFor(ctx, settle, "the table to settle", func() (bool, error) {
+	if err := proc.WaitFor(ctx, settle, "the table to settle", func() (bool, error) {
 		return own.balanced(ids, bus.Partitions/3, bus.Partitions/3+1)
 	}); err != nil {
 		rep.fail("%v", err)
@@ -231,7 +234,7 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 	cfg.Logf("scale: three orchestrators own %v partitions", rep.ThreeOwn)
 
 	// 2. Every orchestrator runs a share.
-	if err := waitFor(ctx, 30*time.Second, "every orchestrator to start runs", func() (bool, error) {
+	if err := proc.WaitFor(ctx, 30*time.Second, "every orchestrator to start runs", func() (bool, error) {
 		c := countsOf(ev.startsBy(), ids)
 		return slices.Min(c) >= 5, fmt.Errorf("runs started %v", c)
 	}); err != nil {
@@ -246,7 +249,7 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 		return nil, err
 	}
 	killed := time.Now()
-	if err := victim.kill(ctx); err != nil {
+	if err := victim.Kill(ctx); err != nil {
 		return nil, err
 	}
 	dead := time.Now()
@@ -254,7 +257,7 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 	failover := cfg.LeaseTTL + failoverSlack
 	var lastRead time.Time
 	var pending []string
-	werr := waitFor(ctx, failover+20*time.Second, "the killed orchestrator's partitions and runs to move", func() (bool, error) {
+	werr := proc.WaitFor(ctx, failover+20*time.Second, "the killed orchestrator's partitions and runs to move", func() (bool, error) {
 		moved, at := own.movedAt(vparts, ids[1:])
 		if moved && rep.KillMoved == 0 {
 			rep.KillMoved = max(at.Sub(killed), time.Millisecond)
@@ -278,7 +281,7 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 			}
 			switch {
 			case !ok:
-				pending = append(pending, r[0]+"/"+short(r[1]))
+				pending = append(pending, r[0]+"/"+check.Short(r[1]))
 			case res.at.Before(killed):
 				continue // moved earlier, when the third one joined
 			case res.orchestrator == vid:
@@ -304,11 +307,11 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 	}
 	load.release()
 	cfg.Logf("scale: SIGKILL %s: %d runs in flight resumed in %v, %d partitions moved in %v",
-		victim.name, rep.KillInFlight, rep.KillResumed, rep.KillParts, rep.KillMoved)
+		victim.Name, rep.KillInFlight, rep.KillResumed, rep.KillParts, rep.KillMoved)
 
 	// 4. SIGTERM orchestrator-2 mid-run: it hands over and exits 0.
 	term, tid := fl.orchs[1], ids[1]
-	if err := waitFor(ctx, settle, "two orchestrators owning 32 partitions each", func() (bool, error) {
+	if err := proc.WaitFor(ctx, settle, "two orchestrators owning 32 partitions each", func() (bool, error) {
 		return own.balanced(ids[1:], 32, 32)
 	}); err != nil {
 		rep.fail("after the SIGKILL: %v", err)
@@ -319,10 +322,10 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 	}
 	rep.TermParts = len(tparts)
 	termed := time.Now()
-	if err := term.signal(syscall.SIGTERM, true); err != nil {
+	if err := term.Signal(syscall.SIGTERM, true); err != nil {
 		return nil, err
 	}
-	if err := waitFor(ctx, handoverBound+10*time.Second, "the stopped orchestrator's partitions to move", func() (bool, error) {
+	if err := proc.WaitFor(ctx, handoverBound+10*time.Second, "the stopped orchestrator's partitions to move", func() (bool, error) {
 		moved, at := own.movedAt(tparts, ids[2:])
 		if moved {
 			rep.TermMoved = max(at.Sub(termed), time.Millisecond)
@@ -334,25 +337,25 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 	if rep.TermMoved > handoverBound {
 		rep.fail("handover after the SIGTERM took %v; want at most %v", rep.TermMoved, handoverBound)
 	}
-	if err := term.waitExit(ctx, 15*time.Second); err != nil {
+	if err := term.WaitExit(ctx, 15*time.Second); err != nil {
 		rep.fail("after the SIGTERM: %v", err)
-		if err := term.kill(ctx); err != nil {
+		if err := term.Kill(ctx); err != nil {
 			return nil, err
 		}
 	}
 	gone := time.Now()
 	load.release()
-	if err := waitFor(ctx, settle, "the last orchestrator owning every partition", func() (bool, error) {
+	if err := proc.WaitFor(ctx, settle, "the last orchestrator owning every partition", func() (bool, error) {
 		return own.balanced(ids[2:], bus.Partitions, bus.Partitions)
 	}); err != nil {
 		rep.fail("after the SIGTERM: %v", err)
 	}
 	rep.TermExitErr = "0"
-	if err := term.exitError(); err != nil {
+	if err := term.ExitError(); err != nil {
 		rep.TermExitErr = err.Error()
-		rep.fail("%s exited with %v after SIGTERM; want 0", term.name, err)
+		rep.fail("%s exited with %v after SIGTERM; want 0", term.Name, err)
 	}
-	cfg.Logf("scale: SIGTERM %s: %d partitions moved in %v, exit %s", term.name, rep.TermParts, rep.TermMoved, rep.TermExitErr)
+	cfg.Logf("scale: SIGTERM %s: %d partitions moved in %v, exit %s", term.Name, rep.TermParts, rep.TermMoved, rep.TermExitErr)
 
 	// 5. SIGKILL the NATS server leading the input stream; restart it.
 	leader, err := fl.inputLeader(ctx)
@@ -360,7 +363,7 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
 	down := time.Now()
-	if err := leader.kill(ctx); err != nil {
+	if err := leader.Kill(ctx); err != nil {
 		return nil, err
 	}
 	const probeID = "probe-input"
@@ -372,20 +375,20 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 		acked <- err
 	}()
 	// A scheduled outage, not a wait for a condition.
-	if err := pause(ctx, 2*time.Second); err != nil {
+	if err := proc.Pause(ctx, 2*time.Second); err != nil {
 		return nil, err
 	}
-	if err := leader.start(); err != nil {
+	if err := leader.Start(); err != nil {
 		return nil, err
 	}
 	rep.LeaderDown = time.Since(down)
-	if err := leader.waitReady(ctx); err != nil {
+	if err := leader.WaitReady(ctx); err != nil {
 		return nil, err
 	}
 	if err := <-acked; err != nil {
 		return nil, fmt.Errorf("chaos: the probe: %w", err)
 	}
-	if err := waitFor(ctx, 60*time.Second, "the run of a message sent after the leader's kill to end", func() (bool, error) {
+	if err := proc.WaitFor(ctx, 60*time.Second, "the run of a message sent after the leader's kill to end", func() (bool, error) {
 		hist, err := readHistory(ctx, js)
 		if err != nil {
 			return false, err
@@ -401,9 +404,9 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 	if err := fl.waitCluster(ctx); err != nil {
 		return nil, err
 	}
-	rep.LeaseLosses = countLines(third, "lost its lease")
+	rep.LeaseLosses = third.CountLines("lost its lease")
 	cfg.Logf("scale: SIGKILL %s (leader of %s, down %v): input acked after %v, its run ended after %v; %s lost its lease %d times",
-		leader.name, inputStream, rep.LeaderDown, rep.InputAcked, rep.InputBack, third.name, rep.LeaseLosses)
+		leader.Name, inputStream, rep.LeaderDown, rep.InputAcked, rep.InputBack, third.Name, rep.LeaseLosses)
 
 	// 6. Quiesce and check what is stored.
 	if err := stopLoad(); err != nil {
@@ -413,10 +416,10 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 	if _, err := fl.quiesce(ctx, js, load.plan, 60*time.Second); err != nil {
 		rep.fail("quiescing: %v", err)
 	}
-	var hist []*record
-	var ledger []ledgerRecord
+	var hist []*check.Record
+	var ledger []check.LedgerRecord
 	// A read may fail while the restarted server catches up: read again.
-	if err := waitFor(ctx, 30*time.Second, "the stored history and ledger", func() (bool, error) {
+	if err := proc.WaitFor(ctx, 30*time.Second, "the stored history and ledger", func() (bool, error) {
 		var err error
 		if hist, err = readHistory(ctx, js); err != nil {
 			return false, err
@@ -426,14 +429,14 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 	}); err != nil {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
-	rep.Report = verify(load.plan, hist, ledger)
+	rep.Report = &Report{Findings: check.Verify(load.plan, hist, ledger)}
 	for _, v := range rep.Report.Violations {
 		if v.Count > 0 {
 			rep.fail("%d %s; first: %v", v.Count, v.Class, v.Examples)
 		}
 	}
-	writtenAfter(rep, hist, vid, victim.name, dead)
-	writtenAfter(rep, hist, tid, term.name, gone)
+	writtenAfter(rep, hist, vid, victim.Name, dead)
+	writtenAfter(rep, hist, tid, term.Name, gone)
 	rep.TermInFlight, rep.TermHanded = inFlightAt(hist, tid, ids[2], tparts, termed)
 	rep.Starts = countsOf(ev.startsBy(), ids)
 	fl.mu.Lock()

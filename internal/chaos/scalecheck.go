@@ -1,7 +1,6 @@
 package chaos
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -10,24 +9,26 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/chaos/check"
+	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 )
 
 // interrupted returns the runs (session, run) of the sessions of parts that
 // writer stored records of but did not end.
-func interrupted(recs []*record, writer string, parts []int) [][2]string {
+func interrupted(recs []*check.Record, writer string, parts []int) [][2]string {
 	type key = [2]string
 	wrote, ended := map[key]bool{}, map[key]bool{}
 	var order []key
 	for _, r := range recs {
-		if r.writer != writer || !slices.Contains(parts, bus.Partition(agentName, r.session)) {
+		if r.Writer != writer || !slices.Contains(parts, bus.Partition(agentName, r.Session)) {
 			continue
 		}
-		k := key{r.session, r.run}
+		k := key{r.Session, r.Run}
 		if !wrote[k] {
 			wrote[k] = true
 			order = append(order, k)
 		}
-		if r.end {
+		if r.End {
 			ended[k] = true
 		}
 	}
@@ -37,25 +38,25 @@ func interrupted(recs []*record, writer string, parts []int) [][2]string {
 // inFlightAt counts the runs of the sessions of parts that from stored
 // records of before t and that had not ended by t, and those of them that
 // to ended.
-func inFlightAt(recs []*record, from, to string, parts []int, t time.Time) (inflight, handed int) {
+func inFlightAt(recs []*check.Record, from, to string, parts []int, t time.Time) (inflight, handed int) {
 	type key = [2]string
 	began := map[key]bool{}
 	for _, r := range recs {
-		k := key{r.session, r.run}
-		if r.writer == from && r.time.Before(t) && slices.Contains(parts, bus.Partition(agentName, r.session)) {
+		k := key{r.Session, r.Run}
+		if r.Writer == from && r.Time.Before(t) && slices.Contains(parts, bus.Partition(agentName, r.Session)) {
 			began[k] = true
 		}
 	}
-	ended := map[key]*record{}
+	ended := map[key]*check.Record{}
 	for _, r := range recs {
-		if k := (key{r.session, r.run}); began[k] && r.end && ended[k] == nil {
+		if k := (key{r.Session, r.Run}); began[k] && r.End && ended[k] == nil {
 			ended[k] = r
 		}
 	}
 	for k := range began {
-		if e := ended[k]; e == nil || !e.time.Before(t) {
+		if e := ended[k]; e == nil || !e.Time.Before(t) {
 			inflight++
-			if e != nil && e.writer == to {
+			if e != nil && e.Writer == to {
 				handed++
 			}
 		}
@@ -64,17 +65,17 @@ func inFlightAt(recs []*record, from, to string, parts []int, t time.Time) (infl
 }
 
 // endOf returns when the run of message id of session ended, as stored.
-func endOf(recs []*record, session, id string) (time.Time, bool) {
+func endOf(recs []*check.Record, session, id string) (time.Time, bool) {
 	run := ""
 	for _, r := range recs {
-		if r.session != session {
+		if r.Session != session {
 			continue
 		}
-		if u, ok := r.msg.(*agentfleet.UserMessage); ok && u.ID == id && run == "" {
-			run = r.run
+		if u, ok := r.Msg.(*agentfleet.UserMessage); ok && u.ID == id && run == "" {
+			run = r.Run
 		}
-		if run != "" && r.run == run && r.end {
-			return r.time, true
+		if run != "" && r.Run == run && r.End {
+			return r.Time, true
 		}
 	}
 	return time.Time{}, false
@@ -82,11 +83,11 @@ func endOf(recs []*record, session, id string) (time.Time, bool) {
 
 // writtenAfter fails the report for every record writer stored later than
 // writeMargin after its process was gone.
-func writtenAfter(rep *ScaleReport, recs []*record, writer, name string, gone time.Time) {
+func writtenAfter(rep *ScaleReport, recs []*check.Record, writer, name string, gone time.Time) {
 	n := 0
-	var first *record
+	var first *check.Record
 	for _, r := range recs {
-		if r.writer == writer && r.time.After(gone.Add(writeMargin)) {
+		if r.Writer == writer && r.Time.After(gone.Add(writeMargin)) {
 			if n++; first == nil {
 				first = r
 			}
@@ -94,7 +95,7 @@ func writtenAfter(rep *ScaleReport, recs []*record, writer, name string, gone ti
 	}
 	if n > 0 {
 		rep.fail("%d history records written by %s (%s) after it was gone; first: %s seq %d run %s at +%v",
-			n, name, short(writer), first.session, first.seq, short(first.run), first.time.Sub(gone))
+			n, name, check.Short(writer), first.Session, first.Seq, check.Short(first.Run), first.Time.Sub(gone))
 	}
 }
 
@@ -109,17 +110,17 @@ func countsOf(m map[string]int, ids []string) []int {
 
 // orchID returns the id the running orchestrator p gave in its "orchestrator
 // serving" line.
-func orchID(p *proc) (string, error) {
-	b, err := os.ReadFile(p.log)
+func orchID(p *proc.Proc) (string, error) {
+	b, err := os.ReadFile(p.Log)
 	if err != nil {
-		return "", fmt.Errorf("chaos: %s id: %w", p.name, err)
+		return "", fmt.Errorf("chaos: %s id: %w", p.Name, err)
 	}
 	id := ""
 	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "=== "+p.name+" start") {
+		if strings.HasPrefix(line, "=== "+p.Name+" start") {
 			id = ""
 		}
-		if !strings.Contains(line, p.marker) {
+		if !strings.Contains(line, p.Marker) {
 			continue
 		}
 		if _, rest, ok := strings.Cut(line, " id="); ok {
@@ -127,28 +128,7 @@ func orchID(p *proc) (string, error) {
 		}
 	}
 	if id == "" {
-		return "", fmt.Errorf("chaos: %s: no id in its %q line", p.name, p.marker)
+		return "", fmt.Errorf("chaos: %s: no id in its %q line", p.Name, p.Marker)
 	}
 	return id, nil
-}
-
-// countLines counts the lines of p's log that contain s.
-func countLines(p *proc, s string) int {
-	p.logMu.Lock()
-	defer p.logMu.Unlock()
-	b, err := os.ReadFile(p.log)
-	if err != nil {
-		return 0
-	}
-	return strings.Count(string(b), s)
-}
-
-// exitError returns how the last instance exited: nil for exit status 0.
-func (p *proc) exitError() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.done == nil {
-		return errors.New("never started")
-	}
-	return p.exitErr
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/chaos/model"
+	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 )
 
 // startSome starts NATS, the workers and the first n orchestrators, and
@@ -14,14 +16,14 @@ import (
 // part of the orchestrators).
 func (f *fleet) startSome(ctx context.Context, n int) error {
 	f.since = time.Now()
-	for i, group := range [][]*proc{f.natsProcs(), f.workers, f.orchs[:n]} {
+	for i, group := range [][]*proc.Proc{f.natsProcs(), f.workers, f.orchs[:n]} {
 		for _, p := range group {
-			if err := p.start(); err != nil {
+			if err := p.Start(); err != nil {
 				return err
 			}
 		}
 		for _, p := range group {
-			if err := p.waitReady(ctx); err != nil {
+			if err := p.WaitReady(ctx); err != nil {
 				return err
 			}
 		}
@@ -42,12 +44,12 @@ func (f *fleet) startSome(ctx context.Context, n int) error {
 // waitMarked waits until orchestrator p serves, restarting (and recording)
 // the processes that exit meanwhile, as waitServing does: one may be
 // ready, then fail to set up its streams and exit.
-func (f *fleet) waitMarked(ctx context.Context, p *proc) error {
-	return waitFor(ctx, startTimeout+3*f.cfg.ttl(), p.name+" serving", func() (bool, error) {
+func (f *fleet) waitMarked(ctx context.Context, p *proc.Proc) error {
+	return proc.WaitFor(ctx, proc.StartTimeout+3*f.cfg.ttl(), p.Name+" serving", func() (bool, error) {
 		if err := f.supervise(ctx, f.since); err != nil {
 			return false, err
 		}
-		return p.isMarked(), nil
+		return p.IsMarked(), nil
 	})
 }
 
@@ -72,10 +74,10 @@ func burstAt(ctx context.Context, load *liveLoad, ev *runEvents, own *owners, se
 	if err := load.sendAll(ctx, targets, msgs); err != nil {
 		return nil, fmt.Errorf("chaos: burst: %w", err)
 	}
-	err := waitFor(ctx, 20*time.Second, "the burst's runs to call their tools", func() (bool, error) {
+	err := proc.WaitFor(ctx, 20*time.Second, "the burst's runs to call their tools", func() (bool, error) {
 		var waiting []string
 		for _, m := range msgs {
-			if !ev.toolStarted(plannedCalls(m)[1].ID) {
+			if !ev.toolStarted(model.PlannedCalls(m)[1].ID) {
 				waiting = append(waiting, m)
 			}
 		}

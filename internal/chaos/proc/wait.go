@@ -1,4 +1,4 @@
-package chaos
+package proc
 
 import (
 	"context"
@@ -6,14 +6,14 @@ import (
 	"time"
 )
 
-// pollInterval is how often waitFor checks its condition.
+// pollInterval is how often WaitFor checks its condition.
 const pollInterval = 50 * time.Millisecond
 
-// waitFor polls cond until it reports true, ctx ends or timeout passes. It is
+// WaitFor polls cond until it reports true, ctx ends or timeout passes. It is
 // the harness's only way of waiting for something observable: it never
 // sleeps blindly. The error names what was awaited and, when cond returned
 // one, its last error.
-func waitFor(ctx context.Context, timeout time.Duration, what string, cond func() (bool, error)) error {
+func WaitFor(ctx context.Context, timeout time.Duration, what string, cond func() (bool, error)) error {
 	deadline := time.Now().Add(timeout)
 	var last error
 	t := time.NewTicker(pollInterval)
@@ -38,9 +38,9 @@ func waitFor(ctx context.Context, timeout time.Duration, what string, cond func(
 	}
 }
 
-// pause waits d (a scheduled delay, never a wait for a condition) or until
+// Pause waits d (a scheduled delay, never a wait for a condition) or until
 // ctx ends.
-func pause(ctx context.Context, d time.Duration) error {
+func Pause(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}

@@ -1,0 +1,37 @@
+package proc
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+)
+
+// FreePort returns a loopback TCP port that is free now. The harness
+// chooses ports itself so that a restarted process keeps its address.
+func FreePort() (int, error) {
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, fmt.Errorf("free port: %w", err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		// The ports handed out are bound later, by the children: a port
+		// freed here can come back from the next call before its process
+		// has bound it (a worker's HTTP port was once the NATS port).
+		handedMu.Lock()
+		taken := handed[port]
+		handed[port] = true
+		handedMu.Unlock()
+		if !taken {
+			return port, nil
+		}
+	}
+	return 0, errors.New("free port: every port the system gave was handed out already")
+}
+
+var (
+	handedMu sync.Mutex
+	handed   = map[int]bool{} // ports freePort returned, for this process's life
+)
