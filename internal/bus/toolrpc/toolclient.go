@@ -326,7 +326,7 @@ func (c *ToolClient) Execute(ctx context.Context, prep *pipeline.Prepared, progr
 		}
 		return err
 	})
-	if err != nil && !ended {
+	if err != nil && !ended && ctx.Err() != nil {
 		return nil, ctx.Err() // ctx ended while waiting to try again
 	}
 	return res, err
