@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/agentfleet/agentfleet/internal/retry"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -40,20 +41,27 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 // RetryJS calls fn, each call bounded to a few seconds, until it succeeds,
 // fails for good, or has failed a few times for reasons that can pass (a
 // timeout, a race with another creator, a cluster without a leader yet),
-// with random pauses between the calls.
+// with random pauses between the calls (see jsPause). An error that cannot
+// pass is returned as fn returned it; otherwise the last error joined with
+// ctx's, if ctx ended.
 func RetryJS(ctx context.Context, fn func(ctx context.Context) error) error {
-	var last error
-	for try := range ensureTries {
-		if try > 0 && !pause(ctx, try) {
-			break
-		}
+	var last, failed error // the last error that may pass; one that cannot
+	err := retry.Do(ctx, retry.Policy{MaxAttempts: ensureTries}, func(ctx context.Context, n int) error {
 		actx, cancel := context.WithTimeout(ctx, ensureAttempt)
 		err := fn(actx)
 		cancel()
-		if err == nil || !retryable(err) {
-			return err
+		if err != nil && !retryable(err) {
+			failed = err
+			return retry.Permanent(err)
 		}
 		last = err
+		return retry.After(err, jsPause(n, rand.IntN(jsPauseSpread)))
+	})
+	switch {
+	case err == nil:
+		return nil
+	case failed != nil:
+		return failed
 	}
 	return errors.Join(last, ctx.Err())
 }
@@ -157,16 +165,12 @@ func retryable(err error) bool {
 		errors.Is(err, jetstream.ErrNoHeartbeat) || errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrBucketNotFound)
 }
 
-// pause waits a random time that grows with try, so that orchestrators
-// that raced do not race again; false when ctx ended.
-func pause(ctx context.Context, try int) bool {
-	d := time.Duration(100+rand.IntN(400)) * time.Millisecond * time.Duration(min(try, 4))
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+// jsPauseSpread is the spread of the even draw of jsPause, in milliseconds.
+const jsPauseSpread = 400
+
+// jsPause is the pause after failed JetStream call n (from 1), for an even
+// draw u in [0, jsPauseSpread): 100+u ms times n, n capped at 4, so that
+// orchestrators that raced do not race again.
+func jsPause(n, u int) time.Duration {
+	return time.Duration(100+u) * time.Millisecond * time.Duration(min(n, 4))
 }

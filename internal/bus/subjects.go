@@ -7,8 +7,8 @@
 // The concerns built on it are packages of their own below it: server (the
 // embedded nats-server), wire (the codec), toolrpc (tool calls), fleet
 // (discovery), input, events and client (the public subjects). bus itself
-// may import only nats.go and the standard library; it links no
-// nats-server and imports nothing of the fleet.
+// may import only nats.go, internal/retry and the standard library; it
+// links no nats-server and imports nothing else of the fleet.
 package bus
 
 import (

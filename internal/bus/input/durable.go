@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/retry"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -429,13 +429,10 @@ func (d *DurableInput) keepAlive() {
 	}
 }
 
-// retryDelay is the wait before a message that failed n times is delivered
-// again: exponential from a quarter of a second to 30s, with jitter.
-func retryDelay(n int) time.Duration {
-	d := 250 * time.Millisecond << min(n-1, 7)
-	d = min(d, 30*time.Second)
-	return d/2 + rand.N(d/2+1)
-}
+// redelivery is the backoff of a message whose handling failed: the wait
+// before it is delivered again after failure n is exponential from a
+// quarter of a second to 30s, with equal jitter.
+var redelivery = retry.Policy{Base: 250 * time.Millisecond, Max: 30 * time.Second, Jitter: retry.EqualJitter}
 
 func (d *DurableInput) receive(m jetstream.Msg) {
 	meta, err := m.Metadata()
@@ -531,7 +528,7 @@ func (d *DurableInput) retry(nm *nats.Msg, msg *Inbound, seq uint64, m jetstream
 		m.TermWithReason("max failures")
 		return
 	}
-	delay := retryDelay(n)
+	delay := redelivery.Delay(n)
 	d.log.Warn("input will be tried again", "subject", nm.Subject, "seq", seq, "failures", n, "delay", delay, "err", cause)
 	if d.in.OnInput != nil {
 		d.in.OnInput("retried")

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
-	"github.com/agentfleet/agentfleet/internal/bus/wire"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/tracing"
 	"github.com/nats-io/nats.go"
@@ -48,99 +47,81 @@ func (c *ToolClient) attempt(ctx context.Context, call *inflight, deadline time.
 	}
 	prep.Sent() // tool.start, while the worker runs the call
 
-	var (
-		worker, cancelSubject string
-		window                = c.cfg.AckTimeout
-		last                  = time.Now() // the last frame, or the send
-	)
-	// The watchdog is not moved on every frame: when the timer fires, it
-	// is armed again for the window after the last frame, if one came.
-	call.arm(deadline, last.Add(window))
-	// ended ends the attempt for ctx or the deadline (cause), cancelling
-	// the call on its worker.
-	ended := func(cause error) error {
-		if cancelSubject == "" {
-			// The worker may have taken the call without its ack having
-			// reached us yet: wait for that ack elsewhere, so that the
-			// cancel still reaches the worker.
-			handedOff = true
-			go c.cancelLate(call, prep.Call.ID)
-		} else {
-			c.cancel(cancelSubject, prep.Call.ID, call.reply)
-		}
-		return c.endErr(ctx, cause, prep, worker, "")
-	}
+	st := newAttemptState(time.Now(), deadline, c.cfg.AckTimeout, c.cfg.HeartbeatMisses)
+	call.arm(deadline, st.last.Add(st.window))
 	for {
+		var e attemptEvent
 		select {
 		case <-ctx.Done():
 			call.timer.Stop()
-			err := ended(ctx.Err()) // before handedOff is read
-			return nil, false, handedOff, err
+			e = attemptEvent{kind: ctxEnded}
 		case <-call.timer.C:
-			now := time.Now()
-			if !deadline.IsZero() && !now.Before(deadline) {
-				err := ended(pipeline.ErrTimeout) // before handedOff is read
-				return nil, false, handedOff, err
-			}
-			if now.Sub(last) < window {
-				call.arm(deadline, last.Add(window))
-				continue
-			}
-			c.cancel(cancelSubject, prep.Call.ID, call.reply)
-			c.observe(prep.Call.Name, "worker_lost", worker)
-			if worker == "" {
-				return nil, false, false, fmt.Errorf("Tool %s: %w: no worker took the call within %v", prep.Call.Name, pipeline.ErrWorkerLost, c.cfg.AckTimeout)
-			}
-			return nil, false, false, &lostError{worker: worker, err: fmt.Errorf("Tool %s: %w: worker %s sent nothing for %v (%d heartbeat intervals)", prep.Call.Name, pipeline.ErrWorkerLost, worker, window, c.cfg.HeartbeatMisses)}
+			e = attemptEvent{kind: timerFired, now: time.Now()}
 		case d := <-call.frames:
-			switch {
-			case d.noResponder:
-				c.observe(prep.Call.Name, "no_responders", "")
-				return nil, false, false, fmt.Errorf("Tool %s: %w (no worker is subscribed to %s)", prep.Call.Name, pipeline.ErrNoResponders, c.toolSubject(prep.Call.Name))
-			case d.err != nil:
-				c.cancel(cancelSubject, prep.Call.ID, call.reply)
-				c.observe(prep.Call.Name, "error", worker)
-				if worker == "" {
-					worker = d.worker
-				}
-				return nil, false, false, fmt.Errorf("Tool %s: worker %s sent a bad frame: %v", prep.Call.Name, orUnknown(worker), d.err)
-			}
-			f := d.f
-			last = time.Now()
-			switch f.T {
-			case wire.FrameAck:
-				worker, cancelSubject = f.Worker, f.Cancel
-				// Clamped: a worker's hb_ms must not overflow the window
-				// nor switch loss detection off.
-				if w, ok := wire.HeartbeatWindow(f.HeartbeatMS, c.cfg.HeartbeatMisses); ok {
-					window = w
-				}
-				call.arm(deadline, last.Add(window))
-			case wire.FrameBusy:
-				c.observe(prep.Call.Name, "busy", f.Worker)
-				if hdr != nil {
-					trace.SpanFromContext(ctx).AddEvent(tracing.EventBusy, trace.WithAttributes(tracing.Worker.String(f.Worker)))
-				}
-				return nil, true, false, nil
-			case wire.FrameProgress:
-				progress(f.Partial)
-			case wire.FrameHeartbeat:
-			case wire.FrameResult:
-				r := f.Result
-				r.Worker = orDefault(f.Worker, worker)
-				r.Attempts = attempt
-				if f.IsError {
-					c.observe(prep.Call.Name, "error", r.Worker)
-					return nil, false, false, &pipeline.ResultError{Result: r}
-				}
-				c.observe(prep.Call.Name, "ok", r.Worker)
-				return r, false, false, nil
-			case wire.FrameError:
-				c.observe(prep.Call.Name, "error", orDefault(f.Worker, worker))
-				return nil, false, false, fmt.Errorf("%s (worker %s, code %s)", strings.TrimSpace(f.Error), orUnknown(orDefault(f.Worker, worker)), f.Code)
-			}
+			e = attemptEvent{kind: frameArrived, frame: d, now: time.Now()}
 		}
+		var fx attemptEffects
+		st, fx = st.step(e)
+		if fx.rearm {
+			call.arm(deadline, st.last.Add(st.window))
+		}
+		if fx.progress {
+			progress(e.frame.f.Partial)
+		}
+		if fx.handOff {
+			// The record goes to cancelLate, which waits for the ack
+			// elsewhere so that the cancel still reaches the worker, and
+			// releases it.
+			handedOff = true
+			go c.cancelLate(call, prep.Call.ID)
+		} else if fx.cancel {
+			c.cancel(st.cancel, prep.Call.ID, call.reply)
+		}
+		if fx.outcome != "" {
+			c.observe(prep.Call.Name, fx.outcome, fx.observed)
+		}
+		if fx.end == goOn {
+			continue
+		}
+		res, again, err := c.attemptEnd(ctx, prep, attempt, hdr != nil, st, e, fx)
+		return res, again, handedOff, err
 	}
+}
+
+// attemptEnd is the outcome of an attempt that ended in state st with
+// effects fx after event e: its result, a busy refusal (again), or its
+// error.
+func (c *ToolClient) attemptEnd(ctx context.Context, prep *pipeline.Prepared, attempt int, traced bool, st attemptState, e attemptEvent, fx attemptEffects) (res *agentfleet.ToolResult, again bool, err error) {
+	name, f := prep.Call.Name, e.frame.f
+	switch fx.end {
+	case endCtx:
+		return nil, false, c.ctxErr(ctx, prep, fx.worker, "")
+	case endTimeout:
+		return nil, false, c.timeoutErr(prep, fx.worker, "")
+	case endLost:
+		if fx.worker == "" {
+			return nil, false, fmt.Errorf("Tool %s: %w: no worker took the call within %v", name, pipeline.ErrWorkerLost, c.cfg.AckTimeout)
+		}
+		return nil, false, &lostError{worker: fx.worker, err: fmt.Errorf("Tool %s: %w: worker %s sent nothing for %v (%d heartbeat intervals)", name, pipeline.ErrWorkerLost, fx.worker, st.window, c.cfg.HeartbeatMisses)}
+	case endNoResponders:
+		return nil, false, fmt.Errorf("Tool %s: %w (no worker is subscribed to %s)", name, pipeline.ErrNoResponders, c.toolSubject(name))
+	case endBadFrame:
+		return nil, false, fmt.Errorf("Tool %s: worker %s sent a bad frame: %v", name, orUnknown(fx.worker), e.frame.err)
+	case endBusy:
+		if traced {
+			trace.SpanFromContext(ctx).AddEvent(tracing.EventBusy, trace.WithAttributes(tracing.Worker.String(fx.worker)))
+		}
+		return nil, true, nil
+	case endResult, endErrorResult:
+		r := f.Result
+		r.Worker = fx.worker
+		r.Attempts = attempt
+		if fx.end == endErrorResult {
+			return nil, false, &pipeline.ResultError{Result: r}
+		}
+		return r, false, nil
+	}
+	return nil, false, fmt.Errorf("%s (worker %s, code %s)", strings.TrimSpace(f.Error), orUnknown(fx.worker), f.Code)
 }
 
 // endErr explains why an attempt ended before its worker was done: its

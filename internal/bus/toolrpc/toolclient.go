@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -16,6 +15,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/wire"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
+	"github.com/agentfleet/agentfleet/internal/retry"
 	"github.com/agentfleet/agentfleet/internal/tracing"
 	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel/trace"
@@ -283,27 +283,12 @@ func (e *lostError) Unwrap() error { return e.err }
 // spent.
 func (c *ToolClient) Execute(ctx context.Context, prep *pipeline.Prepared, progress pipeline.ProgressFunc) (*agentfleet.ToolResult, error) {
 	retryable := prep.Tool != nil && (prep.Tool.Annotations.Idempotent || prep.Tool.Annotations.ReadOnly)
-	for attempt := 1; ; attempt++ {
-		res, err := c.execute(ctx, prep, attempt, progress)
-		if _, ok := errors.AsType[*notSentError](err); ok {
-			// No worker took the call: its outcome is known, and another
-			// attempt would wait for the same full fleet.
-			return nil, err
-		}
-		// No responders was waited for within the attempt already.
-		lost := errors.Is(err, pipeline.ErrWorkerLost) || errors.Is(err, pipeline.ErrTimeout)
-		if !lost || ctx.Err() != nil {
-			if res != nil {
-				res.Attempts = attempt
-			}
-			return res, err
-		}
-		if !retryable {
-			return nil, fmt.Errorf("%w; the call's outcome is unknown and it was not retried, because tool %s is not marked idempotent or read_only", err, prep.Call.Name)
-		}
-		if attempt >= c.cfg.MaxAttempts {
-			return nil, fmt.Errorf("%w (after %d attempts)", err, attempt)
-		}
+	var (
+		res   *agentfleet.ToolResult
+		ended bool // the last attempt's outcome is the call's
+	)
+	p := lostBackoff(c.cfg)
+	p.OnRetry = func(attempt int, err error, _ time.Duration) {
 		retry := map[string]any{"attempt": attempt + 1, "reason": err.Error()}
 		lostWorker := ""
 		if le, ok := errors.AsType[*lostError](err); ok {
@@ -314,16 +299,37 @@ func (c *ToolClient) Execute(ctx context.Context, prep *pipeline.Prepared, progr
 			span.AddEvent(tracing.EventRetry, trace.WithAttributes(
 				tracing.ToolAttempt.Int(attempt+1), tracing.Reason.String(err.Error()), tracing.Worker.String(lostWorker)))
 		}
-		wait := c.cfg.RetryBackoff << (attempt - 1)
-		wait = wait/2 + time.Duration(rand.Int64N(int64(wait/2)+1))
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		}
 	}
+	err := retry.Do(ctx, p, func(ctx context.Context, attempt int) error {
+		r, err := c.execute(ctx, prep, attempt, progress)
+		if _, ok := errors.AsType[*notSentError](err); ok {
+			// No worker took the call: its outcome is known, and another
+			// attempt would wait for the same full fleet.
+			ended = true
+			return retry.Permanent(err)
+		}
+		// No responders was waited for within the attempt already.
+		lost := errors.Is(err, pipeline.ErrWorkerLost) || errors.Is(err, pipeline.ErrTimeout)
+		switch {
+		case !lost || ctx.Err() != nil:
+			if r != nil {
+				r.Attempts = attempt
+			}
+			res, ended = r, true
+			return retry.Permanent(err)
+		case !retryable:
+			ended = true
+			return retry.Permanent(fmt.Errorf("%w; the call's outcome is unknown and it was not retried, because tool %s is not marked idempotent or read_only", err, prep.Call.Name))
+		case attempt >= c.cfg.MaxAttempts:
+			ended = true
+			return retry.Permanent(fmt.Errorf("%w (after %d attempts)", err, attempt))
+		}
+		return err
+	})
+	if err != nil && !ended && ctx.Err() != nil {
+		return nil, ctx.Err() // ctx ended while waiting to try again
+	}
+	return res, err
 }
 
 // execute makes one attempt, bounded by the call's timeout, sending it again
@@ -385,7 +391,7 @@ func (c *ToolClient) execute(ctx context.Context, prep *pipeline.Prepared, attem
 		if !again {
 			return res, err
 		}
-		wakeup := time.Now().Add(c.busyWait(busy))
+		wakeup := time.Now().Add(busyBackoff(c.cfg).Delay(busy + 1))
 		call.arm(deadline, wakeup)
 		var ended error // why the wait ended early: ErrTimeout, or ctx's
 		select {
@@ -422,17 +428,6 @@ func (c *ToolClient) acquire(ctx context.Context, g *gate, deadline time.Time, p
 		return &notSentError{c.ctxErr(ctx, prep, "", fmt.Sprintf("while waiting for one of the fleet's %d slots for the tool; the call never ran", limit))}
 	}
 	return nil
-}
-
-// busyWait returns the wait before sending a call again after its
-// refusals+1-th busy refusal: a random duration up to BusyBackoff doubled
-// once per earlier refusal, capped at MaxBusyBackoff (full jitter).
-func (c *ToolClient) busyWait(refusals int) time.Duration {
-	bound := c.cfg.MaxBusyBackoff
-	if refusals < 30 {
-		bound = min(bound, c.cfg.BusyBackoff<<refusals)
-	}
-	return time.Duration(rand.Int64N(int64(bound) + 1))
 }
 
 // cancelLate waits up to AckTimeout for the ack of an abandoned call and
