@@ -105,6 +105,7 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 	o.mu.Lock()
 	o.table = table
 	o.mu.Unlock()
+	o.in.Fenced(table)
 	if err := table.Join(ctx); err != nil {
 		o.in.Stop()
 		return fail(err)
