@@ -50,7 +50,7 @@ func (s *session) stateLocked(d inputpolicy.Delivery, loading bool) inputpolicy.
 		st.Queued = s.loop.Queued()
 	}
 	if st.Msg.Ended {
-		st.Leased = s.o.LeaseErr() == nil
+		st.Leased = s.holds() == nil
 	}
 	return st
 }

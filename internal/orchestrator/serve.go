@@ -288,23 +288,6 @@ func (o *Orchestrator) unserve() error {
 	return nil
 }
 
-// LeaseErr returns nil while this orchestrator may write and acknowledge:
-// its lease holds (always, without JetStream) and it is not past its
-// shutdown grace; an error wrapping partition.ErrInDoubt while renewals go
-// unanswered, or partition.ErrLost.
-func (o *Orchestrator) LeaseErr() error {
-	o.mu.Lock()
-	stopping, t := o.stopping, o.table
-	o.mu.Unlock()
-	if stopping {
-		return errShutdown
-	}
-	if t != nil {
-		return t.Valid()
-	}
-	return nil
-}
-
 // owns reports whether this orchestrator serves partition p now (always,
 // without JetStream).
 func (o *Orchestrator) owns(p int) bool {
