@@ -45,7 +45,7 @@ func (s *session) newGate() *approval.Gate {
 // delivery left to come again.
 func (s *session) answerDecision(in *input.Inbound, d inputpolicy.Delivery) approval.Answer {
 	return func(r *agentfleet.ApprovalReply, final bool) {
-		st := inputpolicy.State{Leased: s.o.LeaseErr() == nil}
+		st := inputpolicy.State{Leased: s.holds() == nil}
 		for _, a := range inputpolicy.Decided(st, d, inputpolicy.Verdict{OK: r.OK, Final: final, Error: r.Error}) {
 			switch a.Op {
 			case inputpolicy.ReplyDecision:

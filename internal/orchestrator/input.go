@@ -46,7 +46,7 @@ func (o *Orchestrator) HandleInput(in *input.Inbound) error {
 		switch act.Op {
 		case inputpolicy.Nak:
 			// Its partition is being handed over: the next owner takes it.
-			in.Done(false)
+			in.Nak()
 		case inputpolicy.Reject:
 			return act.Err
 		case inputpolicy.Take:

@@ -50,7 +50,7 @@ func (s *session) stateLocked(d inputpolicy.Delivery, loading bool) inputpolicy.
 		st.Queued = s.loop.Queued()
 	}
 	if st.Msg.Ended {
-		st.Leased = s.o.LeaseErr() == nil
+		st.Leased = s.holds() == nil
 	}
 	return st
 }
@@ -110,9 +110,11 @@ func (s *session) stepLocked(in *input.Inbound, scanned, loading bool) bool {
 func (s *session) perform(in *input.Inbound, a inputpolicy.Action) {
 	switch a.Op {
 	case inputpolicy.Ack:
-		in.Done(true)
+		if err := in.Ack(s.fence); err != nil {
+			s.o.log.Info("input not acknowledged: the session is no longer this orchestrator's", "agent", s.agent.profile.Name, "session", s.name, "err", err)
+		}
 	case inputpolicy.Nak:
-		in.Done(false)
+		in.Nak()
 	case inputpolicy.Retry:
 		in.Retry(a.Err)
 	case inputpolicy.Reject:

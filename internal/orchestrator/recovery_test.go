@@ -165,7 +165,7 @@ func TestNATSOutageLongerThanLeaseTTL(t *testing.T) {
 	ask("before")
 	srv.Shutdown()
 	srv.WaitForShutdown()
-	bustest.Eventually(t, "the lease in doubt", func() bool { return errors.Is(o.LeaseErr(), partition.ErrInDoubt) })
+	bustest.Eventually(t, "the lease in doubt", func() bool { return errors.Is(orchestrator.LeaseOf(o), partition.ErrInDoubt) })
 	if lost.Load() != 0 {
 		t.Error("the lease was given up while NATS was away; it is in doubt until NATS answers")
 	}

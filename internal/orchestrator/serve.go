@@ -105,6 +105,7 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 	o.mu.Lock()
 	o.table = table
 	o.mu.Unlock()
+	o.in.Fenced(table)
 	if err := table.Join(ctx); err != nil {
 		o.in.Stop()
 		return fail(err)
@@ -283,23 +284,6 @@ func (o *Orchestrator) loadPending(p int) {
 func (o *Orchestrator) unserve() error {
 	if o.input != nil {
 		return o.input.Stop()
-	}
-	return nil
-}
-
-// LeaseErr returns nil while this orchestrator may write and acknowledge:
-// its lease holds (always, without JetStream) and it is not past its
-// shutdown grace; an error wrapping partition.ErrInDoubt while renewals go
-// unanswered, or partition.ErrLost.
-func (o *Orchestrator) LeaseErr() error {
-	o.mu.Lock()
-	stopping, t := o.stopping, o.table
-	o.mu.Unlock()
-	if stopping {
-		return errShutdown
-	}
-	if t != nil {
-		return t.Valid()
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/history"
 	"github.com/agentfleet/agentfleet/internal/bus/input"
+	"github.com/agentfleet/agentfleet/internal/bus/ownership"
 	"github.com/agentfleet/agentfleet/internal/inputpolicy"
 	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
@@ -33,6 +34,11 @@ type session struct {
 	name  string
 	key   string
 	part  int // its partition
+	// fence is the ownership fence of its partition, taken when the
+	// session came into memory; owner checks it. Every history write and
+	// every acknowledgement of its input carries it.
+	fence ownership.Fence
+	owner ownership.Checker
 	// ctx ends when the session is suspended, so that stores retrying for it
 	// give up.
 	ctx     context.Context
@@ -104,8 +110,16 @@ func (s *session) hasEnded(id string) bool {
 	return r != nil && r.final != nil
 }
 
+// newSession makes the session of agent a named name; o.mu held.
 func newSession(o *Orchestrator, a *agent, name, key string) *session {
 	s := &session{o: o, agent: a, name: name, key: key, part: bus.Partition(a.profile.Name, name), ready: make(chan struct{})}
+	s.owner, s.fence = ownership.Unfenced, ownership.Fence{Partition: s.part, Owner: o.id}
+	if o.table != nil {
+		// A partition not owned now gives a fence that never holds: the
+		// session writes and acknowledges nothing.
+		s.owner = o.table
+		s.fence, _ = o.table.Fence(s.part)
+	}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	return s
 }
@@ -226,7 +240,7 @@ func (s *session) restore(st *history.Loaded) ([]loop.Entry, *agentfleet.Context
 	}
 	s.writer = nil
 	if o.history != nil {
-		s.writer = o.history.Writer(s.agent.profile.Name, s.name, st.LastSeq, s.fence)
+		s.writer = o.history.Writer(s.agent.profile.Name, s.name, st.LastSeq, s.owner, s.fence)
 	}
 	return entries, summary
 }
@@ -269,14 +283,6 @@ func (o *Orchestrator) window(model string) int {
 		return 0
 	}
 	return o.cfg.ContextWindow(model)
-}
-
-// fence says whether this orchestrator may still write the session.
-func (s *session) fence() error {
-	if err := context.Cause(s.ctx); err != nil {
-		return err
-	}
-	return s.o.LeaseErr()
 }
 
 // stored records an appended message: which run took each user message, and
@@ -343,7 +349,7 @@ func (s *session) answer(final *agentfleet.AssistantMessage) {
 	}
 	s.mu.Unlock()
 	s.o.pub.PublishOut(s.agent.profile.Name, s.name, final)
-	st := inputpolicy.State{Leased: s.o.LeaseErr() == nil}
+	st := inputpolicy.State{Leased: s.holds() == nil}
 	for _, in := range waiting {
 		for _, a := range inputpolicy.Ended(st, delivery(in, false), final.RunID) {
 			if a.Op == inputpolicy.Answer {
@@ -360,7 +366,7 @@ func (s *session) answer(final *agentfleet.AssistantMessage) {
 // suspended and dropped from memory; if this orchestrator still serves, the
 // deliveries waiting on it come back later and find the session as stored.
 func (s *session) fenced(err error) error {
-	if errors.Is(err, history.ErrFenced) && s.o.LeaseErr() == nil && context.Cause(s.ctx) == nil {
+	if errors.Is(err, history.ErrFenced) && s.holds() == nil && context.Cause(s.ctx) == nil {
 		s.o.log.Warn("session written by another orchestrator: dropped to be loaded again", "agent", s.agent.profile.Name, "session", s.name, "err", err)
 		s.o.forget(s)
 		go s.suspend(err, inputpolicy.RetryLater)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus/history"
+	"github.com/agentfleet/agentfleet/internal/bus/ownership"
 )
 
 // TestLoadLeavesNoConsumers loads sessions with short and long histories
@@ -19,7 +20,7 @@ func TestLoadLeavesNoConsumers(t *testing.T) {
 	ctx := context.Background()
 	sizes := map[string]int{"short": 3, "edge": 64, "long": 150}
 	for session, n := range sizes {
-		w := st.Writer("default", session, 0, nil)
+		w := st.Writer("default", session, 0, ownership.Unfenced, ownership.Fence{})
 		for i := range n {
 			if _, err := w.Append(ctx, "run-"+session, &agentfleet.UserMessage{Role: agentfleet.RoleUser, Content: []agentfleet.Content{agentfleet.Text(fmt.Sprintf("%s %d", session, i))}}); err != nil {
 				t.Fatal(err)
@@ -65,11 +66,11 @@ func TestLoadLeavesNoConsumers(t *testing.T) {
 func TestSummaryRecord(t *testing.T) {
 	st, _, _ := open(t, "w")
 	ctx := context.Background()
-	w := st.Writer("default", "s", 0, nil)
+	w := st.Writer("default", "s", 0, ownership.Unfenced, ownership.Fence{})
 	if _, err := w.Append(ctx, "r1", agentfleet.NewUserMessage("hi")); err != nil {
 		t.Fatal(err)
 	}
-	stale := st.Writer("default", "s", w.Last(), nil)
+	stale := st.Writer("default", "s", w.Last(), ownership.Unfenced, ownership.Fence{})
 	sum := &agentfleet.ContextSummary{Covers: 1, Text: "the user said hi", Usage: &agentfleet.Usage{InputTokens: 7, OutputTokens: 3}}
 	if _, err := w.AppendSummary(ctx, "r2", sum); err != nil {
 		t.Fatal(err)

@@ -4,11 +4,15 @@
 // stream sequence its writer saw for the session (JetStream's
 // Nats-Expected-Last-Subject-Sequence), so that an orchestrator that was
 // deposed, paused or partitioned cannot write a session another one has
-// taken: its append fails with ErrFenced at the server.
+// taken: its append fails with ErrFenced at the server. Before that, every
+// append carries the ownership fence of the session's partition
+// (ownership.Fence) and is refused unless it still holds, so that an owner
+// that handed the partition over writes nothing more even before the next
+// owner wrote.
 //
 // Its concern is the session histories in JetStream and their fenced writer.
 // It imports the NATS client and JetStream, internal/bus for the connection
-// and subjects, internal/tracing and the agentfleet root types; never the
+// and subjects, internal/bus/ownership for the fence, internal/tracing and the agentfleet root types; never the
 // agent core (internal/loop, internal/pipeline) nor the orchestrator.
 package history
 
@@ -97,7 +101,8 @@ func Open(ctx context.Context, js jetstream.JetStream, subjects bus.Subjects, wr
 }
 
 // ErrFenced is returned by a Writer whose session was appended to by someone
-// else since the writer last saw it, or whose fence refused the write.
+// else since the writer last saw it, or whose ownership fence no longer
+// holds (then it also wraps the *ownership.FencedError).
 var ErrFenced = errors.New("history: the session is written by another orchestrator")
 
 // isWrongLastSeq reports whether err is JetStream's answer to a conditional

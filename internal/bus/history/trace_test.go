@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/bus/ownership"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -19,7 +20,7 @@ func TestUserMessageKeepsItsTrace(t *testing.T) {
 	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
 	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
 	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled, Remote: true})
-	w := st.Writer("default", "s", 0, nil)
+	w := st.Writer("default", "s", 0, ownership.Unfenced, ownership.Fence{})
 	if _, err := w.AppendTraced(ctx, "r1", agentfleet.NewUserMessage("traced"), sc); err != nil {
 		t.Fatal(err)
 	}

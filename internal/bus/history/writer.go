@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus/input"
+	"github.com/agentfleet/agentfleet/internal/bus/ownership"
 	"github.com/agentfleet/agentfleet/internal/retry"
 	"github.com/agentfleet/agentfleet/internal/tracing"
 	"github.com/google/uuid"
@@ -18,15 +19,19 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Writer appends to one session's history, fenced: each append expects the
+// Writer appends to one session's history, fenced twice. It carries the
+// ownership fence of the session's partition, and asks its Checker before
+// every attempt whether the fence still holds; and each append expects the
 // session's last stream sequence to be the one this writer saw last, so the
-// first append of anyone else ends this writer's turn (ErrFenced). A Writer
-// is safe for concurrent use; appends are serialised.
+// first append of anyone else ends this writer's turn at the store. Either
+// fence ends the writer for good (ErrFenced). A Writer is safe for
+// concurrent use; appends are serialised.
 type Writer struct {
 	s       *Store
 	subject string
 	session string
-	fence   func() error
+	by      ownership.Checker
+	fence   ownership.Fence
 
 	mu   sync.Mutex
 	last uint64
@@ -34,14 +39,18 @@ type Writer struct {
 }
 
 // Writer returns a writer for the session whose last record has stream
-// sequence last (Loaded.LastSeq). fence, if not nil, is asked before every
-// attempt whether this process may still write (its lease holds, it is
-// not shutting down); its error ends the append and is returned wrapped in
-// ErrFenced, except an error that can pass (bus.ErrTemporary: the lease is
-// in doubt), on which the append waits and asks again.
-func (s *Store) Writer(agent, session string, last uint64, fence func() error) *Writer {
-	return &Writer{s: s, subject: s.subjects.History(agent, session), session: session, last: last, fence: fence}
+// sequence last (Loaded.LastSeq), writing under fence f of the session's
+// partition. Before every attempt it asks by whether f still holds: an
+// *ownership.FencedError ends the writer and is returned wrapped in
+// ErrFenced; an error that can pass (input.ErrTemporary: the owner's lease
+// is in doubt) makes the append wait and ask again. by must not be nil;
+// ownership.Unfenced serves a store that no other process writes.
+func (s *Store) Writer(agent, session string, last uint64, by ownership.Checker, f ownership.Fence) *Writer {
+	return &Writer{s: s, subject: s.subjects.History(agent, session), session: session, last: last, by: by, fence: f}
 }
+
+// Fence returns the ownership fence the writer writes under.
+func (w *Writer) Fence() ownership.Fence { return w.fence }
 
 // Append stores one message of run runID and returns its stream sequence.
 // Errors that can pass (a server restarting, a lost connection, a timeout)
@@ -136,16 +145,17 @@ func (w *Writer) writeTraced(ctx context.Context, runID, kind string, data []byt
 	id := uuid.NewString()
 	var seq uint64
 	err := retry.Do(ctx, writeRetry, func(ctx context.Context, _ int) error {
-		var err error
-		if w.fence != nil {
-			err = w.fence()
+		if err := context.Cause(ctx); err != nil {
+			// The session was suspended: nothing more of it is stored.
+			return retry.Permanent(err)
 		}
+		err := w.by.Check(w.fence)
 		switch {
 		case errors.Is(err, input.ErrTemporary):
 			// The right to write is in doubt: wait, and ask again.
 			return err
 		case err != nil:
-			return retry.Permanent(fmt.Errorf("%w: %w", ErrFenced, err))
+			return retry.Permanent(fmt.Errorf("%w: session %s: %w", ErrFenced, w.session, err))
 		}
 		seq, err = w.attempt(ctx, id, runID, kind, data, sc)
 		if errors.Is(err, ErrFenced) {

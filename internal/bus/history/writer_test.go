@@ -10,6 +10,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/bus/history"
+	"github.com/agentfleet/agentfleet/internal/bus/ownership"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -41,7 +42,7 @@ func TestWriterIsFenced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := st.Writer("default", "s", 0, nil)
+	old := st.Writer("default", "s", 0, ownership.Unfenced, ownership.Fence{})
 	if _, err := old.Append(ctx, "r1", agentfleet.NewUserMessage("one")); err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +50,7 @@ func TestWriterIsFenced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	taker := newer.Writer("default", "s", loaded.LastSeq, nil)
+	taker := newer.Writer("default", "s", loaded.LastSeq, ownership.Unfenced, ownership.Fence{})
 	if _, err := taker.Append(ctx, "r1", &agentfleet.AssistantMessage{Role: agentfleet.RoleAssistant, Content: []agentfleet.Content{agentfleet.Text("from the new one")}}); err != nil {
 		t.Fatal(err)
 	}
@@ -73,26 +74,6 @@ func TestWriterIsFenced(t *testing.T) {
 	}
 }
 
-// TestWriterFenceFunc refuses writes once the fence says so.
-func TestWriterFenceFunc(t *testing.T) {
-	ctx := context.Background()
-	st, _, _ := open(t, "w")
-	lost := errors.New("lost the lead")
-	var fenceErr error
-	w := st.Writer("default", "f", 0, func() error { return fenceErr })
-	if _, err := w.Append(ctx, "r1", agentfleet.NewUserMessage("one")); err != nil {
-		t.Fatal(err)
-	}
-	fenceErr = lost
-	if _, err := w.Append(ctx, "r1", agentfleet.NewUserMessage("two")); !errors.Is(err, history.ErrFenced) || !errors.Is(err, lost) {
-		t.Errorf("append past the fence: %v", err)
-	}
-	got, _ := st.Load(ctx, "default", "f")
-	if len(got.Records) != 1 {
-		t.Errorf("%d records stored, want 1", len(got.Records))
-	}
-}
-
 // TestWriterWaitsForTheServer appends while the server is away: the append
 // returns once the server is back, and the record is stored once.
 func TestWriterWaitsForTheServer(t *testing.T) {
@@ -111,7 +92,7 @@ func TestWriterWaitsForTheServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := st.Writer("default", "away", 0, nil)
+	w := st.Writer("default", "away", 0, ownership.Unfenced, ownership.Fence{})
 	if _, err := w.Append(ctx, "r1", agentfleet.NewUserMessage("before")); err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +131,7 @@ func TestWriterWaitsForTheServer(t *testing.T) {
 func TestUndecodableRecordIsSkipped(t *testing.T) {
 	ctx := context.Background()
 	st, js, _ := open(t, "w")
-	w := st.Writer("default", "b", 0, nil)
+	w := st.Writer("default", "b", 0, ownership.Unfenced, ownership.Fence{})
 	if _, err := w.Append(ctx, "r1", agentfleet.NewUserMessage("good")); err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +150,7 @@ func TestUndecodableRecordIsSkipped(t *testing.T) {
 		t.Fatalf("records %d, skipped %+v, last %d; want 1 record, record %d skipped and last", len(got.Records), got.Skipped, got.LastSeq, ack.Sequence)
 	}
 	// The writer goes on after the skipped record.
-	w2 := st.Writer("default", "b", got.LastSeq, nil)
+	w2 := st.Writer("default", "b", got.LastSeq, ownership.Unfenced, ownership.Fence{})
 	if _, err := w2.Append(ctx, "r2", agentfleet.NewUserMessage("after")); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/ownership"
 	"github.com/agentfleet/agentfleet/internal/retry"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -155,8 +156,8 @@ func SetupEventStream(ctx context.Context, js jetstream.JetStream, subjects bus.
 // each message under its session's partition (a subject transform), and
 // each partition has a durable consumer of its own, consumed by the
 // orchestrator that owns the partition. A message is acknowledged only when
-// Done(true) says its run ended and is stored, and is delivered again
-// otherwise.
+// Ack says its run ended and is stored, under an ownership fence that still
+// holds, and is delivered again otherwise.
 type DurableInput struct {
 	in     *Input // parsing, handler, rejection
 	js     jetstream.JetStream
@@ -168,6 +169,7 @@ type DurableInput struct {
 	once   sync.Once // Stop
 
 	mu       sync.Mutex
+	owners   ownership.Checker                // judges the fences of acks
 	serving  map[int]jetstream.ConsumeContext // by partition
 	active   map[uint64]jetstream.Msg         // stream sequence → its latest delivery
 	failures map[uint64]int                   // failed handlings per stream sequence
@@ -205,6 +207,14 @@ func NewDurableInput(ctx context.Context, js jetstream.JetStream, in *Input, cfg
 	d.stop, d.done = make(chan struct{}), make(chan struct{})
 	go d.keepAlive()
 	return d, nil
+}
+
+// Fenced sets the Checker that judges the fence of every Ack. Until it is
+// set, every Ack is refused.
+func (d *DurableInput) Fenced(by ownership.Checker) {
+	d.mu.Lock()
+	d.owners = by
+	d.mu.Unlock()
 }
 
 func consumerName(p int) string { return "partition-" + strconv.Itoa(p) }
@@ -454,7 +464,8 @@ func (d *DurableInput) receive(m jetstream.Msg) {
 	d.mu.Lock()
 	d.active[seq] = m // a redelivery replaces the delivery it follows
 	d.mu.Unlock()
-	msg.done = func(ok bool) { d.settle(seq, m, ok) }
+	msg.ack = func(f ownership.Fence) error { return d.ack(seq, m, f) }
+	msg.nak = func() { d.settle(seq, m, false) }
 	msg.retry = func(err error) { d.retry(nm, msg, seq, m, err) }
 	msg.rejectFn = func(err error) {
 		if d.forget(seq, m) {
@@ -471,9 +482,10 @@ func (d *DurableInput) receive(m jetstream.Msg) {
 		return
 	}
 	if msg.Kind == bus.KindAbort {
-		// An abort acts on the run active now, or on none: it is never
-		// delivered again, where it could abort a later run.
-		msg.Done(true)
+		// An abort acts on the run active now, or on none, and stores
+		// nothing: it is never delivered again, where it could abort a
+		// later run, whoever owns its session by then.
+		d.settle(seq, m, true)
 	}
 }
 
@@ -487,6 +499,31 @@ func (d *DurableInput) forget(seq uint64, m jetstream.Msg) bool {
 	}
 	delete(d.active, seq)
 	return true
+}
+
+// ack acknowledges delivery m of seq under fence f, if f is of the
+// message's partition and holds; otherwise the delivery is dropped here
+// (not signalled in progress any more), so that the server delivers it
+// again, after AckWait, to the partition's owner then.
+func (d *DurableInput) ack(seq uint64, m jetstream.Msg, f ownership.Fence) error {
+	d.mu.Lock()
+	by := d.owners
+	d.mu.Unlock()
+	var err error
+	switch p := d.partitionOf(m); {
+	case by == nil:
+		err = fmt.Errorf("no ownership checker to judge the fence")
+	case f.Partition != p:
+		err = fmt.Errorf("the fence is of partition %d, the message of partition %d", f.Partition, p)
+	default:
+		err = by.Check(f)
+	}
+	if err != nil {
+		d.forget(seq, m)
+		return fmt.Errorf("input: acknowledge message %d on %s: refused under %v: %w", seq, m.Subject(), f, err)
+	}
+	d.settle(seq, m, true)
+	return nil
 }
 
 // settle acknowledges the message (ok) or asks for it to be delivered again

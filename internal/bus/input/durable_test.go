@@ -14,6 +14,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/bus/events"
 	"github.com/agentfleet/agentfleet/internal/bus/input"
+	"github.com/agentfleet/agentfleet/internal/bus/ownership"
 )
 
 // TestPoisonInputIsDropped hands a message to a handler that fails on it
@@ -81,10 +82,12 @@ func TestHandoversAreNotFailures(t *testing.T) {
 	acked := make(chan uint64, 1)
 	in := input.NewInput(nc, subjects, input.InputHandlerFunc(func(in *input.Inbound) error {
 		if deliveries.Add(1) <= handovers {
-			in.Done(false) // cut short by a shutdown: deliver it again at once
+			in.Nak() // cut short by a shutdown: deliver it again at once
 			return nil
 		}
-		in.Done(true)
+		if err := in.Ack(ownership.Fence{Partition: bus.Partition(in.Agent, in.Session)}); err != nil {
+			t.Error(err)
+		}
 		acked <- in.Delivery
 		return nil
 	}), events.NewPublisher(nc, subjects, nil), nil)
@@ -97,6 +100,7 @@ func TestHandoversAreNotFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	di.Fenced(ownership.Unfenced) // no other owner here
 	if err := di.Serve(ctx, bus.Partition("default", "handover")); err != nil {
 		t.Fatal(err)
 	}

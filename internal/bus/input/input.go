@@ -12,6 +12,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/events"
+	"github.com/agentfleet/agentfleet/internal/bus/ownership"
 	"github.com/agentfleet/agentfleet/internal/bus/wire"
 	"github.com/agentfleet/agentfleet/internal/tracing"
 	"github.com/nats-io/nats.go"
@@ -46,7 +47,8 @@ type Inbound struct {
 	reply   func(*agentfleet.AssistantMessage)
 	// decisionReply answers an approve message (ReplyDecision).
 	decisionReply func(*agentfleet.ApprovalReply)
-	done          func(ok bool)
+	ack           func(f ownership.Fence) error
+	nak           func()
 	retry         func(err error)
 	rejectFn      func(err error)
 }
@@ -70,15 +72,27 @@ func (in *Inbound) Reject(err error) {
 }
 
 // Durable reports whether the input came from the durable input stream, so
-// that Done must be called once it is safely handled.
-func (in *Inbound) Durable() bool { return in.done != nil }
+// that Ack or Nak must be called once it is safely handled.
+func (in *Inbound) Durable() bool { return in.ack != nil }
 
-// Done settles durable input: ok acknowledges it (its run ended and the
-// history holding it is stored); !ok asks for it to be delivered again. It
-// is a no-op for core NATS input.
-func (in *Inbound) Done(ok bool) {
-	if in.done != nil {
-		in.done(ok)
+// Ack acknowledges durable input (its run ended and the history holding it
+// is stored) under f, the ownership fence of the message's session. The
+// acknowledgement is refused unless f is of the message's partition and
+// still holds (DurableInput.Fenced): the error says why, and the message
+// is left to be delivered again, to whoever owns its partition then. It is
+// a no-op for core NATS input.
+func (in *Inbound) Ack(f ownership.Fence) error {
+	if in.ack != nil {
+		return in.ack(f)
+	}
+	return nil
+}
+
+// Nak asks for durable input to be delivered again at once (a handover;
+// not a failure). It is a no-op for core NATS input.
+func (in *Inbound) Nak() {
+	if in.nak != nil {
+		in.nak()
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/bus/events"
 	"github.com/agentfleet/agentfleet/internal/bus/input"
+	"github.com/agentfleet/agentfleet/internal/bus/ownership"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -76,13 +77,16 @@ func TestRelay(t *testing.T) {
 	in := input.NewInput(nc, subjects, input.InputHandlerFunc(func(in *input.Inbound) error {
 		got <- in
 		in.Reply(&agentfleet.AssistantMessage{Role: agentfleet.RoleAssistant, Content: []agentfleet.Content{agentfleet.Text("owner says " + agentfleet.JoinText(in.Message.Content))}, StopReason: agentfleet.StopReasonStop})
-		in.Done(true)
+		if err := in.Ack(ownership.Fence{Partition: bus.Partition(in.Agent, in.Session)}); err != nil {
+			t.Error(err)
+		}
 		return nil
 	}), events.NewPublisher(nc, subjects, nil), nil)
 	di, err := d.Input(ctx, in)
 	if err != nil {
 		t.Fatal(err)
 	}
+	di.Fenced(ownership.Unfenced) // no other owner here
 	defer di.Stop()
 	js, _ := jetstream.New(nc)
 	in.Relayed(js)

@@ -197,8 +197,10 @@ func (t *Table) ID() string { return t.id }
 // TTL returns the lease's time to live.
 func (t *Table) TTL() time.Duration { return t.cfg.TTL }
 
-// Valid returns nil while this member's lease certainly holds, and an error
-// wrapping ErrLost once it may not: writers ask it before every write.
+// Valid returns nil while this member's lease certainly holds, an error
+// wrapping ErrInDoubt (and bus.ErrTemporary) while renewals go unanswered,
+// and one wrapping ErrLost once it ended. Writers do not ask it: they carry
+// a fence (Fence), whose Check includes the lease.
 func (t *Table) Valid() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
