@@ -2,6 +2,7 @@ package scripts
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -40,14 +41,15 @@ func FleetCaller(client *toolrpc.ToolClient, timeout time.Duration) func(ctx con
 		if err := CheckNested(c, call.Name); err != nil {
 			return nil, err
 		}
-		prep := &pipeline.Prepared{
-			Tool:    &agentfleet.Tool{ToolDef: agentfleet.ToolDef{Name: call.Name}},
-			Call:    *call,
-			Args:    call.Arguments,
-			Timeout: t,
-			Agent:   c.Agent, Session: c.Session, RunID: c.RunID, Allowed: c.Allowed, Gated: c.Gated,
+		res, err := client.Execute(ctx, &toolrpc.Call{
+			ID: call.ID, Name: call.Name, Args: call.Arguments, Timeout: t,
+			Agent: c.Agent, Session: c.Session, RunID: c.RunID, Allowed: c.Allowed, Gated: c.Gated,
+		}, func(any) {})
+		if re, ok := errors.AsType[*toolrpc.ResultError](err); ok {
+			// call_tool(full=True) hands a script the tool's error result.
+			return nil, &pipeline.ResultError{Result: re.Result}
 		}
-		return client.Execute(ctx, prep, func(any) {})
+		return res, err
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus/wire"
-	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/tracing"
 	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel/trace"
@@ -26,7 +25,7 @@ func (e *notSentError) Unwrap() error { return e.err }
 // attempt sends one request and follows it to its end, with call's timer
 // armed for the earlier of deadline and the watchdog. again reports a busy
 // refusal; handedOff that call went to cancelLate, which releases it.
-func (c *ToolClient) attempt(ctx context.Context, call *inflight, deadline time.Time, prep *pipeline.Prepared, attempt int, data []byte, hdr nats.Header, progress pipeline.ProgressFunc) (res *agentfleet.ToolResult, again, handedOff bool, err error) {
+func (c *ToolClient) attempt(ctx context.Context, call *inflight, deadline time.Time, req *Call, attempt int, data []byte, hdr nats.Header, progress func(partial any)) (res *agentfleet.ToolResult, again, handedOff bool, err error) {
 	c.register(call)
 	defer func() {
 		if !handedOff {
@@ -35,18 +34,20 @@ func (c *ToolClient) attempt(ctx context.Context, call *inflight, deadline time.
 	}()
 	var sendErr error
 	if hdr == nil {
-		sendErr = c.nc.PublishRequest(c.toolSubject(prep.Call.Name), call.reply, data)
+		sendErr = c.nc.PublishRequest(c.toolSubject(req.Name), call.reply, data)
 	} else {
-		sendErr = c.nc.PublishMsg(&nats.Msg{Subject: c.toolSubject(prep.Call.Name), Reply: call.reply, Data: data, Header: hdr})
+		sendErr = c.nc.PublishMsg(&nats.Msg{Subject: c.toolSubject(req.Name), Reply: call.reply, Data: data, Header: hdr})
 		trace.SpanFromContext(ctx).AddEvent(tracing.EventAttempt, trace.WithAttributes(tracing.ToolAttempt.Int(attempt)))
 	}
 	if err := sendErr; err != nil {
 		if errors.Is(err, nats.ErrMaxPayload) {
-			return nil, false, false, fmt.Errorf("Tool %s: the call's arguments of %d bytes exceed the NATS max payload of %d bytes", prep.Call.Name, len(data), c.nc.MaxPayload())
+			return nil, false, false, fmt.Errorf("Tool %s: the call's arguments of %d bytes exceed the NATS max payload of %d bytes", req.Name, len(data), c.nc.MaxPayload())
 		}
-		return nil, false, false, fmt.Errorf("Tool %s: sending the call: %w", prep.Call.Name, err)
+		return nil, false, false, fmt.Errorf("Tool %s: sending the call: %w", req.Name, err)
 	}
-	prep.Sent() // tool.start, while the worker runs the call
+	if req.Notify != nil {
+		req.Notify.Sent() // tool.start, while the worker runs the call
+	}
 
 	var (
 		worker, cancelSubject string
@@ -64,11 +65,11 @@ func (c *ToolClient) attempt(ctx context.Context, call *inflight, deadline time.
 			// reached us yet: wait for that ack elsewhere, so that the
 			// cancel still reaches the worker.
 			handedOff = true
-			go c.cancelLate(call, prep.Call.ID)
+			go c.cancelLate(call, req.ID)
 		} else {
-			c.cancel(cancelSubject, prep.Call.ID, call.reply)
+			c.cancel(cancelSubject, req.ID, call.reply)
 		}
-		return c.endErr(ctx, cause, prep, worker, "")
+		return c.endErr(ctx, cause, req, worker, "")
 	}
 	for {
 		select {
@@ -79,31 +80,31 @@ func (c *ToolClient) attempt(ctx context.Context, call *inflight, deadline time.
 		case <-call.timer.C:
 			now := time.Now()
 			if !deadline.IsZero() && !now.Before(deadline) {
-				err := ended(pipeline.ErrTimeout) // before handedOff is read
+				err := ended(ErrTimeout) // before handedOff is read
 				return nil, false, handedOff, err
 			}
 			if now.Sub(last) < window {
 				call.arm(deadline, last.Add(window))
 				continue
 			}
-			c.cancel(cancelSubject, prep.Call.ID, call.reply)
-			c.observe(prep.Call.Name, "worker_lost", worker)
+			c.cancel(cancelSubject, req.ID, call.reply)
+			c.observe(req.Name, "worker_lost", worker)
 			if worker == "" {
-				return nil, false, false, fmt.Errorf("Tool %s: %w: no worker took the call within %v", prep.Call.Name, pipeline.ErrWorkerLost, c.cfg.AckTimeout)
+				return nil, false, false, fmt.Errorf("Tool %s: %w: no worker took the call within %v", req.Name, ErrWorkerLost, c.cfg.AckTimeout)
 			}
-			return nil, false, false, &lostError{worker: worker, err: fmt.Errorf("Tool %s: %w: worker %s sent nothing for %v (%d heartbeat intervals)", prep.Call.Name, pipeline.ErrWorkerLost, worker, window, c.cfg.HeartbeatMisses)}
+			return nil, false, false, &lostError{worker: worker, err: fmt.Errorf("Tool %s: %w: worker %s sent nothing for %v (%d heartbeat intervals)", req.Name, ErrWorkerLost, worker, window, c.cfg.HeartbeatMisses)}
 		case d := <-call.frames:
 			switch {
 			case d.noResponder:
-				c.observe(prep.Call.Name, "no_responders", "")
-				return nil, false, false, fmt.Errorf("Tool %s: %w (no worker is subscribed to %s)", prep.Call.Name, pipeline.ErrNoResponders, c.toolSubject(prep.Call.Name))
+				c.observe(req.Name, "no_responders", "")
+				return nil, false, false, fmt.Errorf("Tool %s: %w (no worker is subscribed to %s)", req.Name, ErrNoResponders, c.toolSubject(req.Name))
 			case d.err != nil:
-				c.cancel(cancelSubject, prep.Call.ID, call.reply)
-				c.observe(prep.Call.Name, "error", worker)
+				c.cancel(cancelSubject, req.ID, call.reply)
+				c.observe(req.Name, "error", worker)
 				if worker == "" {
 					worker = d.worker
 				}
-				return nil, false, false, fmt.Errorf("Tool %s: worker %s sent a bad frame: %v", prep.Call.Name, orUnknown(worker), d.err)
+				return nil, false, false, fmt.Errorf("Tool %s: worker %s sent a bad frame: %v", req.Name, orUnknown(worker), d.err)
 			}
 			f := d.f
 			last = time.Now()
@@ -117,7 +118,7 @@ func (c *ToolClient) attempt(ctx context.Context, call *inflight, deadline time.
 				}
 				call.arm(deadline, last.Add(window))
 			case wire.FrameBusy:
-				c.observe(prep.Call.Name, "busy", f.Worker)
+				c.observe(req.Name, "busy", f.Worker)
 				if hdr != nil {
 					trace.SpanFromContext(ctx).AddEvent(tracing.EventBusy, trace.WithAttributes(tracing.Worker.String(f.Worker)))
 				}
@@ -130,13 +131,13 @@ func (c *ToolClient) attempt(ctx context.Context, call *inflight, deadline time.
 				r.Worker = orDefault(f.Worker, worker)
 				r.Attempts = attempt
 				if f.IsError {
-					c.observe(prep.Call.Name, "error", r.Worker)
-					return nil, false, false, &pipeline.ResultError{Result: r}
+					c.observe(req.Name, "error", r.Worker)
+					return nil, false, false, &ResultError{Result: r}
 				}
-				c.observe(prep.Call.Name, "ok", r.Worker)
+				c.observe(req.Name, "ok", r.Worker)
 				return r, false, false, nil
 			case wire.FrameError:
-				c.observe(prep.Call.Name, "error", orDefault(f.Worker, worker))
+				c.observe(req.Name, "error", orDefault(f.Worker, worker))
 				return nil, false, false, fmt.Errorf("%s (worker %s, code %s)", strings.TrimSpace(f.Error), orUnknown(orDefault(f.Worker, worker)), f.Code)
 			}
 		}
@@ -144,26 +145,26 @@ func (c *ToolClient) attempt(ctx context.Context, call *inflight, deadline time.
 }
 
 // endErr explains why an attempt ended before its worker was done: its
-// deadline (cause pipeline.ErrTimeout), or ctx.
-func (c *ToolClient) endErr(ctx context.Context, cause error, prep *pipeline.Prepared, worker, when string) error {
-	if cause == pipeline.ErrTimeout {
-		return c.timeoutErr(prep, worker, when)
+// deadline (cause ErrTimeout), or ctx.
+func (c *ToolClient) endErr(ctx context.Context, cause error, req *Call, worker, when string) error {
+	if cause == ErrTimeout {
+		return c.timeoutErr(req, worker, when)
 	}
-	return c.ctxErr(ctx, prep, worker, when)
+	return c.ctxErr(ctx, req, worker, when)
 }
 
 // ctxErr explains why ctx ended: the call's timeout, or an abort.
-func (c *ToolClient) ctxErr(ctx context.Context, prep *pipeline.Prepared, worker, when string) error {
-	if errors.Is(context.Cause(ctx), pipeline.ErrTimeout) {
-		return c.timeoutErr(prep, worker, when)
+func (c *ToolClient) ctxErr(ctx context.Context, req *Call, worker, when string) error {
+	if errors.Is(context.Cause(ctx), ErrTimeout) {
+		return c.timeoutErr(req, worker, when)
 	}
-	c.observe(prep.Call.Name, "aborted", worker)
+	c.observe(req.Name, "aborted", worker)
 	return ctx.Err()
 }
 
 // timeoutErr is the error of a call whose timeout ended.
-func (c *ToolClient) timeoutErr(prep *pipeline.Prepared, worker, when string) error {
-	c.observe(prep.Call.Name, "timeout", worker)
+func (c *ToolClient) timeoutErr(req *Call, worker, when string) error {
+	c.observe(req.Name, "timeout", worker)
 	where := ""
 	if worker != "" {
 		where = " on worker " + worker
@@ -171,5 +172,5 @@ func (c *ToolClient) timeoutErr(prep *pipeline.Prepared, worker, when string) er
 	if when != "" {
 		where += " " + when
 	}
-	return fmt.Errorf("Tool %s: %w after %v%s", prep.Call.Name, pipeline.ErrTimeout, prep.Timeout, where)
+	return fmt.Errorf("Tool %s: %w after %v%s", req.Name, ErrTimeout, req.Timeout, where)
 }
