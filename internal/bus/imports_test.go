@@ -25,11 +25,12 @@ func goList(t *testing.T, f string, pkgs ...string) []string {
 // TestImportRules holds the rules the packages of internal/bus state in
 // their doc comments: the base imports nothing of the fleet, only the
 // embedded server (and the test helper) links nats-server, the codec holds
-// no connection, nothing under internal/bus imports the pipeline, the loop
-// or the orchestrator, and the programs that only connect do not link
-// nats-server.
+// no connection, nothing under internal/bus reaches up into the pipeline,
+// the loop or the orchestrator, not even through another package, and the
+// programs that only connect do not link nats-server.
 func TestImportRules(t *testing.T) {
 	const server = "github.com/nats-io/nats-server/v2/server"
+	core := []string{module + "/internal/pipeline", module + "/internal/loop", module + "/internal/orchestrator"}
 	for _, line := range goList(t, `{{.ImportPath}} {{join .Imports " "}}`, module+"/internal/bus/...") {
 		fields := strings.Fields(line)
 		pkg, imports := fields[0], fields[1:]
@@ -44,10 +45,16 @@ func TestImportRules(t *testing.T) {
 				t.Errorf("%s imports %s: the codec holds no connection", rel, imp)
 			}
 		}
+		deps := goList(t, `{{join .Deps "\n"}}`, pkg)
+		for _, c := range core {
+			if slices.Contains(deps, c) {
+				t.Errorf("%s depends on %s: the transport does not reach up into the agent core, not even through another package", rel, c)
+			}
+		}
 		if rel == "internal/bus/server" || rel == "internal/bus/bustest" {
 			continue
 		}
-		if deps := goList(t, `{{join .Deps "\n"}}`, pkg); slices.Contains(deps, server) {
+		if slices.Contains(deps, server) {
 			t.Errorf("%s links nats-server; only internal/bus/server may", rel)
 		}
 	}

@@ -9,13 +9,17 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
-	"github.com/agentfleet/agentfleet/internal/pipeline"
+	"github.com/agentfleet/agentfleet/internal/script"
 )
+
+// DefaultCallTimeout bounds a nested call whose caller has no deadline:
+// the pipeline's default timeout of a call (pipeline.DefaultTimeout).
+const DefaultCallTimeout = 60 * time.Second
 
 // FleetCaller returns a script.Env CallTool that runs a script's call_tool
 // on the fleet through client. A call is bounded by the caller's deadline
 // (a script's own time limit) or, when it has none, by timeout (default
-// pipeline.DefaultTimeout). The call's ID, which carries the depth of
+// DefaultCallTimeout). The call's ID, which carries the depth of
 // nesting, is passed on unchanged. It refuses every tool not in the
 // caller's allowed list (see bus.CallerFrom), and every tool when ctx
 // carries no caller or the list is empty; a tool the caller's list names
@@ -24,7 +28,7 @@ import (
 // that scripts called by scripts are bound alike.
 func FleetCaller(client *toolrpc.ToolClient, timeout time.Duration) func(ctx context.Context, call *agentfleet.ToolCall) (*agentfleet.ToolResult, error) {
 	if timeout <= 0 {
-		timeout = pipeline.DefaultTimeout
+		timeout = DefaultCallTimeout
 	}
 	return func(ctx context.Context, call *agentfleet.ToolCall) (*agentfleet.ToolResult, error) {
 		t := timeout
@@ -47,7 +51,7 @@ func FleetCaller(client *toolrpc.ToolClient, timeout time.Duration) func(ctx con
 		}, func(any) {})
 		if re, ok := errors.AsType[*toolrpc.ResultError](err); ok {
 			// call_tool(full=True) hands a script the tool's error result.
-			return nil, &pipeline.ResultError{Result: re.Result}
+			return nil, &script.ResultError{Result: re.Result}
 		}
 		return res, err
 	}
