@@ -66,7 +66,8 @@ type ClientConfig struct {
 }
 
 // ToolClient executes tool calls on the fleet: one request on the tool's
-// subject, then frames on a reply inbox until the final one. It is safe for concurrent use.
+// subject, then frames on a reply inbox until the final one. It is safe
+// for concurrent use.
 type ToolClient struct {
 	closeOnce sync.Once
 	closeErr  error
