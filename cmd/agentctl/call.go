@@ -82,14 +82,12 @@ func (m *Main) call(ctx context.Context) error {
 		case <-ctx.Done():
 		}
 	}()
-	prep := &pipeline.Prepared{
-		Tool:    &agentfleet.Tool{ToolDef: def},
-		Call:    agentfleet.ToolCall{ID: "agentctl-" + strings.ToLower(rand.Text()[:10]), Name: name, Arguments: args},
-		Args:    args,
-		Timeout: timeout,
+	call := &toolrpc.Call{
+		ID: "agentctl-" + strings.ToLower(rand.Text()[:10]), Name: name, Args: args, Timeout: timeout,
+		Retryable: def.Annotations.Idempotent || def.Annotations.ReadOnly,
 	}
 	start := time.Now()
-	res, err := client.Execute(ctx, prep, func(partial any) {
+	res, err := client.Execute(ctx, call, func(partial any) {
 		if m.JSON {
 			b, _ := json.Marshal(map[string]any{"progress": partial})
 			fmt.Fprintf(m.Stdout, "%s\n", b)
@@ -98,7 +96,7 @@ func (m *Main) call(ctx context.Context) error {
 		fmt.Fprintf(m.Stdout, "… %s\n", compactJSON(partial, 200))
 	})
 	isError := false
-	if re, ok := errors.AsType[*pipeline.ResultError](err); ok && re.Result != nil {
+	if re, ok := errors.AsType[*toolrpc.ResultError](err); ok && re.Result != nil {
 		res, isError, err = re.Result, true, nil
 	}
 	if err != nil {
@@ -108,7 +106,7 @@ func (m *Main) call(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil // interrupted; the worker was told to stop
 		}
-		if errors.Is(err, pipeline.ErrNoResponders) && len(found) > 0 {
+		if errors.Is(err, toolrpc.ErrNoResponders) && len(found) > 0 {
 			return fmt.Errorf("%w; the fleet serves: %s", err, strings.Join(slices.Sorted(maps.Keys(found)), ", "))
 		}
 		return err
@@ -121,7 +119,7 @@ func (m *Main) call(ctx context.Context) error {
 			DurationMS float64                `json:"duration_ms"`
 			IsError    bool                   `json:"is_error"`
 			Result     *agentfleet.ToolResult `json:"result"`
-		}{name, prep.Call.ID, res.Worker, float64(time.Since(start).Microseconds()) / 1000, isError, res})
+		}{name, call.ID, res.Worker, float64(time.Since(start).Microseconds()) / 1000, isError, res})
 		fmt.Fprintf(m.Stdout, "%s\n", b)
 	} else if isError {
 		fmt.Fprintf(m.Stderr, "error: %s\n", resultText(res))

@@ -19,6 +19,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/events"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/bus/wire"
+	"github.com/agentfleet/agentfleet/internal/fleetexec"
 	"github.com/agentfleet/agentfleet/internal/metrics"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
@@ -305,7 +306,7 @@ func (m *Main) runDispatch(ctx context.Context) (_ report, err error) {
 		prodLog := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
 		prodSink := &envelope{agent: "bench", session: "dispatch", runID: "dispatch-run",
 			next: orchestrator.NewSink("fleetbench", prodMetrics, pub, prodLog)}
-		return pipeline.New(pipeline.Config{Mode: pipeline.Parallel, Executor: prodClient, Sink: prodSink,
+		return pipeline.New(pipeline.Config{Mode: pipeline.Parallel, Executor: fleetexec.Executor{Client: prodClient}, Sink: prodSink,
 			Agent: prodSink.agent, Session: prodSink.session, RunID: prodSink.runID}), prodClient, nil
 	}
 	prodPipe, prodClient, err := newProd("")
@@ -326,7 +327,7 @@ func (m *Main) runDispatch(ctx context.Context) (_ report, err error) {
 	text := payloadText(c.Payload)
 	d := &dispatchBench{
 		nc: nc, text: text, args: map[string]any{"text": text},
-		remotePipe: pipeline.New(pipeline.Config{Executor: client, Sink: sink, Agent: sink.agent, Session: sink.session, RunID: sink.runID}),
+		remotePipe: pipeline.New(pipeline.Config{Executor: fleetexec.Executor{Client: client}, Sink: sink, Agent: sink.agent, Session: sink.session, RunID: sink.runID}),
 		prodPipe:   prodPipe,
 		localPipe:  pipeline.New(pipeline.Config{Sink: sink, Agent: sink.agent, Session: sink.session, RunID: sink.runID}),
 		remoteCtx:  &pipeline.Context{Tools: remoteStore},

@@ -16,6 +16,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/events"
 	busfleet "github.com/agentfleet/agentfleet/internal/bus/fleet"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
+	"github.com/agentfleet/agentfleet/internal/fleetexec"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/tools"
 )
@@ -176,7 +177,7 @@ func (m *Main) runScaleFleet(ctx context.Context, specs []scaleWorkerSpec) (_ *S
 	if err := store.Register(&agentfleet.Tool{ToolDef: sleepDef}); err != nil {
 		return nil, err
 	}
-	p := pipeline.New(pipeline.Config{Executor: client, Sink: sink, Agent: sink.agent, Session: sink.session, RunID: sink.runID})
+	p := pipeline.New(pipeline.Config{Executor: fleetexec.Executor{Client: client}, Sink: sink, Agent: sink.agent, Session: sink.session, RunID: sink.runID})
 	pctx := &pipeline.Context{Tools: store}
 	assistant := &agentfleet.AssistantMessage{Role: agentfleet.RoleAssistant}
 	args := map[string]any{"ms": c.Sleep.Milliseconds()}

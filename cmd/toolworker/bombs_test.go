@@ -16,6 +16,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/bus/wire"
+	"github.com/agentfleet/agentfleet/internal/fleetexec"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/nats-io/nats.go/micro"
 )
@@ -127,7 +128,7 @@ func TestBombsKeepTheWorkerServing(t *testing.T) {
 		Tool: &agentfleet.Tool{ToolDef: agentfleet.ToolDef{Name: "echo"}},
 		Call: agentfleet.ToolCall{ID: "after-bombs", Name: "echo"}, Args: map[string]any{"text": "still here"}, Timeout: 10 * time.Second,
 	}
-	res, err := client.Execute(context.Background(), echo, func(any) {})
+	res, err := fleetexec.Executor{Client: client}.Execute(context.Background(), echo, func(any) {})
 	if err != nil || agentfleet.JoinText(res.Content) != "still here" {
 		t.Fatalf("good call after the bombs: %v, %v", res, err)
 	}

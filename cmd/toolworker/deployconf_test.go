@@ -19,6 +19,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/scriptfleet"
 	busserver "github.com/agentfleet/agentfleet/internal/bus/server"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
+	"github.com/agentfleet/agentfleet/internal/fleetexec"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/script"
 	"github.com/nats-io/nats-server/v2/server"
@@ -145,7 +146,7 @@ func TestScriptsUnderDeployConf(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	res, err := client.Execute(ctx, &pipeline.Prepared{
+	res, err := fleetexec.Executor{Client: client}.Execute(ctx, &pipeline.Prepared{
 		Tool: &agentfleet.Tool{ToolDef: agentfleet.ToolDef{Name: "relay", Scripted: true}},
 		Call: agentfleet.ToolCall{ID: "c1", Name: "relay"}, Args: map[string]any{"text": "hi"}, Timeout: 20 * time.Second,
 		Agent: "default", Allowed: []string{"relay", "echo"},

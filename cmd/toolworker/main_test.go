@@ -18,6 +18,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	busfleet "github.com/agentfleet/agentfleet/internal/bus/fleet"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
+	"github.com/agentfleet/agentfleet/internal/fleetexec"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/scripts"
 	"github.com/nats-io/nats.go"
@@ -101,7 +102,7 @@ func TestKilledWorkerIsDetectedByHeartbeats(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		_, err := client.Execute(context.Background(), sleepCall(60_000, 30*time.Second), func(any) {
+		_, err := fleetexec.Executor{Client: client}.Execute(context.Background(), sleepCall(60_000, 30*time.Second), func(any) {
 			select {
 			case progress <- struct{}{}:
 			default:
@@ -138,7 +139,7 @@ func TestSIGTERMDrains(t *testing.T) {
 	progress := make(chan struct{}, 1)
 	done := make(chan error, 1)
 	go func() {
-		res, err := client.Execute(context.Background(), sleepCall(400, 30*time.Second), func(any) {
+		res, err := fleetexec.Executor{Client: client}.Execute(context.Background(), sleepCall(400, 30*time.Second), func(any) {
 			select {
 			case progress <- struct{}{}:
 			default:
@@ -160,7 +161,7 @@ func TestSIGTERMDrains(t *testing.T) {
 		t.Errorf("worker exit: %v, want status 0", err)
 	}
 	// Nothing serves sleep any more.
-	_, err = client.Execute(context.Background(), sleepCall(1, time.Second), func(any) {})
+	_, err = fleetexec.Executor{Client: client}.Execute(context.Background(), sleepCall(1, time.Second), func(any) {})
 	if !errors.Is(err, pipeline.ErrNoResponders) {
 		t.Errorf("after drain: %v, want no responders", err)
 	}
@@ -193,7 +194,7 @@ func TestSIGTERMDrainsEveryCallInFlight(t *testing.T) {
 			call := sleepCall(400, 30*time.Second) // all end at once, at the exit
 			call.Call.ID = fmt.Sprintf("call-%d", i)
 			var once sync.Once
-			res, err := client.Execute(context.Background(), call, func(any) {
+			res, err := fleetexec.Executor{Client: client}.Execute(context.Background(), call, func(any) {
 				once.Do(func() { running <- struct{}{} })
 			})
 			if err == nil && agentfleet.JoinText(res.Content) != "slept 400 ms" {
@@ -300,7 +301,7 @@ func TestLostWorkerRetryPolicy(t *testing.T) {
 			}
 			done := make(chan result, 1)
 			go func() {
-				res, err := client.Execute(context.Background(), call, func(p any) {
+				res, err := fleetexec.Executor{Client: client}.Execute(context.Background(), call, func(p any) {
 					select {
 					case progress <- p:
 					default:

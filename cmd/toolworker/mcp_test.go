@@ -12,6 +12,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
+	"github.com/agentfleet/agentfleet/internal/fleetexec"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 )
 
@@ -90,7 +91,7 @@ func TestMCPWorker(t *testing.T) {
 	}
 	defer c.Close()
 	args := map[string]any{"message": "from toolworker"}
-	res, err := c.Execute(context.Background(), &pipeline.Prepared{
+	res, err := fleetexec.Executor{Client: c}.Execute(context.Background(), &pipeline.Prepared{
 		Tool: &agentfleet.Tool{ToolDef: agentfleet.ToolDef{Name: "ev_echo"}},
 		Call: agentfleet.ToolCall{ID: "c1", Name: "ev_echo", Arguments: args}, Args: args, Timeout: 20 * time.Second,
 	}, func(any) {})

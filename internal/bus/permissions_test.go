@@ -17,6 +17,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/input"
 	busserver "github.com/agentfleet/agentfleet/internal/bus/server"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
+	"github.com/agentfleet/agentfleet/internal/fleetexec"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -317,7 +318,7 @@ func TestDeployConfFleet(t *testing.T) {
 	}
 	defer client.Close()
 	var progress []any
-	res, err := client.Execute(ctx, &pipeline.Prepared{
+	res, err := fleetexec.Executor{Client: client}.Execute(ctx, &pipeline.Prepared{
 		Tool: &agentfleet.Tool{}, Call: agentfleet.ToolCall{ID: "c1", Name: "count"}, Args: map[string]any{}, Timeout: 10 * time.Second,
 	}, func(p any) { progress = append(progress, p) })
 	if err != nil {
@@ -335,7 +336,7 @@ func TestDeployConfFleet(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		_, err := client.Execute(cctx, &pipeline.Prepared{
+		_, err := fleetexec.Executor{Client: client}.Execute(cctx, &pipeline.Prepared{
 			Tool: &agentfleet.Tool{}, Call: agentfleet.ToolCall{ID: "c2", Name: "block"}, Args: map[string]any{}, Timeout: time.Minute,
 		}, func(any) {})
 		done <- err
@@ -480,7 +481,7 @@ func TestDeployConfStandalone(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	res, err := client.Execute(context.Background(), &pipeline.Prepared{
+	res, err := fleetexec.Executor{Client: client}.Execute(context.Background(), &pipeline.Prepared{
 		Tool: &agentfleet.Tool{}, Call: agentfleet.ToolCall{ID: "s1", Name: "echo"}, Args: map[string]any{"text": "alone"}, Timeout: 10 * time.Second,
 	}, func(any) {})
 	if err != nil || agentfleet.JoinText(res.Content) != "alone" {

@@ -16,6 +16,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	busfleet "github.com/agentfleet/agentfleet/internal/bus/fleet"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
+	"github.com/agentfleet/agentfleet/internal/fleetexec"
 	"github.com/agentfleet/agentfleet/internal/mcpbridge"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/nats-io/nats-server/v2/server"
@@ -82,7 +83,7 @@ func (f *fleet) call(ctx context.Context, name string, args map[string]any, prog
 	if progress == nil {
 		progress = func(any) {}
 	}
-	return f.client.Execute(ctx, &pipeline.Prepared{
+	return fleetexec.Executor{Client: f.client}.Execute(ctx, &pipeline.Prepared{
 		Tool:    &agentfleet.Tool{ToolDef: agentfleet.ToolDef{Name: name, Annotations: agentfleet.Annotations{}}},
 		Call:    agentfleet.ToolCall{ID: "call-" + name, Name: name, Arguments: args},
 		Args:    args,

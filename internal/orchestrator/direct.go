@@ -10,6 +10,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	busclient "github.com/agentfleet/agentfleet/internal/bus/client"
+	"github.com/agentfleet/agentfleet/internal/fleetexec"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/google/uuid"
 )
@@ -63,7 +64,7 @@ func (o *Orchestrator) CallTool(ctx context.Context, agentName, session string, 
 	}
 	pipe := pipeline.New(pipeline.Config{
 		MaxParallel: p.MaxParallel, DefaultTimeout: p.toolTimeout,
-		Executor: o.client, Before: before, After: o.cfg.After, Nested: nested,
+		Executor: fleetexec.Executor{Client: o.client}, Before: before, After: o.cfg.After, Nested: nested,
 		MaxProgressBytes: maxProgressBytes(o.cfg.DurableConfig.EventsMaxBytes),
 		Agent:            p.Name, Session: session, RunID: runID,
 		Sink: agentfleet.EventSinkFunc(func(e *agentfleet.Event) {

@@ -12,6 +12,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
+	"github.com/agentfleet/agentfleet/internal/fleetexec"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
 	"github.com/agentfleet/agentfleet/internal/tools/builtin"
 )
@@ -267,7 +268,7 @@ func TestNoRespondersOnTheClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	_, err = c.Execute(context.Background(), prepared("nobody", 30*time.Second), func(any) {})
+	_, err = fleetexec.Executor{Client: c}.Execute(context.Background(), prepared("nobody", 30*time.Second), func(any) {})
 	if err == nil || !strings.Contains(err.Error(), "Tool nobody: no worker serves the tool (no worker is subscribed to agent.tool.nobody)") {
 		t.Errorf("err = %v", err)
 	}

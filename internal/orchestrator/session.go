@@ -14,6 +14,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/history"
 	"github.com/agentfleet/agentfleet/internal/bus/input"
 	"github.com/agentfleet/agentfleet/internal/bus/ownership"
+	"github.com/agentfleet/agentfleet/internal/fleetexec"
 	"github.com/agentfleet/agentfleet/internal/inputpolicy"
 	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
@@ -264,7 +265,7 @@ func (s *session) config(entries []loop.Entry) loop.Config {
 		Context: p.Context(o.window(p.Model)), Budget: p.Budget(),
 		Pipeline: pipeline.Config{
 			Mode: pipeline.Mode(p.Mode), MaxParallel: p.MaxParallel, DefaultTimeout: p.toolTimeout,
-			Executor: o.client, Before: before, After: o.cfg.After,
+			Executor: fleetexec.Executor{Client: o.client}, Before: before, After: o.cfg.After,
 			TraceContent: o.cfg.TraceContent, Nested: nested,
 			MaxProgressBytes: maxProgressBytes(o.cfg.DurableConfig.EventsMaxBytes),
 		},

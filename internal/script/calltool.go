@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 
 	"github.com/agentfleet/agentfleet"
-	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/script/convert"
 	"go.starlark.net/starlark"
 )
@@ -130,7 +129,7 @@ func callToolBuiltin(thread *starlark.Thread, b *starlark.Builtin, args starlark
 		case !full:
 			return nil, fmt.Errorf("call_tool(%q) failed: %v", name, err)
 		}
-		var re *pipeline.ResultError
+		var re *ResultError
 		if errors.As(err, &re) && re.Result != nil {
 			return resultDict(re.Result, true)
 		}

@@ -37,7 +37,8 @@ type Env struct {
 	// CallTool runs a script's call_tool(name, args): call.ID carries the
 	// depth of nesting (see CallDepth) and must be passed on unchanged to
 	// the worker that runs the call. A returned error is the call's
-	// failure; its text is what the script sees. Optional; when nil,
+	// failure; its text is what the script sees, and a *ResultError's
+	// result is what call_tool(full=True) returns. Optional; when nil,
 	// call_tool fails with "call_tool is not available here".
 	CallTool func(ctx context.Context, call *agentfleet.ToolCall) (*agentfleet.ToolResult, error)
 	// MaxSteps bounds the Starlark execution steps of one call (and of the

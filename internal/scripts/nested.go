@@ -2,19 +2,24 @@ package scripts
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
-	"github.com/agentfleet/agentfleet/internal/pipeline"
+	"github.com/agentfleet/agentfleet/internal/script"
 )
+
+// DefaultCallTimeout bounds a nested call whose caller has no deadline:
+// the pipeline's default timeout of a call (pipeline.DefaultTimeout).
+const DefaultCallTimeout = 60 * time.Second
 
 // FleetCaller returns a script.Env CallTool that runs a script's call_tool
 // on the fleet through client. A call is bounded by the caller's deadline
 // (a script's own time limit) or, when it has none, by timeout (default
-// pipeline.DefaultTimeout). The call's ID, which carries the depth of
+// DefaultCallTimeout). The call's ID, which carries the depth of
 // nesting, is passed on unchanged. It refuses every tool not in the
 // caller's allowed list (see bus.CallerFrom), and every tool when ctx
 // carries no caller or the list is empty; a tool the caller's list names
@@ -23,7 +28,7 @@ import (
 // that scripts called by scripts are bound alike.
 func FleetCaller(client *toolrpc.ToolClient, timeout time.Duration) func(ctx context.Context, call *agentfleet.ToolCall) (*agentfleet.ToolResult, error) {
 	if timeout <= 0 {
-		timeout = pipeline.DefaultTimeout
+		timeout = DefaultCallTimeout
 	}
 	return func(ctx context.Context, call *agentfleet.ToolCall) (*agentfleet.ToolResult, error) {
 		t := timeout
@@ -40,14 +45,15 @@ func FleetCaller(client *toolrpc.ToolClient, timeout time.Duration) func(ctx con
 		if err := CheckNested(c, call.Name); err != nil {
 			return nil, err
 		}
-		prep := &pipeline.Prepared{
-			Tool:    &agentfleet.Tool{ToolDef: agentfleet.ToolDef{Name: call.Name}},
-			Call:    *call,
-			Args:    call.Arguments,
-			Timeout: t,
-			Agent:   c.Agent, Session: c.Session, RunID: c.RunID, Allowed: c.Allowed, Gated: c.Gated,
+		res, err := client.Execute(ctx, &toolrpc.Call{
+			ID: call.ID, Name: call.Name, Args: call.Arguments, Timeout: t,
+			Agent: c.Agent, Session: c.Session, RunID: c.RunID, Allowed: c.Allowed, Gated: c.Gated,
+		}, func(any) {})
+		if re, ok := errors.AsType[*toolrpc.ResultError](err); ok {
+			// call_tool(full=True) hands a script the tool's error result.
+			return nil, &script.ResultError{Result: re.Result}
 		}
-		return client.Execute(ctx, prep, func(any) {})
+		return res, err
 	}
 }
 

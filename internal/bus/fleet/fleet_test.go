@@ -14,6 +14,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/bus/fleet"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
+	"github.com/agentfleet/agentfleet/internal/fleetexec"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
@@ -379,7 +380,7 @@ func TestNATSRestartFailsNoCall(t *testing.T) {
 	// back finds no responder, which is another test's case.
 	l.waitFor(t, "the client and the worker to reconnect", 20*time.Second, func() bool { return cc.IsConnected() && wc.IsConnected() })
 	for i := range 20 {
-		_, err := client.Execute(context.Background(), &pipeline.Prepared{
+		_, err := fleetexec.Executor{Client: client}.Execute(context.Background(), &pipeline.Prepared{
 			Tool: &agentfleet.Tool{ToolDef: agentfleet.ToolDef{Name: "steady"}},
 			Call: agentfleet.ToolCall{ID: "c", Name: "steady"}, Args: map[string]any{}, Timeout: 10 * time.Second,
 		}, func(any) {})

@@ -14,6 +14,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/bus/scriptfleet"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
+	"github.com/agentfleet/agentfleet/internal/fleetexec"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/script"
 	"github.com/agentfleet/agentfleet/internal/scripts"
@@ -103,7 +104,7 @@ func testNestedCallOfGatedTool(t *testing.T, isolation string) {
 	}
 	run := func(pol approval.Policy, tool, target string) string {
 		t.Helper()
-		p := pipeline.New(pipeline.Config{Executor: client, Agent: "agent-a", Session: "s", RunID: "r", Nested: pol.Nested})
+		p := pipeline.New(pipeline.Config{Executor: fleetexec.Executor{Client: client}, Agent: "agent-a", Session: "s", RunID: "r", Nested: pol.Nested})
 		b := p.Run(ctx, &pipeline.Context{Tools: agentTools}, &agentfleet.AssistantMessage{Role: agentfleet.RoleAssistant},
 			[]agentfleet.ToolCall{{ID: "call_" + tool, Name: tool, Arguments: map[string]any{"tool": target}}})
 		if o := b.Outcomes[0]; o.IsError {

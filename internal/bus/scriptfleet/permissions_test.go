@@ -14,6 +14,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/scriptfleet"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/bus/wire"
+	"github.com/agentfleet/agentfleet/internal/fleetexec"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/script"
 	"github.com/agentfleet/agentfleet/internal/tools"
@@ -64,7 +65,7 @@ func TestCallToolFailsClosed(t *testing.T) {
 	// travel alike (the field is left out).
 	viaClient := func(allowed []string) func(t *testing.T) string {
 		return func(t *testing.T) string {
-			res, err := client.Execute(ctx, &pipeline.Prepared{
+			res, err := fleetexec.Executor{Client: client}.Execute(ctx, &pipeline.Prepared{
 				Tool: &agentfleet.Tool{ToolDef: agentfleet.ToolDef{Name: "peek", Scripted: true}},
 				Call: agentfleet.ToolCall{ID: "call_peek", Name: "peek"}, Timeout: 10 * time.Second,
 				Agent: "agent-a", Allowed: allowed,
@@ -87,7 +88,7 @@ func TestCallToolFailsClosed(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			p := pipeline.New(pipeline.Config{Executor: client, Agent: "agent-a", Session: "s", RunID: "r"})
+			p := pipeline.New(pipeline.Config{Executor: fleetexec.Executor{Client: client}, Agent: "agent-a", Session: "s", RunID: "r"})
 			b := p.Run(ctx, &pipeline.Context{Tools: agentTools}, &agentfleet.AssistantMessage{Role: agentfleet.RoleAssistant},
 				[]agentfleet.ToolCall{{ID: "call_peek", Name: "peek", Arguments: map[string]any{}}})
 			if o := b.Outcomes[0]; o.IsError {

@@ -17,6 +17,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/bus/scriptfleet"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
+	"github.com/agentfleet/agentfleet/internal/fleetexec"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/script"
 	"github.com/agentfleet/agentfleet/internal/script/procmem"
@@ -99,7 +100,7 @@ func runHungry(t *testing.T, memory *procmem.ProcessMemory, n, want int, refused
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := client.Execute(ctx, &pipeline.Prepared{
+			res, err := fleetexec.Executor{Client: client}.Execute(ctx, &pipeline.Prepared{
 				Tool: &agentfleet.Tool{ToolDef: agentfleet.ToolDef{Name: "hungry", Scripted: true}},
 				Call: agentfleet.ToolCall{ID: fmt.Sprintf("call_%d", i), Name: "hungry"}, Timeout: 120 * time.Second,
 				Agent: "a", Allowed: []string{"hungry", "hold"},

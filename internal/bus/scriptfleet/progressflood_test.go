@@ -11,6 +11,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/bus/scriptfleet"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
+	"github.com/agentfleet/agentfleet/internal/fleetexec"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/script"
 	"github.com/agentfleet/agentfleet/internal/scripts"
@@ -46,7 +47,7 @@ func TestProgressFloodOfIsolatedScript(t *testing.T) {
 	t.Cleanup(func() { client.Close() })
 	var mu sync.Mutex
 	var n, total int
-	res, err := client.Execute(ctx, &pipeline.Prepared{
+	res, err := fleetexec.Executor{Client: client}.Execute(ctx, &pipeline.Prepared{
 		Tool: &agentfleet.Tool{ToolDef: agentfleet.ToolDef{Name: "flood", Scripted: true}},
 		Call: agentfleet.ToolCall{ID: "call_flood", Name: "flood"}, Timeout: 60 * time.Second, Agent: "a", Allowed: []string{"flood"},
 	}, func(p any) {

@@ -19,6 +19,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/fleet"
 	"github.com/agentfleet/agentfleet/internal/bus/scriptfleet"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
+	"github.com/agentfleet/agentfleet/internal/fleetexec"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/script"
 	"github.com/nats-io/nats-server/v2/server"
@@ -74,7 +75,7 @@ func (w *scriptWorker) await(t *testing.T, want map[string]uint64) {
 // (the list a scripted tool's call_tool is bounded by).
 func call(t *testing.T, c *toolrpc.ToolClient, name string, args map[string]any, allowed ...string) (string, error) {
 	t.Helper()
-	res, err := c.Execute(testContext(t), &pipeline.Prepared{
+	res, err := fleetexec.Executor{Client: c}.Execute(testContext(t), &pipeline.Prepared{
 		Tool: &agentfleet.Tool{ToolDef: agentfleet.ToolDef{Name: name}},
 		Call: agentfleet.ToolCall{ID: "call_" + name, Name: name}, Args: args, Timeout: 10 * time.Second,
 		Allowed: allowed,
@@ -367,7 +368,7 @@ func TestScriptCallToolHonoursCallerPermissions(t *testing.T) {
 	t.Cleanup(func() { client.Close() })
 	callAs := func(name string, allowed []string) string {
 		t.Helper()
-		res, err := client.Execute(ctx, &pipeline.Prepared{
+		res, err := fleetexec.Executor{Client: client}.Execute(ctx, &pipeline.Prepared{
 			Tool: &agentfleet.Tool{ToolDef: agentfleet.ToolDef{Name: name, Scripted: true}},
 			Call: agentfleet.ToolCall{ID: "call_" + name, Name: name}, Timeout: 10 * time.Second,
 			Agent: "agent-a", Allowed: allowed,

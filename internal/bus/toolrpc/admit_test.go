@@ -12,6 +12,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/bus/wire"
+	"github.com/agentfleet/agentfleet/internal/fleetexec"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 )
 
@@ -80,7 +81,7 @@ func TestAdmitRefusesAsBusy(t *testing.T) {
 	before := refusals.Load()
 	done := make(chan error, 1)
 	go func() {
-		res, err := client.Execute(context.Background(), &pipeline.Prepared{
+		res, err := fleetexec.Executor{Client: client}.Execute(context.Background(), &pipeline.Prepared{
 			Tool: &agentfleet.Tool{ToolDef: echo.ToolDef}, Call: agentfleet.ToolCall{ID: "c2", Name: "echo"}, Timeout: 30 * time.Second,
 		}, func(any) {})
 		if err == nil && agentfleet.JoinText(res.Content) != "echo" {

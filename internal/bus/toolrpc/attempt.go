@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
-	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/tracing"
 	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel/trace"
@@ -25,7 +24,7 @@ func (e *notSentError) Unwrap() error { return e.err }
 // attempt sends one request and follows it to its end, with call's timer
 // armed for the earlier of deadline and the watchdog. again reports a busy
 // refusal; handedOff that call went to cancelLate, which releases it.
-func (c *ToolClient) attempt(ctx context.Context, call *inflight, deadline time.Time, prep *pipeline.Prepared, attempt int, data []byte, hdr nats.Header, progress pipeline.ProgressFunc) (res *agentfleet.ToolResult, again, handedOff bool, err error) {
+func (c *ToolClient) attempt(ctx context.Context, call *inflight, deadline time.Time, req *Call, attempt int, data []byte, hdr nats.Header, progress func(partial any)) (res *agentfleet.ToolResult, again, handedOff bool, err error) {
 	c.register(call)
 	defer func() {
 		if !handedOff {
@@ -34,18 +33,20 @@ func (c *ToolClient) attempt(ctx context.Context, call *inflight, deadline time.
 	}()
 	var sendErr error
 	if hdr == nil {
-		sendErr = c.nc.PublishRequest(c.toolSubject(prep.Call.Name), call.reply, data)
+		sendErr = c.nc.PublishRequest(c.toolSubject(req.Name), call.reply, data)
 	} else {
-		sendErr = c.nc.PublishMsg(&nats.Msg{Subject: c.toolSubject(prep.Call.Name), Reply: call.reply, Data: data, Header: hdr})
+		sendErr = c.nc.PublishMsg(&nats.Msg{Subject: c.toolSubject(req.Name), Reply: call.reply, Data: data, Header: hdr})
 		trace.SpanFromContext(ctx).AddEvent(tracing.EventAttempt, trace.WithAttributes(tracing.ToolAttempt.Int(attempt)))
 	}
 	if err := sendErr; err != nil {
 		if errors.Is(err, nats.ErrMaxPayload) {
-			return nil, false, false, fmt.Errorf("Tool %s: the call's arguments of %d bytes exceed the NATS max payload of %d bytes", prep.Call.Name, len(data), c.nc.MaxPayload())
+			return nil, false, false, fmt.Errorf("Tool %s: the call's arguments of %d bytes exceed the NATS max payload of %d bytes", req.Name, len(data), c.nc.MaxPayload())
 		}
-		return nil, false, false, fmt.Errorf("Tool %s: sending the call: %w", prep.Call.Name, err)
+		return nil, false, false, fmt.Errorf("Tool %s: sending the call: %w", req.Name, err)
 	}
-	prep.Sent() // tool.start, while the worker runs the call
+	if req.Notify != nil {
+		req.Notify.Sent() // tool.start, while the worker runs the call
+	}
 
 	st := newAttemptState(time.Now(), deadline, c.cfg.AckTimeout, c.cfg.HeartbeatMisses)
 	call.arm(deadline, st.last.Add(st.window))
@@ -73,17 +74,17 @@ func (c *ToolClient) attempt(ctx context.Context, call *inflight, deadline time.
 			// elsewhere so that the cancel still reaches the worker, and
 			// releases it.
 			handedOff = true
-			go c.cancelLate(call, prep.Call.ID)
+			go c.cancelLate(call, req.ID)
 		} else if fx.cancel {
-			c.cancel(st.cancel, prep.Call.ID, call.reply)
+			c.cancel(st.cancel, req.ID, call.reply)
 		}
 		if fx.outcome != "" {
-			c.observe(prep.Call.Name, fx.outcome, fx.observed)
+			c.observe(req.Name, fx.outcome, fx.observed)
 		}
 		if fx.end == goOn {
 			continue
 		}
-		res, again, err := c.attemptEnd(ctx, prep, attempt, hdr != nil, st, e, fx)
+		res, again, err := c.attemptEnd(ctx, req, attempt, hdr != nil, st, e, fx)
 		return res, again, handedOff, err
 	}
 }
@@ -91,20 +92,20 @@ func (c *ToolClient) attempt(ctx context.Context, call *inflight, deadline time.
 // attemptEnd is the outcome of an attempt that ended in state st with
 // effects fx after event e: its result, a busy refusal (again), or its
 // error.
-func (c *ToolClient) attemptEnd(ctx context.Context, prep *pipeline.Prepared, attempt int, traced bool, st attemptState, e attemptEvent, fx attemptEffects) (res *agentfleet.ToolResult, again bool, err error) {
-	name, f := prep.Call.Name, e.frame.f
+func (c *ToolClient) attemptEnd(ctx context.Context, req *Call, attempt int, traced bool, st attemptState, e attemptEvent, fx attemptEffects) (res *agentfleet.ToolResult, again bool, err error) {
+	name, f := req.Name, e.frame.f
 	switch fx.end {
 	case endCtx:
-		return nil, false, c.ctxErr(ctx, prep, fx.worker, "")
+		return nil, false, c.ctxErr(ctx, req, fx.worker, "")
 	case endTimeout:
-		return nil, false, c.timeoutErr(prep, fx.worker, "")
+		return nil, false, c.timeoutErr(req, fx.worker, "")
 	case endLost:
 		if fx.worker == "" {
-			return nil, false, fmt.Errorf("Tool %s: %w: no worker took the call within %v", name, pipeline.ErrWorkerLost, c.cfg.AckTimeout)
+			return nil, false, fmt.Errorf("Tool %s: %w: no worker took the call within %v", name, ErrWorkerLost, c.cfg.AckTimeout)
 		}
-		return nil, false, &lostError{worker: fx.worker, err: fmt.Errorf("Tool %s: %w: worker %s sent nothing for %v (%d heartbeat intervals)", name, pipeline.ErrWorkerLost, fx.worker, st.window, c.cfg.HeartbeatMisses)}
+		return nil, false, &lostError{worker: fx.worker, err: fmt.Errorf("Tool %s: %w: worker %s sent nothing for %v (%d heartbeat intervals)", name, ErrWorkerLost, fx.worker, st.window, c.cfg.HeartbeatMisses)}
 	case endNoResponders:
-		return nil, false, fmt.Errorf("Tool %s: %w (no worker is subscribed to %s)", name, pipeline.ErrNoResponders, c.toolSubject(name))
+		return nil, false, fmt.Errorf("Tool %s: %w (no worker is subscribed to %s)", name, ErrNoResponders, c.toolSubject(name))
 	case endBadFrame:
 		return nil, false, fmt.Errorf("Tool %s: worker %s sent a bad frame: %v", name, orUnknown(fx.worker), e.frame.err)
 	case endBusy:
@@ -117,7 +118,7 @@ func (c *ToolClient) attemptEnd(ctx context.Context, prep *pipeline.Prepared, at
 		r.Worker = fx.worker
 		r.Attempts = attempt
 		if fx.end == endErrorResult {
-			return nil, false, &pipeline.ResultError{Result: r}
+			return nil, false, &ResultError{Result: r}
 		}
 		return r, false, nil
 	}
@@ -125,26 +126,26 @@ func (c *ToolClient) attemptEnd(ctx context.Context, prep *pipeline.Prepared, at
 }
 
 // endErr explains why an attempt ended before its worker was done: its
-// deadline (cause pipeline.ErrTimeout), or ctx.
-func (c *ToolClient) endErr(ctx context.Context, cause error, prep *pipeline.Prepared, worker, when string) error {
-	if cause == pipeline.ErrTimeout {
-		return c.timeoutErr(prep, worker, when)
+// deadline (cause ErrTimeout), or ctx.
+func (c *ToolClient) endErr(ctx context.Context, cause error, req *Call, worker, when string) error {
+	if cause == ErrTimeout {
+		return c.timeoutErr(req, worker, when)
 	}
-	return c.ctxErr(ctx, prep, worker, when)
+	return c.ctxErr(ctx, req, worker, when)
 }
 
 // ctxErr explains why ctx ended: the call's timeout, or an abort.
-func (c *ToolClient) ctxErr(ctx context.Context, prep *pipeline.Prepared, worker, when string) error {
-	if errors.Is(context.Cause(ctx), pipeline.ErrTimeout) {
-		return c.timeoutErr(prep, worker, when)
+func (c *ToolClient) ctxErr(ctx context.Context, req *Call, worker, when string) error {
+	if errors.Is(context.Cause(ctx), ErrTimeout) {
+		return c.timeoutErr(req, worker, when)
 	}
-	c.observe(prep.Call.Name, "aborted", worker)
+	c.observe(req.Name, "aborted", worker)
 	return ctx.Err()
 }
 
 // timeoutErr is the error of a call whose timeout ended.
-func (c *ToolClient) timeoutErr(prep *pipeline.Prepared, worker, when string) error {
-	c.observe(prep.Call.Name, "timeout", worker)
+func (c *ToolClient) timeoutErr(req *Call, worker, when string) error {
+	c.observe(req.Name, "timeout", worker)
 	where := ""
 	if worker != "" {
 		where = " on worker " + worker
@@ -152,5 +153,5 @@ func (c *ToolClient) timeoutErr(prep *pipeline.Prepared, worker, when string) er
 	if when != "" {
 		where += " " + when
 	}
-	return fmt.Errorf("Tool %s: %w after %v%s", prep.Call.Name, pipeline.ErrTimeout, prep.Timeout, where)
+	return fmt.Errorf("Tool %s: %w after %v%s", req.Name, ErrTimeout, req.Timeout, where)
 }

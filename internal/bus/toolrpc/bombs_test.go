@@ -16,6 +16,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/bus/wire"
+	"github.com/agentfleet/agentfleet/internal/fleetexec"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/nats-io/nats.go"
 )
@@ -94,7 +95,7 @@ func TestBombFramesFailTheCallNotTheClient(t *testing.T) {
 	}
 	defer client.Close()
 	call := func() (*agentfleet.ToolResult, error) {
-		return client.Execute(context.Background(), &pipeline.Prepared{
+		return fleetexec.Executor{Client: client}.Execute(context.Background(), &pipeline.Prepared{
 			Tool: &agentfleet.Tool{ToolDef: agentfleet.ToolDef{Name: "bombed"}},
 			Call: agentfleet.ToolCall{ID: "c", Name: "bombed"}, Args: map[string]any{}, Timeout: 10 * time.Second,
 		}, func(any) {})
@@ -161,7 +162,7 @@ func TestHugeHeartbeatIntervalIsClamped(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	res, err := client.Execute(context.Background(), &pipeline.Prepared{
+	res, err := fleetexec.Executor{Client: client}.Execute(context.Background(), &pipeline.Prepared{
 		Tool: &agentfleet.Tool{ToolDef: agentfleet.ToolDef{Name: "slow"}},
 		Call: agentfleet.ToolCall{ID: "c", Name: "slow"}, Args: map[string]any{}, Timeout: 10 * time.Second,
 	}, func(any) {})

@@ -17,6 +17,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/bus/events"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
+	"github.com/agentfleet/agentfleet/internal/fleetexec"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/tools"
 	"github.com/agentfleet/agentfleet/internal/tracing"
@@ -115,7 +116,7 @@ func benchCallWithEvents(b *testing.B, ctx context.Context, tracer trace.Tracer,
 	if err := store.Register(&agentfleet.Tool{ToolDef: agentfleet.ToolDef{Name: "echo", Description: "echo", Parallel: true}}); err != nil {
 		b.Fatal(err)
 	}
-	p := pipeline.New(pipeline.Config{Executor: c, Sink: sink, Agent: "bench", Session: "s1", RunID: "r1"})
+	p := pipeline.New(pipeline.Config{Executor: fleetexec.Executor{Client: c}, Sink: sink, Agent: "bench", Session: "s1", RunID: "r1"})
 	pctx := &pipeline.Context{Tools: store}
 	args := map[string]any{"text": text}
 	var ids atomic.Uint64

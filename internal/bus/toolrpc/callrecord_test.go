@@ -10,6 +10,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/bus/wire"
+	"github.com/agentfleet/agentfleet/internal/fleetexec"
 	"github.com/nats-io/nats.go"
 )
 
@@ -62,7 +63,7 @@ func TestLateFramesDoNotReachTheNextCall(t *testing.T) {
 	for i := range 200 {
 		prep := prepared("echo", map[string]any{})
 		prep.Call.ID = "c" + strconv.Itoa(i)
-		res, err := c.Execute(context.Background(), prep, func(any) {})
+		res, err := fleetexec.Executor{Client: c}.Execute(context.Background(), prep, func(any) {})
 		if err != nil {
 			t.Fatal(err)
 		}

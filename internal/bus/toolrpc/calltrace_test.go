@@ -14,6 +14,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/bus/wire"
+	"github.com/agentfleet/agentfleet/internal/fleetexec"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/tools"
 	"github.com/agentfleet/agentfleet/internal/tracing"
@@ -112,7 +113,7 @@ func runTraced(t *testing.T, ctx context.Context, c *toolrpc.ToolClient, tool *a
 	if err := json.Unmarshal([]byte(args), &m); err != nil {
 		t.Fatal(err)
 	}
-	p := pipeline.New(pipeline.Config{Executor: c})
+	p := pipeline.New(pipeline.Config{Executor: fleetexec.Executor{Client: c}})
 	return p.Run(ctx, &pipeline.Context{Tools: store}, nil, []agentfleet.ToolCall{{ID: "call-" + tool.Name, Name: tool.Name, Arguments: m}}).Outcomes[0]
 }
 
@@ -321,7 +322,7 @@ func TestCallTraceBusy(t *testing.T) {
 	go func() {
 		p := prepared("hold", map[string]any{})
 		p.Call.ID = "holder"
-		_, err := other.Execute(context.Background(), p, func(any) {})
+		_, err := fleetexec.Executor{Client: other}.Execute(context.Background(), p, func(any) {})
 		holder <- err
 	}()
 	<-started

@@ -17,6 +17,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	busfleet "github.com/agentfleet/agentfleet/internal/bus/fleet"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
+	"github.com/agentfleet/agentfleet/internal/fleetexec"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/micro"
@@ -64,7 +65,7 @@ func TestBusyBackoffIsBounded(t *testing.T) {
 	go func() {
 		p := prepared("hold", map[string]any{})
 		p.Call.ID = "holder"
-		_, err := other.Execute(context.Background(), p, func(any) {})
+		_, err := fleetexec.Executor{Client: other}.Execute(context.Background(), p, func(any) {})
 		holder <- err
 	}()
 	<-started
@@ -83,7 +84,7 @@ func TestBusyBackoffIsBounded(t *testing.T) {
 	p := prepared("hold", map[string]any{})
 	p.Call.ID, p.Timeout = "refused", timeout
 	p.Tool.Annotations.Idempotent = true // would be retried after a timeout on a worker
-	_, err = client.Execute(context.Background(), p, func(any) {})
+	_, err = fleetexec.Executor{Client: client}.Execute(context.Background(), p, func(any) {})
 	if !errors.Is(err, pipeline.ErrTimeout) || !strings.Contains(err.Error(), "while every worker was busy") || !strings.Contains(err.Error(), "never ran") {
 		t.Errorf("err = %v, want a timeout while every worker was busy, saying the call never ran", err)
 	}
@@ -197,7 +198,7 @@ func TestFullFleetQueuesInTheOrchestrator(t *testing.T) {
 		p := prepared("work", map[string]any{})
 		p.Call.ID = "call-" + strconv.Itoa(i)
 		go func() {
-			_, err := client.Execute(context.Background(), p, func(any) {})
+			_, err := fleetexec.Executor{Client: client}.Execute(context.Background(), p, func(any) {})
 			done <- err
 		}()
 	}
@@ -260,7 +261,7 @@ func TestInFlightCapFollowsTheFleet(t *testing.T) {
 		p := prepared("work", map[string]any{})
 		p.Call.ID = "call-" + strconv.Itoa(i)
 		go func() {
-			_, err := client.Execute(context.Background(), p, func(any) {})
+			_, err := fleetexec.Executor{Client: client}.Execute(context.Background(), p, func(any) {})
 			done <- err
 		}()
 	}

@@ -7,6 +7,8 @@
 // It may import internal/bus (connection, subjects, reply guard),
 // internal/bus/wire (the codec), internal/bus/fleet (the metadata and
 // announcements a worker publishes), the domain types, tracing and nats.go.
-// It also implements pipeline.Executor, and for that imports pipeline; it
-// must not import the loop or the orchestrator.
+// The client takes a plain Call and returns its own errors (ErrTimeout,
+// ErrWorkerLost, ErrNoResponders, ResultError); it must not import the
+// pipeline, the loop or the orchestrator, which adapt it to their own
+// types.
 package toolrpc

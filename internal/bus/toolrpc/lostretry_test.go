@@ -3,6 +3,7 @@ package toolrpc_test
 import (
 	"context"
 	"errors"
+	"github.com/agentfleet/agentfleet/internal/fleetexec"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -54,7 +55,7 @@ func TestLostAttemptsAreRetriedUpToMaxAttempts(t *testing.T) {
 	c := newClient(t, srv, toolrpc.ClientConfig{HeartbeatMisses: 1, RetryBackoff: time.Millisecond, MaxAttempts: 3})
 
 	var retries []map[string]any
-	_, err := c.Execute(context.Background(), idempotent("mute"), func(p any) {
+	_, err := fleetexec.Executor{Client: c}.Execute(context.Background(), idempotent("mute"), func(p any) {
 		if m, ok := p.(map[string]any); ok && m["retry"] != nil {
 			retries = append(retries, m["retry"].(map[string]any))
 		}
@@ -75,7 +76,7 @@ func TestLostAttemptsAreRetriedUpToMaxAttempts(t *testing.T) {
 	}
 
 	requests.Store(0)
-	_, err = c.Execute(context.Background(), prepared("mute", map[string]any{}), func(any) {})
+	_, err = fleetexec.Executor{Client: c}.Execute(context.Background(), prepared("mute", map[string]any{}), func(any) {})
 	if !errors.Is(err, pipeline.ErrWorkerLost) || !strings.Contains(err.Error(), "outcome is unknown and it was not retried") {
 		t.Errorf("err = %v, want worker lost, not retried", err)
 	}
@@ -92,7 +93,7 @@ func TestAbortWhileWaitingToRetry(t *testing.T) {
 	c := newClient(t, srv, toolrpc.ClientConfig{HeartbeatMisses: 1, RetryBackoff: time.Hour})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	_, err := c.Execute(ctx, idempotent("mute"), func(p any) {
+	_, err := fleetexec.Executor{Client: c}.Execute(ctx, idempotent("mute"), func(p any) {
 		if m, ok := p.(map[string]any); ok && m["retry"] != nil {
 			cancel() // the wait before the second attempt begins
 		}

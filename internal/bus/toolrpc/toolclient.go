@@ -14,7 +14,6 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/wire"
-	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/retry"
 	"github.com/agentfleet/agentfleet/internal/tracing"
 	"github.com/nats-io/nats.go"
@@ -66,9 +65,9 @@ type ClientConfig struct {
 	Observe func(tool, outcome, worker string)
 }
 
-// ToolClient executes tool calls on the fleet. It implements
-// pipeline.Executor: one request on the tool's subject, then frames on a
-// reply inbox until the final one. It is safe for concurrent use.
+// ToolClient executes tool calls on the fleet: one request on the tool's
+// subject, then frames on a reply inbox until the final one. It is safe
+// for concurrent use.
 type ToolClient struct {
 	closeOnce sync.Once
 	closeErr  error
@@ -94,8 +93,6 @@ type ToolClient struct {
 	gates    map[string]*gate
 	capacity map[string]int
 }
-
-var _ pipeline.Executor = (*ToolClient)(nil)
 
 type delivery struct {
 	f           *wire.Frame
@@ -268,21 +265,21 @@ type lostError struct {
 func (e *lostError) Error() string { return e.err.Error() }
 func (e *lostError) Unwrap() error { return e.err }
 
-// Execute implements pipeline.Executor. It sends the call to a worker,
+// Execute runs req on the fleet. It sends the call to a worker,
 // streams its progress, and returns its result. A busy worker's refusal
 // sends the call again, after a backoff (see BusyBackoff), to whichever
 // worker the queue group picks; a call still refused when its timeout ends
 // never ran, and is not retried. Each
 // attempt is bounded by the call's timeout; an attempt that times out or
 // whose worker is lost is retried, with backoff, up to MaxAttempts when the
-// tool is idempotent or read-only, and reported as of unknown outcome
-// otherwise. Every retry is announced as a partial result
+// tool is idempotent or read-only (req.Retryable), and reported as of
+// unknown outcome otherwise. Every retry is announced as a partial result
 // {"retry": {"attempt", "reason", "worker"}} (worker: the lost one, when
 // one had taken the call). It fails with ErrNoResponders when no
 // worker serves the tool, ErrTimeout or ErrWorkerLost when the attempts are
-// spent.
-func (c *ToolClient) Execute(ctx context.Context, prep *pipeline.Prepared, progress pipeline.ProgressFunc) (*agentfleet.ToolResult, error) {
-	retryable := prep.Tool != nil && (prep.Tool.Annotations.Idempotent || prep.Tool.Annotations.ReadOnly)
+// spent, and with a *ResultError when the worker answered with an error
+// result.
+func (c *ToolClient) Execute(ctx context.Context, req *Call, progress func(partial any)) (*agentfleet.ToolResult, error) {
 	var (
 		res   *agentfleet.ToolResult
 		ended bool // the last attempt's outcome is the call's
@@ -301,7 +298,7 @@ func (c *ToolClient) Execute(ctx context.Context, prep *pipeline.Prepared, progr
 		}
 	}
 	err := retry.Do(ctx, p, func(ctx context.Context, attempt int) error {
-		r, err := c.execute(ctx, prep, attempt, progress)
+		r, err := c.execute(ctx, req, attempt, progress)
 		if _, ok := errors.AsType[*notSentError](err); ok {
 			// No worker took the call: its outcome is known, and another
 			// attempt would wait for the same full fleet.
@@ -309,7 +306,7 @@ func (c *ToolClient) Execute(ctx context.Context, prep *pipeline.Prepared, progr
 			return retry.Permanent(err)
 		}
 		// No responders was waited for within the attempt already.
-		lost := errors.Is(err, pipeline.ErrWorkerLost) || errors.Is(err, pipeline.ErrTimeout)
+		lost := errors.Is(err, ErrWorkerLost) || errors.Is(err, ErrTimeout)
 		switch {
 		case !lost || ctx.Err() != nil:
 			if r != nil {
@@ -317,9 +314,9 @@ func (c *ToolClient) Execute(ctx context.Context, prep *pipeline.Prepared, progr
 			}
 			res, ended = r, true
 			return retry.Permanent(err)
-		case !retryable:
+		case !req.Retryable:
 			ended = true
-			return retry.Permanent(fmt.Errorf("%w; the call's outcome is unknown and it was not retried, because tool %s is not marked idempotent or read_only", err, prep.Call.Name))
+			return retry.Permanent(fmt.Errorf("%w; the call's outcome is unknown and it was not retried, because tool %s is not marked idempotent or read_only", err, req.Name))
 		case attempt >= c.cfg.MaxAttempts:
 			ended = true
 			return retry.Permanent(fmt.Errorf("%w (after %d attempts)", err, attempt))
@@ -335,14 +332,14 @@ func (c *ToolClient) Execute(ctx context.Context, prep *pipeline.Prepared, progr
 // execute makes one attempt, bounded by the call's timeout, sending it again
 // while workers refuse it as busy. The attempt has one record and one
 // timer, for the timeout, the watchdog and the busy backoff alike.
-func (c *ToolClient) execute(ctx context.Context, prep *pipeline.Prepared, attempt int, progress pipeline.ProgressFunc) (*agentfleet.ToolResult, error) {
+func (c *ToolClient) execute(ctx context.Context, req *Call, attempt int, progress func(partial any)) (*agentfleet.ToolResult, error) {
 	var deadline time.Time // zero: no timeout
-	if prep.Timeout > 0 {
-		deadline = time.Now().Add(prep.Timeout)
+	if req.Timeout > 0 {
+		deadline = time.Now().Add(req.Timeout)
 	}
-	buf, err := encodeCall(prep, attempt)
+	buf, err := encodeCall(req, attempt)
 	if err != nil {
-		return nil, fmt.Errorf("Tool %s: arguments do not encode: %w", prep.Call.Name, err)
+		return nil, fmt.Errorf("Tool %s: arguments do not encode: %w", req.Name, err)
 	}
 	defer wire.PutBuffer(buf) // NATS copies what it sends
 	data := buf.Bytes()
@@ -356,8 +353,8 @@ func (c *ToolClient) execute(ctx context.Context, prep *pipeline.Prepared, attem
 	// The slot is held through busy refusals and their backoff too: a
 	// refusal means the fleet is fuller than this client knows, and the
 	// calls behind this one would find it so as well.
-	if g := c.gate(prep.Call.Name); g != nil {
-		if err := c.acquire(ctx, g, deadline, prep); err != nil {
+	if g := c.gate(req.Name); g != nil {
+		if err := c.acquire(ctx, g, deadline, req); err != nil {
 			return nil, err
 		}
 		defer g.release()
@@ -371,12 +368,12 @@ func (c *ToolClient) execute(ctx context.Context, prep *pipeline.Prepared, attem
 	}()
 	var nobody time.Time // when the first no-responders answer came
 	for busy := 0; ; busy++ {
-		res, again, handed, err := c.attempt(ctx, call, deadline, prep, attempt, data, hdr, progress)
+		res, again, handed, err := c.attempt(ctx, call, deadline, req, attempt, data, hdr, progress)
 		if handed {
 			handedOff = true
 			return res, err
 		}
-		if errors.Is(err, pipeline.ErrNoResponders) {
+		if errors.Is(err, ErrNoResponders) {
 			// Not delivered to anyone: safe to send again for any tool,
 			// while a worker may still come.
 			if nobody.IsZero() {
@@ -397,7 +394,7 @@ func (c *ToolClient) execute(ctx context.Context, prep *pipeline.Prepared, attem
 		select {
 		case <-call.timer.C:
 			if !deadline.IsZero() && !time.Now().Before(deadline) {
-				ended = pipeline.ErrTimeout
+				ended = ErrTimeout
 			}
 		case <-ctx.Done():
 			call.timer.Stop()
@@ -405,27 +402,27 @@ func (c *ToolClient) execute(ctx context.Context, prep *pipeline.Prepared, attem
 		}
 		if ended != nil {
 			if err != nil { // no responders
-				return nil, &notSentError{fmt.Errorf("%w; waited %v for a worker, until %w", err, time.Since(nobody).Round(time.Millisecond), c.endErr(ctx, ended, prep, "", "; the call never ran"))}
+				return nil, &notSentError{fmt.Errorf("%w; waited %v for a worker, until %w", err, time.Since(nobody).Round(time.Millisecond), c.endErr(ctx, ended, req, "", "; the call never ran"))}
 			}
-			return nil, &notSentError{c.endErr(ctx, ended, prep, "", fmt.Sprintf("while every worker was busy (%d refusals); the call never ran", busy+1))}
+			return nil, &notSentError{c.endErr(ctx, ended, req, "", fmt.Sprintf("while every worker was busy (%d refusals); the call never ran", busy+1))}
 		}
 	}
 }
 
 // acquire takes a slot of gate g for the call, waiting until its deadline
 // (if not zero) or the end of ctx.
-func (c *ToolClient) acquire(ctx context.Context, g *gate, deadline time.Time, prep *pipeline.Prepared) error {
+func (c *ToolClient) acquire(ctx context.Context, g *gate, deadline time.Time, req *Call) error {
 	if g.tryAcquire() {
 		return nil
 	}
 	if !deadline.IsZero() {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadlineCause(ctx, deadline, pipeline.ErrTimeout)
+		ctx, cancel = context.WithDeadlineCause(ctx, deadline, ErrTimeout)
 		defer cancel()
 	}
 	if err := g.acquire(ctx); err != nil {
 		_, _, limit := g.state()
-		return &notSentError{c.ctxErr(ctx, prep, "", fmt.Sprintf("while waiting for one of the fleet's %d slots for the tool; the call never ran", limit))}
+		return &notSentError{c.ctxErr(ctx, req, "", fmt.Sprintf("while waiting for one of the fleet's %d slots for the tool; the call never ran", limit))}
 	}
 	return nil
 }
@@ -482,12 +479,12 @@ func orDefault(s, def string) string {
 
 func orUnknown(s string) string { return orDefault(s, "(unknown)") }
 
-// encodeCall encodes the call request of one attempt of prep into a buffer
+// encodeCall encodes the call request of one attempt of req into a buffer
 // of the wire's pool, to be given back with PutBuffer once sent.
-func encodeCall(prep *pipeline.Prepared, attempt int) (*bytes.Buffer, error) {
+func encodeCall(req *Call, attempt int) (*bytes.Buffer, error) {
 	return wire.EncodeRequestBuf(wire.CallRequest{
-		V: wire.ProtocolVersion, ID: prep.Call.ID, Tool: prep.Call.Name, Args: prep.Args,
-		TimeoutMS: prep.Timeout.Milliseconds(), Attempt: attempt,
-		Agent: prep.Agent, Session: prep.Session, RunID: prep.RunID, Allowed: prep.Allowed, Gated: prep.Gated,
+		V: wire.ProtocolVersion, ID: req.ID, Tool: req.Name, Args: req.Args,
+		TimeoutMS: req.Timeout.Milliseconds(), Attempt: attempt,
+		Agent: req.Agent, Session: req.Session, RunID: req.RunID, Allowed: req.Allowed, Gated: req.Gated,
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
+	"github.com/agentfleet/agentfleet/internal/fleetexec"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/nats-io/nats-server/v2/server"
 	"go.opentelemetry.io/otel/trace"
@@ -78,7 +79,7 @@ func benchEchoCalls(b *testing.B, c *toolrpc.ToolClient, text string) {
 			Tool: tool, Args: args, Timeout: pipeline.DefaultTimeout, Agent: "bench", Session: "s1", RunID: "r1",
 			Call: agentfleet.ToolCall{ID: "call_" + strconv.FormatUint(ids.Add(1), 36), Name: "echo", Arguments: args},
 		}
-		res, err := c.Execute(context.Background(), prep, func(any) {})
+		res, err := fleetexec.Executor{Client: c}.Execute(context.Background(), prep, func(any) {})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
+	"github.com/agentfleet/agentfleet/internal/fleetexec"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/tools"
 )
@@ -45,7 +46,7 @@ func TestOversizedResultIsAnErrorResult(t *testing.T) {
 	}
 	defer c.Close()
 	start := time.Now()
-	_, err = c.Execute(context.Background(), prepared("big", map[string]any{}), func(any) {})
+	_, err = fleetexec.Executor{Client: c}.Execute(context.Background(), prepared("big", map[string]any{}), func(any) {})
 	if err == nil || !strings.Contains(err.Error(), "exceeds the NATS max payload") || !strings.Contains(err.Error(), "code 413") {
 		t.Errorf("err = %v, want a 413 naming the max payload", err)
 	}
@@ -54,7 +55,7 @@ func TestOversizedResultIsAnErrorResult(t *testing.T) {
 	}
 
 	// Arguments too large to send fail before sending.
-	_, err = c.Execute(context.Background(), prepared("big", map[string]any{"blob": strings.Repeat("y", 2<<20)}), func(any) {})
+	_, err = fleetexec.Executor{Client: c}.Execute(context.Background(), prepared("big", map[string]any{"blob": strings.Repeat("y", 2<<20)}), func(any) {})
 	if err == nil || !strings.Contains(err.Error(), "arguments of") {
 		t.Errorf("oversized arguments: err = %v", err)
 	}
@@ -99,7 +100,7 @@ func TestStartWhileTheWorkerRuns(t *testing.T) {
 	})
 	store := tools.NewStore("t")
 	store.MustRegister(&agentfleet.Tool{ToolDef: agentfleet.ToolDef{Name: "hold", Description: "d", InputSchema: json.RawMessage(`{"type":"object"}`)}})
-	p := pipeline.New(pipeline.Config{Executor: c, Sink: sink})
+	p := pipeline.New(pipeline.Config{Executor: fleetexec.Executor{Client: c}, Sink: sink})
 	out := p.Run(context.Background(), &pipeline.Context{Tools: store}, nil, []agentfleet.ToolCall{{ID: "a", Name: "hold", Arguments: map[string]any{}}}).Outcomes[0]
 	if out.IsError || agentfleet.JoinText(out.Result.Content) != "started" {
 		t.Fatalf("outcome: %s", agentfleet.JoinText(out.Result.Content))

@@ -13,6 +13,7 @@ import (
 	busfleet "github.com/agentfleet/agentfleet/internal/bus/fleet"
 	"github.com/agentfleet/agentfleet/internal/bus/server"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
+	"github.com/agentfleet/agentfleet/internal/fleetexec"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/nats-io/nats.go"
 )
@@ -110,7 +111,7 @@ func TestToolSubjectPermissions(t *testing.T) {
 	}
 	defer c.Close()
 	call := func(name string, args map[string]any) (string, error) {
-		res, err := c.Execute(context.Background(), &pipeline.Prepared{
+		res, err := fleetexec.Executor{Client: c}.Execute(context.Background(), &pipeline.Prepared{
 			Tool: &agentfleet.Tool{ToolDef: agentfleet.ToolDef{Name: name}},
 			Call: agentfleet.ToolCall{ID: "c-" + name, Name: name, Arguments: args}, Args: args, Timeout: 10 * time.Second,
 		}, func(any) {})
