@@ -176,7 +176,7 @@ func (o *Orchestrator) releasePartition(p int) {
 	}
 	defer cancel()
 	for _, s := range sessions {
-		if s.loop != nil && s.loop.Wait(ctx) != nil {
+		if s.wait(ctx) != nil {
 			break
 		}
 	}
@@ -185,11 +185,9 @@ func (o *Orchestrator) releasePartition(p int) {
 		s.suspend(errHandover, inputpolicy.HandOver)
 	}
 	for _, s := range sessions {
-		if s.loop != nil {
-			wctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			s.loop.Wait(wctx)
-			cancel()
-		}
+		wctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		s.wait(wctx)
+		cancel()
 	}
 	o.observePartitions()
 	if len(sessions) > 0 {
@@ -214,11 +212,9 @@ func (o *Orchestrator) leaseLost(why error) {
 		s.suspend(why, inputpolicy.LeaveAlone)
 	}
 	for _, s := range sessions {
-		if s.loop != nil {
-			wctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			s.loop.Wait(wctx)
-			cancel()
-		}
+		wctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		s.wait(wctx)
+		cancel()
 	}
 	o.observePartitions()
 	if o.cfg.OnLeaseLost != nil {
@@ -353,10 +349,7 @@ func (o *Orchestrator) close(ctx context.Context) error {
 	o.mu.Unlock()
 	late := false
 	for _, s := range sessions {
-		if s.loop == nil {
-			continue
-		}
-		if err := s.loop.Wait(ctx); err != nil {
+		if err := s.wait(ctx); err != nil {
 			late = true
 			break
 		}
@@ -369,11 +362,8 @@ func (o *Orchestrator) close(ctx context.Context) error {
 			s.suspend(errShutdown, inputpolicy.HandOver)
 		}
 		for _, s := range sessions {
-			if s.loop == nil {
-				continue
-			}
 			wctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			errs = append(errs, s.loop.Wait(wctx))
+			errs = append(errs, s.wait(wctx))
 			cancel()
 		}
 	}

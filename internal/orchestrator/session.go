@@ -167,7 +167,12 @@ func (s *session) load(loads chan struct{}) {
 	cfg := s.config(entries)
 	cfg.Summary = summary
 	s.loop = loop.New(cfg)
+	// A session suspended while it loaded (its partition released, its
+	// lease lost) resumes nothing: its next owner does.
 	for _, runID := range loop.Interrupted(entries, s.hasEnded) {
+		if s.stopped != nil {
+			break
+		}
 		o.log.Info("resuming run", "agent", s.agent.profile.Name, "session", s.name, "run_id", runID)
 		s.loop.Resume(runID)
 		s.resumed++
@@ -407,6 +412,19 @@ func (s *session) suspend(why error, mode inputpolicy.Mode) {
 			s.perform(in, a)
 		}
 	}
+}
+
+// wait waits until the session's loop has no run, or ctx ends; nil at once
+// when the session has no loop yet. The loop is read under the session's
+// lock: load sets it while a partition release or a close may be waiting.
+func (s *session) wait(ctx context.Context) error {
+	s.mu.Lock()
+	l := s.loop
+	s.mu.Unlock()
+	if l == nil {
+		return nil
+	}
+	return l.Wait(ctx)
 }
 
 // idleLocked reports whether the session may leave memory: loaded, no
