@@ -408,7 +408,7 @@ func (s *session) suspend(why error, mode inputpolicy.Mode) {
 		l.Suspend(why)
 	}
 	for _, in := range waiting {
-		for _, a := range inputpolicy.Suspended(delivery(in, false), mode, input.Temporary(why)) {
+		for _, a := range inputpolicy.Suspended(delivery(in, false), mode, bus.Temporary(why)) {
 			s.perform(in, a)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
-	"github.com/agentfleet/agentfleet/internal/bus/input"
+	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/ownership"
 	"github.com/agentfleet/agentfleet/internal/retry"
 	"github.com/agentfleet/agentfleet/internal/tracing"
@@ -42,7 +42,7 @@ type Writer struct {
 // sequence last (Loaded.LastSeq), writing under fence f of the session's
 // partition. Before every attempt it asks by whether f still holds: an
 // *ownership.FencedError ends the writer and is returned wrapped in
-// ErrFenced; an error that can pass (input.ErrTemporary: the owner's lease
+// ErrFenced; an error that can pass (bus.ErrTemporary: the owner's lease
 // is in doubt) makes the append wait and ask again. by must not be nil;
 // ownership.Unfenced serves a store that no other process writes.
 func (s *Store) Writer(agent, session string, last uint64, by ownership.Checker, f ownership.Fence) *Writer {
@@ -151,7 +151,7 @@ func (w *Writer) writeTraced(ctx context.Context, runID, kind string, data []byt
 		}
 		err := w.by.Check(w.fence)
 		switch {
-		case errors.Is(err, input.ErrTemporary):
+		case errors.Is(err, bus.ErrTemporary):
 			// The right to write is in doubt: wait, and ask again.
 			return err
 		case err != nil:

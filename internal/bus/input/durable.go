@@ -18,19 +18,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// ErrTemporary marks an error of an InputHandler that can pass (a store
-// that did not answer in time): the input is tried again later instead of
-// being rejected. Wrap it with Temporary.
-var ErrTemporary = errors.New("temporary")
-
-// Temporary marks err as one that can pass.
-func Temporary(err error) error { return &temporaryError{err} }
-
-type temporaryError struct{ err error }
-
-func (e *temporaryError) Error() string   { return e.err.Error() }
-func (e *temporaryError) Unwrap() []error { return []error{ErrTemporary, e.err} }
-
 // DurableConfig configures the JetStream side of the orchestrator: the
 // streams that keep input and events, and the input consumer. The zero value
 // means the documented defaults.
@@ -474,7 +461,7 @@ func (d *DurableInput) receive(m jetstream.Msg) {
 		}
 	}
 	if err := d.in.handler.HandleInput(msg); err != nil {
-		if errors.Is(err, ErrTemporary) {
+		if errors.Is(err, bus.ErrTemporary) {
 			msg.Retry(err)
 		} else {
 			msg.Reject(err)

@@ -31,7 +31,7 @@ func TestPoisonInputIsDropped(t *testing.T) {
 	var deliveries atomic.Int32
 	in := input.NewInput(nc, subjects, input.InputHandlerFunc(func(in *input.Inbound) error {
 		deliveries.Add(1)
-		return input.Temporary(errors.New("the store did not answer"))
+		return bus.Temporary(errors.New("the store did not answer"))
 	}), events.NewPublisher(nc, subjects, nil), nil)
 	ctx := context.Background()
 	d, err := input.OpenDurable(ctx, nc, subjects, input.DurableConfig{MaxDeliver: 3})

@@ -110,7 +110,7 @@ func (in *Inbound) HasReply() bool { return in.reply != nil }
 
 // InputHandler takes accepted input. HandleInput is called from the
 // subscription and must not block; an error rejects the input with an error
-// event (and an error reply to an ask), or, when it wraps ErrTemporary, has
+// event (and an error reply to an ask), or, when it wraps bus.ErrTemporary, has
 // it tried again (Inbound.Retry). A handler that finds out later may call
 // Retry or Reject itself.
 type InputHandler interface {
@@ -216,7 +216,7 @@ func (in *Input) receive(m *nats.Msg) {
 		in.reject(m, msg, fmt.Errorf("%w; try again", err))
 	}
 	if err := in.handler.HandleInput(msg); err != nil {
-		if errors.Is(err, ErrTemporary) {
+		if errors.Is(err, bus.ErrTemporary) {
 			msg.Retry(err)
 		} else {
 			msg.Reject(err)

@@ -32,7 +32,6 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet/internal/bus"
-	"github.com/agentfleet/agentfleet/internal/bus/input"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -216,7 +215,7 @@ func (t *Table) validLocked() error {
 		// stream is electing a leader, NATS is away) nobody can take the
 		// partitions either unless the key expires, and a renewal that
 		// gets through under the same revision proves it did not.
-		return input.Temporary(fmt.Errorf("%w: no renewal acknowledged for %v (lease %v)", ErrInDoubt, since.Round(time.Millisecond), leaseFor(t.cfg.TTL)))
+		return bus.Temporary(fmt.Errorf("%w: no renewal acknowledged for %v (lease %v)", ErrInDoubt, since.Round(time.Millisecond), leaseFor(t.cfg.TTL)))
 	}
 	return nil
 }
