@@ -78,7 +78,7 @@ func (m *Main) decide(ctx context.Context, agent, session, call string, approve 
 	if timeout == 0 {
 		timeout = defaultApproveTimeout
 	}
-	answer, err := m.request(ctx, subject, data, timeout)
+	answer, err := m.conn.Request(ctx, subject, data, timeout)
 	if err != nil {
 		return nil, err
 	}

@@ -66,7 +66,7 @@ func (m *Main) call(ctx context.Context) error {
 		timeout = pipeline.DefaultTimeout
 	}
 
-	client, err := toolrpc.NewToolClient(m.nc, toolrpc.ClientConfig{Prefix: m.subjects.Prefix})
+	client, err := toolrpc.NewToolClient(m.conn.NATS(), toolrpc.ClientConfig{Prefix: m.subjects.Prefix})
 	if err != nil {
 		return err
 	}
@@ -77,7 +77,7 @@ func (m *Main) call(ctx context.Context) error {
 	defer cancel(nil)
 	go func() {
 		select {
-		case err := <-m.denied:
+		case err := <-m.conn.Denied():
 			cancel(err)
 		case <-ctx.Done():
 		}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentfleet/agentfleet/internal/bus/client"
+
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/wire"
@@ -26,8 +28,8 @@ const runEndGrace = 2 * time.Second
 type chatSession struct {
 	m              *Main
 	agent, session string
-	events         *replies
-	answers        *replies
+	events         *client.Replies
+	answers        *client.Replies
 	inbox          string
 	turns          int
 	midLine        bool // the last thing printed was a delta without a newline
@@ -51,12 +53,12 @@ func (m *Main) chat(ctx context.Context) error {
 		c.session = strings.ToLower(rand.Text()[:8])
 	}
 	var err error
-	if c.events, err = m.subscribe(m.eventsSubject(c.agent, c.session)); err != nil {
+	if c.events, err = m.conn.Subscribe(m.eventsSubject(c.agent, c.session)); err != nil {
 		return err
 	}
 	defer c.events.Close()
-	c.inbox = m.nc.NewRespInbox()
-	if c.answers, err = m.subscribe(c.inbox + ".*"); err != nil {
+	c.inbox = m.conn.NewInbox()
+	if c.answers, err = m.conn.Subscribe(c.inbox + ".*"); err != nil {
 		return err
 	}
 	defer c.answers.Close()
@@ -117,7 +119,7 @@ func (c *chatSession) turn(ctx context.Context, text string) error {
 	c.turns++
 	reply := c.inbox + "." + strconv.Itoa(c.turns)
 	subject := m.subjects.Client(bus.KindAsk, c.agent, c.session)
-	if err := m.publishRequest(subject, reply, payload(text, ""), ""); err != nil {
+	if err := m.conn.PublishRequest(subject, reply, payload(text, ""), ""); err != nil {
 		return err
 	}
 	var timeout <-chan time.Time
@@ -169,8 +171,8 @@ func (c *chatSession) turn(ctx context.Context, text string) error {
 			if msg.Subject != reply {
 				continue // the late answer of an earlier turn
 			}
-			if isNoResponders(msg) {
-				return errNoListener(subject)
+			if client.IsNoResponders(msg) {
+				return client.ErrNoListener(subject)
 			}
 			final = new(agentfleet.AssistantMessage)
 			if err := json.Unmarshal(msg.Data, final); err != nil {
@@ -185,7 +187,7 @@ func (c *chatSession) turn(ctx context.Context, text string) error {
 			grace = t.C
 		case <-grace:
 			return c.finish(final, streamed)
-		case err := <-m.denied:
+		case err := <-m.conn.Denied():
 			return err
 		case <-m.Interrupt:
 			if aborting {

@@ -21,7 +21,7 @@ func (m *Main) dashboard(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d, err := dashboard.Open(ctx, m.nc, m.subjects, dashboard.Options{ReadOnly: m.ReadOnly, Config: dashboard.Config{
+	d, err := dashboard.Open(ctx, m.conn.NATS(), m.subjects, dashboard.Options{ReadOnly: m.ReadOnly, Config: dashboard.Config{
 		Logger: m.logger, TraceURL: m.TraceURL, Limits: m.DashLimits,
 		CanAct:   func(r *http.Request) bool { return httpauth.RoleOf(r) == httpauth.Writer },
 		LoggedIn: httpauth.LoggedIn,

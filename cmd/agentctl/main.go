@@ -34,6 +34,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentfleet/agentfleet/internal/bus/client"
+
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/cli"
 	"github.com/agentfleet/agentfleet/internal/dashboard"
@@ -131,8 +133,7 @@ type Main struct {
 	pos      []string // positional arguments of the (sub)command
 	subjects bus.Subjects
 	logger   *slog.Logger
-	nc       *bus.Conn
-	denied   chan error // permission violations reported by the server
+	conn     *client.Conn
 	dashAddr atomic.Value
 }
 
@@ -472,7 +473,8 @@ func (m *Main) Run(ctx context.Context) error {
 	if m.sub != nil {
 		name, run = name+" "+m.sub.name, m.sub.run
 	}
-	if err := m.connect(); err != nil {
+	var err error
+	if m.conn, err = client.Dial(m.NATS.Config("agentctl", m.logger), m.logger); err != nil {
 		return fmt.Errorf("agentctl %s: %w", name, err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -486,7 +488,7 @@ func (m *Main) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	err := run(m, ctx)
+	err = run(m, ctx)
 	var code exitCode
 	if err != nil && !errors.As(err, &code) {
 		err = fmt.Errorf("agentctl %s: %w", name, err)
@@ -496,8 +498,8 @@ func (m *Main) Run(ctx context.Context) error {
 
 // Close disconnects from NATS; it may be called whether or not Run was.
 func (m *Main) Close() error {
-	if m.nc != nil {
-		m.nc.Close()
+	if m.conn != nil {
+		m.conn.Close()
 	}
 	return nil
 }

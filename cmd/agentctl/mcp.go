@@ -17,7 +17,7 @@ func (m *Main) mcp(ctx context.Context) error {
 	if len(m.pos) == 1 {
 		agent = m.pos[0]
 	}
-	s := mcpserver.New(mcpserver.Config{Backend: mcpserver.Remote(m.nc, m.subjects, m.Timeout), Logger: m.logger})
+	s := mcpserver.New(mcpserver.Config{Backend: mcpserver.Remote(m.conn.NATS(), m.subjects, m.Timeout), Logger: m.logger})
 	in, ok := m.Stdin.(io.ReadCloser)
 	if !ok {
 		in = io.NopCloser(m.Stdin)

@@ -35,9 +35,9 @@ const maxDefinitionBytes = 4 << 20
 // permission violation ends f and is its error; an interrupt ends it
 // without one.
 func (m *Main) withScripts(ctx context.Context, f func(ctx context.Context, store *scriptfleet.Store) error) error {
-	ctx, done := m.untilDenied(ctx)
+	ctx, done := m.conn.UntilDenied(ctx)
 	defer done()
-	store, err := m.openScripts(ctx)
+	store, err := scriptfleet.OpenStore(ctx, m.conn.NATS())
 	if err == nil {
 		err = f(ctx, store)
 	}

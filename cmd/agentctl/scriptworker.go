@@ -37,7 +37,7 @@ func (m *Main) scriptWorkerWarning(ctx context.Context, name string) string {
 	ctx, cancel := context.WithTimeout(ctx, scriptWorkerProbeTimeout)
 	defer cancel()
 	subject := scriptfleet.DryRunSubject(m.subjects.Prefix)
-	err := scriptfleet.RemoteDryRun(m.nc, m.subjects.Prefix).DryRun(ctx, scriptWorkerProbe)
+	err := scriptfleet.RemoteDryRun(m.conn.NATS(), m.subjects.Prefix).DryRun(ctx, scriptWorkerProbe)
 	switch {
 	case err == nil:
 		return ""

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentfleet/agentfleet/internal/bus/client"
+
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/wire"
@@ -65,23 +67,23 @@ func (m *Main) ask(ctx context.Context) error {
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errTimeout)
 	defer cancel()
 
-	inbox := m.nc.NewRespInbox()
-	r, err := m.subscribe(inbox)
+	inbox := m.conn.NewInbox()
+	r, err := m.conn.Subscribe(inbox)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	if err := m.publishRequest(subject, inbox, payload(text, m.ID), m.ID); err != nil {
+	if err := m.conn.PublishRequest(subject, inbox, payload(text, m.ID), m.ID); err != nil {
 		return err
 	}
 	var data []byte
 	select {
 	case msg := <-r.C:
-		if isNoResponders(msg) {
-			return errNoListener(subject)
+		if client.IsNoResponders(msg) {
+			return client.ErrNoListener(subject)
 		}
 		data = msg.Data
-	case err := <-m.denied:
+	case err := <-m.conn.Denied():
 		return err
 	case <-ctx.Done():
 		if cause := context.Cause(ctx); cause == errTimeout || errors.Is(cause, context.DeadlineExceeded) {
@@ -134,7 +136,7 @@ func (m *Main) sendKind(kind string) error {
 	if err != nil {
 		return err
 	}
-	return m.publish(m.subjects.Client(kind, m.pos[0], m.pos[1]), payload(text, m.ID), m.ID)
+	return m.conn.Publish(m.subjects.Client(kind, m.pos[0], m.pos[1]), payload(text, m.ID), m.ID)
 }
 
 // defaultAbortTimeout bounds the wait for the orchestrator's answer to an
@@ -162,8 +164,8 @@ func (m *Main) requestAbort(ctx context.Context, agent, session, reason string) 
 	if timeout == 0 {
 		timeout = defaultAbortTimeout
 	}
-	data, err := m.request(ctx, subject, abortPayload(reason), timeout)
-	if errors.Is(err, errInterrupted) {
+	data, err := m.conn.Request(ctx, subject, abortPayload(reason), timeout)
+	if errors.Is(err, client.ErrInterrupted) {
 		return nil
 	}
 	if err != nil {
@@ -182,5 +184,5 @@ func (m *Main) requestAbort(ctx context.Context, agent, session, reason string) 
 // publishAbort publishes on <prefix>.abort.<agent>.<session> without
 // waiting for the outcome (chat's Ctrl-C, which shows the run's end).
 func (m *Main) publishAbort(agent, session, reason string) error {
-	return m.publish(m.subjects.Client(bus.KindAbort, agent, session), abortPayload(reason), "")
+	return m.conn.Publish(m.subjects.Client(bus.KindAbort, agent, session), abortPayload(reason), "")
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/bus/events"
 )
 
 // eventsSubject returns the wildcard of the events of agent and session,
@@ -32,7 +34,7 @@ func (m *Main) tail(ctx context.Context) error {
 	if m.Since > 0 {
 		return m.replay(ctx, subject)
 	}
-	r, err := m.subscribe(subject)
+	r, err := m.conn.Subscribe(subject)
 	if err != nil {
 		return err
 	}
@@ -42,7 +44,7 @@ func (m *Main) tail(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case err := <-m.denied:
+		case err := <-m.conn.Denied():
 			return err
 		case msg := <-r.C:
 			m.printEvent(msg.Subject, msg.Data)
@@ -188,4 +190,35 @@ func shorten(s string, max int) string {
 
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// replay prints the events on subject kept in the fleet's event stream from
+// --since ago, then goes on with new ones as the stream stores them, until
+// ctx ends. The feed's ordered consumer keeps them in order and without
+// gaps.
+func (m *Main) replay(ctx context.Context, subject string) error {
+	ctx, cancel := m.conn.UntilDenied(ctx)
+	defer cancel()
+	feed := events.OpenEventFeed(ctx, m.conn.NATS(), m.subjects)
+	denied := func() error {
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+			return cause
+		}
+		return nil
+	}
+	if !feed.Retained() {
+		if err := denied(); err != nil {
+			return err
+		}
+		return fmt.Errorf("the event stream %s is not there (the orchestrator keeps it when its NATS has JetStream)", feed.Stream())
+	}
+	start := time.Now().Add(-m.Since)
+	fmt.Fprintf(m.Stderr, "replaying %s from %s, then following (Ctrl-C to stop)\n", subject, start.Local().Format("15:04:05"))
+	err := feed.Replay(ctx, subject, events.ReplayFrom{Since: start}, 0, func(e events.FeedEvent) {
+		m.printEvent(e.Subject, e.Data)
+	})
+	if derr := denied(); derr != nil {
+		return derr
+	}
+	return err
 }

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentfleet/agentfleet/internal/bus/client"
+
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus/fleet"
 )
@@ -28,11 +30,11 @@ func (m *Main) discover(ctx context.Context) (map[string]*fleet.FleetTool, error
 	if wait == 0 {
 		wait = defaultDiscoveryWait
 	}
-	found, err := fleet.Discover(ctx, m.nc, m.subjects, wait)
+	found, err := fleet.Discover(ctx, m.conn.NATS(), m.subjects, wait)
 	if err != nil {
 		return nil, err
 	}
-	if err := m.checkDenied("$SRV.INFO"); err != nil {
+	if err := m.conn.CheckDenied("$SRV.INFO"); err != nil {
 		return nil, err
 	}
 	return found, nil
@@ -93,8 +95,8 @@ func (m *Main) agentTools(ctx context.Context, agent string) error {
 	if wait == 0 {
 		wait = defaultAgentToolsWait
 	}
-	data, err := m.request(ctx, subject, nil, wait)
-	if errors.Is(err, errInterrupted) {
+	data, err := m.conn.Request(ctx, subject, nil, wait)
+	if errors.Is(err, client.ErrInterrupted) {
 		return nil
 	}
 	if err != nil {
