@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 )
 
 // Every byte of a tool message that crosses the wire (call requests, frames,
@@ -48,6 +49,23 @@ type reader struct {
 
 func newReader(data []byte, msg string) reader {
 	return reader{b: data, msg: msg, budget: DecodeBytesPerByte*len(data) + DecodeBaseBytes}
+}
+
+// The field tables call their decoders through function values, through
+// which a reader escapes to the heap; the decoders of whole messages take
+// theirs from a pool instead of allocating one per message.
+var readerPool = sync.Pool{New: func() any { return new(reader) }}
+
+func getReader(data []byte, msg string) *reader {
+	r := readerPool.Get().(*reader)
+	*r = newReader(data, msg)
+	return r
+}
+
+// putReader returns r to the pool, holding nothing of its message.
+func putReader(r *reader) {
+	*r = reader{}
+	readerPool.Put(r)
 }
 
 // text returns the contents of the str or bin head h as a string.

@@ -8,12 +8,12 @@ import (
 	"github.com/agentfleet/agentfleet"
 )
 
-// The decoders of call requests, frames and cancels, written by hand like
-// their encoders (frame_encode.go): field by field through the bounded
-// reader of decode.go, so that nothing a peer declares is allocated before
-// it is checked, and without the reflection of decoding by struct tags.
-// Unknown keys are skipped (checked, not built), so that a newer peer may
-// add fields.
+// The decoders of call requests, frames and cancels, driven by the same
+// field tables as their encoders (frame_fields.go): field by field through
+// the bounded reader of decode.go, so that nothing a peer declares is
+// allocated before it is checked, and without the reflection of decoding by
+// struct tags. Unknown keys are skipped (checked, not built), so that a
+// newer peer may add fields.
 
 // Sizes charged to the decode budget for the structs the decoders allocate.
 var (
@@ -28,7 +28,8 @@ var (
 // for a request that is not well-formed MessagePack of the call request's
 // shape, is a *DecodeError naming the field and the byte.
 func DecodeRequest(data []byte) (*CallRequest, error) {
-	r := newReader(data, "call request")
+	r := getReader(data, "call request")
+	defer putReader(r)
 	req, err := r.request()
 	if err != nil {
 		return nil, err
@@ -79,7 +80,8 @@ func FrameWorker(data []byte) string {
 // DecodeFrame decodes a frame of any type; the error says what is wrong (a
 // *DecodeError for a frame that does not decode).
 func DecodeFrame(data []byte) (*Frame, error) {
-	r := newReader(data, "frame")
+	r := getReader(data, "frame")
+	defer putReader(r)
 	f, err := r.frame(false)
 	if err != nil {
 		return nil, err
@@ -107,7 +109,8 @@ func DecodeFrame(data []byte) (*Frame, error) {
 // cancel subject: only t, id and inbox are read; any other field is
 // checked and skipped, not built.
 func DecodeCancel(data []byte) (*Frame, error) {
-	r := newReader(data, "cancel")
+	r := getReader(data, "cancel")
+	defer putReader(r)
 	f, err := r.frame(true)
 	if err != nil {
 		return nil, err
@@ -159,45 +162,8 @@ func (r *reader) request() (*CallRequest, *DecodeError) {
 		return nil, err
 	}
 	req := new(CallRequest)
-	for range n {
-		k, err := r.key()
-		if err != nil {
-			return nil, err
-		}
-		// switch string(k) compares in place: no allocation.
-		switch string(k) {
-		case "v":
-			var v int64
-			v, err = r.int()
-			req.V = int(v)
-		case "id":
-			req.ID, err = r.str()
-		case "tool":
-			req.Tool, err = r.str()
-		case "args":
-			req.Args, err = r.anyMap(2)
-		case "timeout_ms":
-			req.TimeoutMS, err = r.int()
-		case "attempt":
-			var v int64
-			v, err = r.int()
-			req.Attempt = int(v)
-		case "agent":
-			req.Agent, err = r.str()
-		case "session":
-			req.Session, err = r.str()
-		case "run_id":
-			req.RunID, err = r.str()
-		case "allowed":
-			req.Allowed, err = r.strings(2)
-		case "gated":
-			req.Gated, err = r.strings(2)
-		default:
-			err = r.skip(2)
-		}
-		if err != nil {
-			return nil, err.under(keySegment(string(k)))
-		}
+	if err := decodeFields(r, requestFields, req, n, 2, nil); err != nil {
+		return nil, err
 	}
 	if err := r.close(); err != nil {
 		return nil, err
@@ -215,54 +181,12 @@ func (r *reader) frame(cancelOnly bool) (*Frame, *DecodeError) {
 		return nil, err
 	}
 	f := new(Frame)
-	for range n {
-		k, err := r.key()
-		if err != nil {
-			return nil, err
-		}
-		if cancelOnly && !cancelField(k) {
-			if err := r.skip(2); err != nil {
-				return nil, err.under(keySegment(string(k)))
-			}
-			continue
-		}
-		switch string(k) {
-		case "t":
-			f.T, err = r.str()
-		case "id":
-			f.ID, err = r.str()
-		case "worker":
-			f.Worker, err = r.str()
-		case "cancel":
-			f.Cancel, err = r.str()
-		case "hb_ms":
-			f.HeartbeatMS, err = r.int()
-		case "in_flight":
-			var v int64
-			v, err = r.int()
-			f.InFlight = int(v)
-		case "limit":
-			var v int64
-			v, err = r.int()
-			f.Limit = int(v)
-		case "partial":
-			f.Partial, err = r.value(2)
-		case "result":
-			f.Result, err = r.result(2)
-		case "is_error":
-			f.IsError, err = r.bool()
-		case "error":
-			f.Error, err = r.str()
-		case "code":
-			f.Code, err = r.code()
-		case "inbox":
-			f.Inbox, err = r.str()
-		default:
-			err = r.skip(2)
-		}
-		if err != nil {
-			return nil, err.under(keySegment(string(k)))
-		}
+	var keep func([]byte) bool
+	if cancelOnly {
+		keep = cancelField
+	}
+	if err := decodeFields(r, frameFields, f, n, 2, keep); err != nil {
+		return nil, err
 	}
 	if err := r.close(); err != nil {
 		return nil, err
@@ -309,26 +233,8 @@ func (r *reader) result(depth int) (*agentfleet.ToolResult, *DecodeError) {
 		return nil, err
 	}
 	res := new(agentfleet.ToolResult)
-	for range n {
-		k, err := r.key()
-		if err != nil {
-			return nil, err
-		}
-		switch string(k) {
-		case "content":
-			res.Content, err = r.contents(depth + 1)
-		case "details":
-			res.Details, err = r.anyMap(depth + 1)
-		case "usage":
-			res.Usage, err = r.usage(depth + 1)
-		case "terminate":
-			res.Terminate, err = r.bool()
-		default:
-			err = r.skip(depth + 1)
-		}
-		if err != nil {
-			return nil, err.under(keySegment(string(k)))
-		}
+	if err := decodeFields(r, resultFields, res, n, depth+1, nil); err != nil {
+		return nil, err
 	}
 	return res, nil
 }
@@ -359,36 +265,7 @@ func (r *reader) content(c *agentfleet.Content, depth int) *DecodeError {
 	if err != nil || n < 0 {
 		return err
 	}
-	for range n {
-		k, err := r.key()
-		if err != nil {
-			return err
-		}
-		switch string(k) {
-		case "type":
-			c.Type, err = r.str()
-		case "text":
-			c.Text, err = r.str()
-		case "data":
-			off := r.off
-			if c.Data, err = r.str(); err == nil {
-				// Validate decodes the base64 to check it.
-				err = r.charge(off, len(c.Data))
-			}
-		case "mime_type":
-			c.MIMEType, err = r.str()
-		case "id":
-			c.ID, err = r.str()
-		case "name":
-			c.Name, err = r.str()
-		default:
-			err = r.skip(depth + 1)
-		}
-		if err != nil {
-			return err.under(keySegment(string(k)))
-		}
-	}
-	return nil
+	return decodeFields(r, contentFields, c, n, depth+1, nil)
 }
 
 func (r *reader) usage(depth int) (*agentfleet.Usage, *DecodeError) {
@@ -401,28 +278,8 @@ func (r *reader) usage(depth int) (*agentfleet.Usage, *DecodeError) {
 		return nil, err
 	}
 	u := new(agentfleet.Usage)
-	for range n {
-		k, err := r.key()
-		if err != nil {
-			return nil, err
-		}
-		var v int64
-		switch string(k) {
-		case "input_tokens":
-			v, err = r.int()
-			u.InputTokens = int(v)
-		case "output_tokens":
-			v, err = r.int()
-			u.OutputTokens = int(v)
-		case "total_tokens":
-			v, err = r.int()
-			u.TotalTokens = int(v)
-		default:
-			err = r.skip(depth + 1)
-		}
-		if err != nil {
-			return nil, err.under(keySegment(string(k)))
-		}
+	if err := decodeFields(r, usageFields, u, n, depth+1, nil); err != nil {
+		return nil, err
 	}
 	return u, nil
 }
