@@ -496,6 +496,11 @@ func (r *run) settle() *agentfleet.AssistantMessage {
 				return nil, nil
 			}
 			if t, ok := tools.Get(in.Call.Name); ok && !t.Annotations.Idempotent && !t.Annotations.ReadOnly {
+				if recover := r.s.cfg.Recover; recover != nil {
+					if res, err := recover(ctx, in); err == nil && res != nil {
+						return res, nil
+					}
+				}
 				return &pipeline.BeforeResult{Block: true, Reason: fmt.Sprintf(UnknownOutcomeText, in.Call.Name)}, nil
 			}
 			return nil, nil
