@@ -129,7 +129,7 @@ type Orchestrator struct {
 	durable  *businput.Durable
 	history  *history.Store
 	outcomes *toolrpc.Outcomes // durable only: the outcomes workers record (outcomes.go)
-	table    *partition.Table // with durable input: the partitions this one owns
+	table    *partition.Table  // with durable input: the partitions this one owns
 	agents   map[string]*agent
 	id       string         // this instance, in the records it writes
 	loads    chan struct{}  // bounds the sessions loading at once
