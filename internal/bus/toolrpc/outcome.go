@@ -260,10 +260,14 @@ func OpenOutcomesOn(ctx context.Context, nc *nats.Conn, cfg OutcomeConfig) (*Out
 	if err != nil {
 		return nil, fmt.Errorf("outcome bucket: %w", err)
 	}
-	if _, err := js.AccountInfo(ctx); err != nil {
-		if errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
-			return nil, nil
-		}
+	// One look-up first: it tells a server without JetStream at once
+	// (EnsureKeyValue would wait for JetStream to come), and needs no right
+	// beyond the bucket's own stream.
+	_, err = js.KeyValue(ctx, OutcomeBucket)
+	switch {
+	case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
+		return nil, nil
+	case err != nil && !errors.Is(err, jetstream.ErrBucketNotFound):
 		return nil, fmt.Errorf("outcome bucket: %w", err)
 	}
 	return OpenOutcomes(ctx, js, cfg)
