@@ -94,7 +94,7 @@ func (o *Outcomes) Recover(ctx context.Context, key string, alive func(workerID 
 	case RecoveryWait:
 		return o.await(ctx, key, rec, alive)
 	}
-	return unknown(key, rec)
+	return o.unknown(ctx, key, rec)
 }
 
 // await watches key until the record of the call is final, the worker of
@@ -133,7 +133,7 @@ func (o *Outcomes) await(ctx context.Context, key string, rec *OutcomeRecord, al
 		case RecoveryUse:
 			return recovered(key, rec)
 		case RecoveryUnknown:
-			return unknown(key, rec)
+			return o.unknown(ctx, key, rec)
 		}
 	}
 }
@@ -151,8 +151,18 @@ func recovered(key string, rec *OutcomeRecord) (*Recovered, error) {
 }
 
 // unknown says why a record gives no outcome; a finished call whose result
-// was too large to record is returned as Omitted.
-func unknown(key string, rec *OutcomeRecord) (*Recovered, error) {
+// was too large to record is returned as Omitted. The marker of a worker
+// that left is read once more: the worker records the end of a call before
+// it leaves, and that record may have been on its way.
+func (o *Outcomes) unknown(ctx context.Context, key string, rec *OutcomeRecord) (*Recovered, error) {
+	if rec != nil && rec.State == OutcomeStarted {
+		if last, err := o.Get(ctx, key); err == nil && last.State == OutcomeDone {
+			rec = last
+			if DecideRecovery(rec, false) == RecoveryUse {
+				return recovered(key, rec)
+			}
+		}
+	}
 	switch {
 	case rec == nil:
 		return nil, fmt.Errorf("%w: the record of the call expired", ErrOutcomeUnknown)
