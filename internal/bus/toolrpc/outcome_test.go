@@ -286,3 +286,36 @@ func TestOutcomeOfAKilledWorkerIsUnknown(t *testing.T) {
 		t.Fatal("still waiting 20s after the worker was killed")
 	}
 }
+
+// TestGarbageRecordsAreUnknown: records that whoever may write the bucket
+// put there (bad JSON, an unknown state, a frame that does not decode, a
+// frame that is no result) give no outcome, and the error names the key and
+// what was wrong with it; nothing is taken as a result.
+func TestGarbageRecordsAreUnknown(t *testing.T) {
+	srv := bustest.MustRunNATS(t)
+	out := openOutcomes(t, srv, toolrpc.OutcomeConfig{})
+	js, _ := jetstream.New(bustest.MustConnect(t, srv))
+	kv, err := js.KeyValue(context.Background(), toolrpc.OutcomeBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tc := range []struct{ value, want string }{
+		{`{not json`, "invalid character"},
+		{`{"state":"finished"}`, `unknown state "finished"`},
+		{`{"state":"done","worker":"w/1","frame":"3q2+7w=="}`, "record c."},
+		{`{"state":"done","worker":"w/1","frame":"gaF0omhi"}`, `holds a "hb" frame, not a result`},
+		{`{"state":"done","worker":"w/1"}`, "holds no frame"},
+	} {
+		key := toolrpc.OutcomeKey("s", "r", fmt.Sprint("garbage-", i))
+		if _, err := kv.Put(context.Background(), key, []byte(tc.value)); err != nil {
+			t.Fatal(err)
+		}
+		rec, err := out.Recover(context.Background(), key, func(string) bool { return true })
+		if rec != nil || !errors.Is(err, toolrpc.ErrOutcomeUnknown) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("record %s: %+v, %v; want unknown, saying %q", tc.value, rec, err, tc.want)
+		}
+		if !strings.Contains(err.Error(), key) && !strings.Contains(tc.want, "no frame") {
+			t.Errorf("record %s: error %v does not name key %s", tc.value, err, key)
+		}
+	}
+}
