@@ -496,8 +496,8 @@ func (r *run) settle() *agentfleet.AssistantMessage {
 				return nil, nil
 			}
 			if t, ok := tools.Get(in.Call.Name); ok && !t.Annotations.Idempotent && !t.Annotations.ReadOnly {
-				if recover := r.s.cfg.Recover; recover != nil {
-					if res, err := recover(ctx, in); err == nil && res != nil {
+				if recoverCall := r.s.cfg.Recover; recoverCall != nil {
+					if res, err := recoverCall(ctx, in); err == nil && res != nil {
 						return res, nil
 					}
 				}
