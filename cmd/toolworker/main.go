@@ -18,6 +18,7 @@ import (
 	_ "time/tzdata" // get_time must know every zone, even in a bare container
 
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/cli"
 	"github.com/agentfleet/agentfleet/internal/mcpbridge"
 	"github.com/agentfleet/agentfleet/internal/metrics"
@@ -63,6 +64,7 @@ type Main struct {
 	Isolation         string
 	ChildMemory       int64 // bytes
 	HTTP              string
+	Outcomes          bool
 	MCP               []mcpbridge.Spec
 	MCPTimeout        time.Duration
 	Stderr            io.Writer
@@ -91,6 +93,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.BoolVar(&m.AllowPrivate, "allow-private", false, "let http_fetch reach loopback and private addresses")
 	fs.StringVar(&m.WeatherURL, "weather-url", builtin.DefaultWeatherURL, "Open-Meteo-compatible API for get_weather")
 	fs.StringVar(&m.HTTP, "http", "", `address of /metrics, /healthz and /readyz, such as ":9090" (default off: several workers may share a host)`)
+	fs.BoolVar(&m.Outcomes, "outcomes", true, "record the outcome of each call of a tool not marked idempotent or read_only in the KV bucket agentfleet_outcomes, so that an orchestrator taking over a run uses it (when the server has JetStream)")
 	fs.BoolVar(&m.Scripts, "scripts", false, "also serve the fleet's scripted tools (written with write_tool; needs JetStream)")
 	fs.IntVar(&m.Replicas, "stream-replicas", 1, "replicas of the scripted tools' KV bucket when this worker creates it (3 in a cluster, as the orchestrator's --stream-replicas)")
 	fs.Uint64Var(&m.ScriptSteps, "script-steps", 0, "execution step limit of one scripted call (default 10 million)")
@@ -218,6 +221,7 @@ func (m *Main) Run(ctx context.Context) error {
 		ScriptMemory:    procmem.NewProcessMemory(m.ScriptMemoryTotal),
 		ScriptIsolation: isolation(m.Isolation), ScriptChildMemory: uint64(m.ChildMemory), ScriptReplicas: m.Replicas,
 		Observe: wm.Observe, MCP: m.MCP, MCPStderr: m.Stderr, MCPTimeout: m.MCPTimeout, Tracer: tracer,
+		NoOutcomes: !m.Outcomes, Outcomes: toolrpc.OutcomeConfig{Replicas: m.Replicas},
 	})
 	if err != nil {
 		m.nc.Close()

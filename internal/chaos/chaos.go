@@ -309,6 +309,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	rep.Faults = injected
 	rep.StoredRuns = check.StoredRuns(hist)
 	rep.recoveries(hist)
+	rep.UnknownOutcomes = unknownOutcomes(hist)
 	rep.Exits = fl.exits
 	rep.ModelRequests, rep.ModelFailures = mdl.Counts()
 	rep.LoadSeconds = loadEnd.Sub(loadStart).Seconds()

@@ -124,9 +124,16 @@ func ServeLedger(ctx context.Context, url string, stdout io.Writer) error {
 	if err := ensureLedgerStream(ctx, js, replicas); err != nil {
 		return err
 	}
+	// The ledger records its outcomes, as every worker of a fleet with
+	// JetStream does: a call in flight when its orchestrator died is
+	// answered with what it did instead of "unknown".
+	outcomes, err := toolrpc.OpenOutcomes(ctx, js, toolrpc.OutcomeConfig{Replicas: replicas})
+	if err != nil {
+		return err
+	}
 	srv, err := toolrpc.Serve(nc, toolrpc.ServerConfig{
 		Name: "chaos-ledger", Tools: []*agentfleet.Tool{ledgerTool(js)},
-		Heartbeat: 100 * time.Millisecond, Logger: log,
+		Heartbeat: 100 * time.Millisecond, Logger: log, Outcomes: outcomes,
 	})
 	if err != nil {
 		return err

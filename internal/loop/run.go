@@ -496,6 +496,11 @@ func (r *run) settle() *agentfleet.AssistantMessage {
 				return nil, nil
 			}
 			if t, ok := tools.Get(in.Call.Name); ok && !t.Annotations.Idempotent && !t.Annotations.ReadOnly {
+				if recoverCall := r.s.cfg.Recover; recoverCall != nil {
+					if res, err := recoverCall(ctx, in); err == nil && res != nil {
+						return res, nil
+					}
+				}
 				return &pipeline.BeforeResult{Block: true, Reason: fmt.Sprintf(UnknownOutcomeText, in.Call.Name)}, nil
 			}
 			return nil, nil

@@ -66,6 +66,12 @@ type Config struct {
 	// Store keeps the history, summaries and run ends (store.go); default
 	// none: the history is kept in memory only.
 	Store Store
+	// Recover, if set, is asked about each call of a tool that is neither
+	// idempotent nor read-only found without a result when a run resumes:
+	// a non-nil answer is the call's (a Result its worker recorded, or a
+	// Block saying what is known); nil, or an error, leaves the call of
+	// unknown outcome (UnknownOutcomeText). Default none.
+	Recover pipeline.BeforeHook
 	// Sink receives every lifecycle event, envelope filled in, in sequence
 	// order, and the outcome of every run (sink.go); default none.
 	Sink Sink

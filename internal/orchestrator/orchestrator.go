@@ -98,6 +98,11 @@ type Config struct {
 	// suspended and resumed there; default 10s. (On Close, the context of
 	// Close bounds it.)
 	Handover time.Duration
+	// Outcomes configures the bucket where workers record the outcomes of
+	// calls of tools that are not idempotent (durable only): a resumed run
+	// uses the outcome of such a call found in flight instead of calling
+	// it unknown (toolrpc.OutcomeConfig's defaults).
+	Outcomes toolrpc.OutcomeConfig
 }
 
 // Observer receives measurements, for metrics. Every method may be called
@@ -123,7 +128,8 @@ type Orchestrator struct {
 	services *services.Services // answers Subjects.AgentTools and Subjects.Call
 	durable  *businput.Durable
 	history  *history.Store
-	table    *partition.Table // with durable input: the partitions this one owns
+	outcomes *toolrpc.Outcomes // durable only: the outcomes workers record (outcomes.go)
+	table    *partition.Table  // with durable input: the partitions this one owns
 	agents   map[string]*agent
 	id       string         // this instance, in the records it writes
 	loads    chan struct{}  // bounds the sessions loading at once

@@ -277,6 +277,7 @@ func (s *session) config(entries []loop.Entry) loop.Config {
 		Tracer:          o.cfg.Tracer,
 		TraceAttributes: []attribute.KeyValue{tracing.Orchestrator.String(o.id)},
 		Store:           loopStore{s},
+		Recover:         o.recoverer(p.toolTimeout),
 		Sink:            loopSink{EventSink: o.sink(), s: s},
 		History:         entries,
 	}

@@ -93,11 +93,15 @@ type BeforeContext struct {
 // Reason, when set, is the text of the error result the model sees. Args,
 // if set, replace the call's arguments (a person's edit); they are
 // validated against the tool's schema again, and the call fails with an
-// invalid-arguments result if they do not hold.
+// invalid-arguments result if they do not hold. Result, if set, is the
+// call's result without executing it (an outcome its worker recorded, see
+// loop.Config.Recover), an error result when IsError.
 type BeforeResult struct {
-	Block  bool
-	Reason string
-	Args   map[string]any
+	Block   bool
+	Reason  string
+	Args    map[string]any
+	Result  *agentfleet.ToolResult
+	IsError bool
 }
 
 // BeforeHook runs after validation and before execution (spec

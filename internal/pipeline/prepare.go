@@ -109,6 +109,13 @@ func (p *Pipeline) before(ctx context.Context, pctx *Context, assistant *agentfl
 	if before == nil {
 		return nil
 	}
+	if before.Result != nil {
+		kind := OK
+		if before.IsError {
+			kind = Failed
+		}
+		return &Outcome{Call: call, Result: before.Result, IsError: before.IsError, Kind: kind}
+	}
 	if before.Block {
 		reason := before.Reason
 		if reason == "" {

@@ -22,6 +22,7 @@ func newMCPHost(nc *bus.Conn, cfg Config) mcpHost {
 	return mcpHost{nc: nc, cfg: toolrpc.ServerConfig{
 		Prefix: cfg.Prefix, Concurrency: cfg.Concurrency, Heartbeat: cfg.Heartbeat,
 		Logger: cfg.Logger, Observe: cfg.Observe, Tracer: cfg.Tracer, Kind: fleet.KindMCP,
+		Outcomes: cfg.outcomes,
 	}}
 }
 

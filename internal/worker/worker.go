@@ -52,6 +52,13 @@ type Config struct {
 	// ScriptReplicas are the replicas of the scripted tools' bucket when
 	// this worker is the one that creates it; default 1.
 	ScriptReplicas int
+	// NoOutcomes turns off recording the outcomes of calls of tools that
+	// are not idempotent in toolrpc.OutcomeBucket (recorded when the
+	// server has JetStream; see toolrpc.ServerConfig.Outcomes).
+	NoOutcomes bool
+	// Outcomes configures that bucket when this worker creates it.
+	Outcomes toolrpc.OutcomeConfig
+	outcomes *toolrpc.Outcomes
 	// MCP are MCP servers whose tools this worker serves too, each through
 	// an mcpbridge.Bridge; with MCP and no Tools, no built-in tool is
 	// served.
@@ -117,6 +124,7 @@ func StartContext(ctx context.Context, nc *bus.Conn, cfg Config) (*Worker, error
 	}
 	ts = append(ts, cfg.Extra...)
 	w := &Worker{name: cfg.Name, conc: cfg.Concurrency}
+	cfg.outcomes = openOutcomes(nc, cfg)
 	if w.name == "" {
 		w.name = "toolworker"
 	}
@@ -127,7 +135,7 @@ func StartContext(ctx context.Context, nc *bus.Conn, cfg Config) (*Worker, error
 		srv, err := toolrpc.Serve(nc, toolrpc.ServerConfig{
 			Name: cfg.Name, Prefix: cfg.Prefix, Tools: ts, Concurrency: cfg.Concurrency,
 			Heartbeat: cfg.Heartbeat, Logger: cfg.Logger, Observe: cfg.Observe, Tracer: cfg.Tracer,
-			Kind: fleet.KindBuiltin,
+			Kind: fleet.KindBuiltin, Outcomes: cfg.outcomes,
 		})
 		if err != nil {
 			return nil, err
@@ -165,7 +173,7 @@ func StartContext(ctx context.Context, nc *bus.Conn, cfg Config) (*Worker, error
 			Prefix: cfg.Prefix, Concurrency: cfg.Concurrency, Heartbeat: cfg.Heartbeat,
 			Logger: cfg.Logger, Observe: cfg.Observe, Env: cfg.ScriptEnv, Reserved: reserved,
 			Isolation: cfg.ScriptIsolation, ChildAddressSpace: cfg.ScriptChildMemory, Memory: cfg.ScriptMemory,
-			Store: scriptfleet.StoreConfig{Replicas: cfg.ScriptReplicas}, Tracer: cfg.Tracer,
+			Store: scriptfleet.StoreConfig{Replicas: cfg.ScriptReplicas}, Tracer: cfg.Tracer, Outcomes: cfg.outcomes,
 		})
 		if err != nil {
 			return nil, errors.Join(err, w.Stop())
@@ -235,4 +243,26 @@ func (w *Worker) Stop() error {
 		errs = append(errs, w.ToolServer.Stop())
 	}
 	return errors.Join(errs...)
+}
+
+// openOutcomes opens the bucket where the worker records outcomes, within
+// 5s; nil, with a log line, when it cannot or must not.
+func openOutcomes(nc *bus.Conn, cfg Config) *toolrpc.Outcomes {
+	if cfg.NoOutcomes {
+		return nil
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	o, err := toolrpc.OpenOutcomesOn(ctx, nc, cfg.Outcomes)
+	switch {
+	case err != nil:
+		log.Warn("outcomes of calls are not recorded", "bucket", toolrpc.OutcomeBucket, "err", err)
+	case o == nil:
+		log.Info("outcomes of calls are not recorded: the NATS server has no JetStream", "bucket", toolrpc.OutcomeBucket)
+	}
+	return o
 }

@@ -27,6 +27,9 @@ import (
 type ServerConfig struct {
 	// Name is the micro service name; default "toolworker-scripts".
 	Name string
+	// Outcomes, if set, records the outcomes of calls of scripted tools
+	// that are not idempotent (toolrpc.ServerConfig.Outcomes).
+	Outcomes *toolrpc.Outcomes
 	// Version is the service's SemVer version; default "0.1.0".
 	Version string
 	// Prefix is the subject prefix; default bus.DefaultPrefix.
@@ -286,7 +289,7 @@ func (s *Server) apply(state map[string]*script.Definition) {
 		next, err = toolrpc.Serve(s.nc, toolrpc.ServerConfig{
 			Name: s.cfg.Name, Version: s.cfg.Version, Prefix: s.subjects.Prefix, Tools: tools,
 			Concurrency: s.concurrency(), Heartbeat: s.cfg.Heartbeat, Logger: s.log, Observe: s.cfg.Observe,
-			Tracer: s.cfg.Tracer, Kind: fleet.KindScripted, Admit: s.admit,
+			Tracer: s.cfg.Tracer, Kind: fleet.KindScripted, Admit: s.admit, Outcomes: s.cfg.Outcomes,
 		})
 		if err != nil {
 			s.log.Error("serving scripted tools", "err", err)

@@ -52,6 +52,9 @@ type call struct {
 	// admitted gives back what ServerConfig.Admit granted; nil when it
 	// granted nothing.
 	admitted func()
+	// outcomeRec is the call's record in the outcome bucket, nil when it
+	// has none (outcome.go).
+	outcomeRec *callOutcome
 }
 
 // release gives back what Admit granted the call.
@@ -90,6 +93,7 @@ func (c *call) run() {
 	if c.span != nil {
 		c.began = time.Now()
 	}
+	c.beginOutcome()
 	res, err := c.invoke()
 
 	c.stop()
@@ -246,11 +250,14 @@ func (c *call) finish(res *agentfleet.ToolResult, err error) (outcome string) {
 	buf, err := wire.EncodeFrameBuf(f)
 	defer wire.PutFrameBuf(buf)
 	if err != nil {
+		c.endOutcome(nil, 0)
 		return c.unencodable(err)
 	}
 	if max := s.nc.MaxPayload(); int64(buf.Len()) > max-1024 {
+		c.endOutcome(nil, buf.Len())
 		return c.tooLarge(buf.Len(), max)
 	}
+	c.endOutcome(buf.Bytes(), buf.Len())
 	if f.IsError {
 		err = c.publishFailed(buf.Bytes())
 	} else {

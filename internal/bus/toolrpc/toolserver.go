@@ -59,6 +59,12 @@ type ServerConfig struct {
 	// Agentfleet-Busy header, so that the orchestrator sends it to another
 	// worker; otherwise release is called once the call ends.
 	Admit func(t *agentfleet.Tool) (release func(), err error)
+	// Outcomes, if set, is where the outcome of each call of a tool that is
+	// neither idempotent nor read-only is recorded before its result is
+	// sent, so that an orchestrator taking over the call's run uses it
+	// (outcome.go). Without it, such a call in flight when its
+	// orchestrator stopped is of unknown outcome.
+	Outcomes *Outcomes
 }
 
 // ToolServer serves tools to the fleet as a NATS micro service: one endpoint
