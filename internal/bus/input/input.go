@@ -196,6 +196,12 @@ func (in *Input) Stop() error {
 }
 
 func (in *Input) receive(m *nats.Msg) {
+	if in.js != nil && m.Reply == "" && strings.HasPrefix(m.Subject, in.subjects.Prefix+"."+bus.KindApprove+".") {
+		// The approve stream keeps it, and the input stream takes it from
+		// there to the session's owner (SetupApproveStream): relayed too,
+		// it would reach the owner twice.
+		return
+	}
 	msg, err := in.parse(m)
 	if err != nil {
 		in.reject(m, msg, err)
