@@ -97,3 +97,44 @@ func TestApproveStreamKeepsDecisions(t *testing.T) {
 		t.Errorf("approve stream config: no_ack %v, max age %v, discard %v", c.NoAck, c.MaxAge, c.Discard)
 	}
 }
+
+// TestApproveSourceAddedToEarlierStream starts on an input stream of an
+// earlier release, which sources nothing: opening the durable input adds
+// the approve stream as its source, and a decision published then reaches
+// the input stream.
+func TestApproveSourceAddedToEarlierStream(t *testing.T) {
+	srv := bustest.MustRunNATS(t)
+	nc := bustest.MustConnect(t, srv)
+	subjects, _ := bus.NewSubjects("")
+	ctx := context.Background()
+	js, _ := jetstream.New(nc)
+	src, dest := subjects.InputTransform()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{
+		Name: "AGENT_INPUT", Description: "agentfleet input (in, steer, relayed ask and abort), by session partition",
+		Subjects:         []string{"agent.in.*.*", "agent.steer.*.*", "agent.relay.*.*"},
+		SubjectTransform: &jetstream.SubjectTransformConfig{Source: src, Destination: dest},
+		Retention:        jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Duplicates: 2 * time.Minute, AllowDirect: true,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := input.OpenDurable(ctx, nc, subjects, input.DurableConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := input.NewInput(nc, subjects, input.InputHandlerFunc(func(*input.Inbound) error { return nil }), nil, nil)
+	if _, err := d.Input(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	stream, _ := js.Stream(ctx, "AGENT_INPUT")
+	if got := stream.CachedInfo().Config.Sources; len(got) != 1 || got[0].Name != "AGENT_APPROVE" {
+		t.Fatalf("input stream sources = %v, want AGENT_APPROVE", got)
+	}
+	if err := nc.Publish(subjects.Approve("default", "s"), []byte(`{"tool_call_id":"c","approve":true}`)); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("agent.approve.%d.default.s", bus.Partition("default", "s"))
+	bustest.Eventually(t, "the decision in the input stream", func() bool {
+		info, err := stream.Info(ctx, jetstream.WithSubjectFilter(want))
+		return err == nil && info.State.Subjects[want] == 1
+	})
+}
