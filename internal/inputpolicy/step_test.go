@@ -162,6 +162,7 @@ func TestAborted(t *testing.T) {
 func TestDecided(t *testing.T) {
 	durable := Delivery{Kind: Decision, Agent: "a", Session: "s", Seq: 9, Count: 1, Durable: true}
 	core := Delivery{Kind: Decision, Agent: "a", Session: "s"}
+	relayed := Delivery{Kind: Decision, Agent: "a", Session: "s", Seq: 10, Count: 1, Durable: true, Reply: true}
 	leased, unleased := State{Leased: true}, State{}
 	taken := Verdict{OK: true, Final: true}
 	notPending := Verdict{Final: true, Error: `no call "c1" waits for approval`}
@@ -178,6 +179,8 @@ func TestDecided(t *testing.T) {
 		{"decision taken without the lease: left for the next owner", unleased, durable, taken, []string{"reply decision"}},
 		{"decision for an approval that is not pending", leased, durable, notPending,
 			[]string{"reply decision", `emit: decision rejected: no call "c1" waits for approval`, "ack"}},
+		{"relayed request for an approval that is not pending: its kept copy has the event", leased, relayed, notPending,
+			[]string{"reply decision", "ack"}},
 		{"decision for an approval that is not pending, core", leased, core, notPending,
 			[]string{"reply decision", `emit: decision rejected: no call "c1" waits for approval`}},
 		{"decision that could not act here comes again", leased, durable, notHere, []string{"nak"}},

@@ -105,8 +105,9 @@ func (in *Inbound) Reply(m *agentfleet.AssistantMessage) {
 	}
 }
 
-// HasReply reports whether Reply answers anyone.
-func (in *Inbound) HasReply() bool { return in.reply != nil }
+// HasReply reports whether Reply (or, for a decision, ReplyDecision)
+// answers anyone.
+func (in *Inbound) HasReply() bool { return in.reply != nil || in.decisionReply != nil }
 
 // InputHandler takes accepted input. HandleInput is called from the
 // subscription and must not block; an error rejects the input with an error
@@ -196,21 +197,32 @@ func (in *Input) Stop() error {
 }
 
 func (in *Input) receive(m *nats.Msg) {
-	if in.js != nil && m.Reply == "" && strings.HasPrefix(m.Subject, in.subjects.Prefix+"."+bus.KindApprove+".") {
-		// The approve stream keeps it, and the input stream takes it from
-		// there to the session's owner (SetupApproveStream): relayed too,
-		// it would reach the owner twice.
-		return
+	// With JetStream the approve stream keeps every decision, and the
+	// input stream takes it from there to the session's owner
+	// (SetupApproveStream).
+	kept := in.js != nil && strings.HasPrefix(m.Subject, in.subjects.Prefix+"."+bus.KindApprove+".")
+	if kept && m.Reply == "" {
+		return // relayed too, it would reach the owner twice
+	}
+	refuse := func(msg *Inbound, err error) {
+		if kept && msg.replyTo != "" && len(m.Data) <= MaxDecisionBytes {
+			// Its publisher hears why at once; the error event comes
+			// once, from the owner's refusal of the kept copy. (One too
+			// large may not have been kept.)
+			in.answerRejected(m, msg, err)
+			return
+		}
+		in.reject(m, msg, err)
 	}
 	msg, err := in.parse(m)
 	if err != nil {
-		in.reject(m, msg, err)
+		refuse(msg, err)
 		return
 	}
 	if in.js != nil {
 		if in.Check != nil {
 			if err := in.Check(msg); err != nil {
-				in.reject(m, msg, err)
+				refuse(msg, err)
 				return
 			}
 		}
@@ -352,6 +364,13 @@ func (in *Input) reject(m *nats.Msg, msg *Inbound, err error) {
 	if in.pub != nil {
 		in.pub.Emit(e)
 	}
+	in.answerRejected(m, msg, err)
+}
+
+// answerRejected answers rejected input's reply subject, if it has one
+// allowed: an approve reply for a decision, an error assistant message
+// otherwise.
+func (in *Input) answerRejected(m *nats.Msg, msg *Inbound, err error) {
 	// A decision that does not parse, subject included, is answered as
 	// decisions are.
 	approve := msg.Kind == bus.KindApprove || strings.HasPrefix(m.Subject, in.subjects.Prefix+"."+bus.KindApprove+".")
