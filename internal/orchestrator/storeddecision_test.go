@@ -13,7 +13,8 @@ import (
 // TestStoredBadDecisions publishes bad decisions without a reply subject,
 // so that they reach the owner only through the approve stream: each is
 // refused with an error event saying what is wrong, and none is left in the
-// input stream.
+// input stream. A request whose reply subject is refused is answered by
+// nobody; its kept copy still reaches the owner.
 func TestStoredBadDecisions(t *testing.T) {
 	f := approvalFleet(t, newScript())
 	for _, c := range []struct{ name, subject, payload, want string }{
@@ -37,6 +38,18 @@ func TestStoredBadDecisions(t *testing.T) {
 			}
 		})
 	}
+	// A request whose reply subject is refused: nobody is answered, the
+	// event says so, and the kept copy still reaches the owner.
+	if err := f.nc.PublishRequest("agent.approve.default.s6", "not.an.inbox", []byte(`{"tool_call_id":"gone","approve":true}`)); err != nil {
+		t.Fatal(err)
+	}
+	f.events.wait(t, "the refused reply", func(e agentfleet.Event) bool {
+		return e.Type == agentfleet.EventError && strings.Contains(e.ErrorMessage, `reply subject "not.an.inbox" is not an inbox`) &&
+			strings.Contains(e.ErrorMessage, "the decision itself goes to the session's owner through the approve stream, unanswered")
+	})
+	f.events.wait(t, "the kept copy refused by the owner", func(e agentfleet.Event) bool {
+		return e.Type == agentfleet.EventError && strings.Contains(e.ErrorMessage, `no tool call "gone" waits for approval`)
+	})
 	js, _ := jetstream.New(f.nc)
 	stream, err := js.Stream(context.Background(), "AGENT_INPUT")
 	if err != nil {

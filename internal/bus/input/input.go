@@ -212,6 +212,11 @@ func (in *Input) receive(m *nats.Msg) {
 			in.answerRejected(m, msg, err)
 			return
 		}
+		if kept && errors.Is(err, bus.ErrReplyRefused) {
+			// Only the reply is refused: the kept copy still goes to
+			// the session's owner, which answers nobody.
+			err = fmt.Errorf("%w; the decision itself goes to the session's owner through the approve stream, unanswered", err)
+		}
 		in.reject(m, msg, err)
 	}
 	msg, err := in.parse(m)
