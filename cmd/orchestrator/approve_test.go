@@ -3,10 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -39,27 +40,33 @@ func startModelOrchestrator(t *testing.T, args, baseURL string) *exec.Cmd {
 
 // TestApprovalSurvivesKilledOrchestrator kills the orchestrator process
 // with SIGKILL while a call of echo (neither idempotent nor read-only)
-// waits for approval, publishes the decision while no orchestrator owns the
-// session, and starts another orchestrator: it takes the session over,
-// finds the call waiting in the stored history (it never ran, so it is not
-// settled as of unknown outcome), takes the decision stored meanwhile, runs
-// the call once, and the run ends. The stored history holds the request, the decision, one result and
-// one end.
+// waits for approval, and starts another orchestrator: it takes the session
+// over, finds the call waiting in the stored history (it never ran, so it
+// is not settled as of unknown outcome), and takes the decision: one
+// published (a plain publish, no reply) while no orchestrator was up, kept
+// by the approve stream, approving or rejecting; or one sent as a request
+// once the new owner waits again, answered by it. An approved call runs
+// once, a rejected one never, and the run ends. The stored history holds
+// the request, the decision, one result and one end.
 func TestApprovalSurvivesKilledOrchestrator(t *testing.T) {
-	for _, whileDown := range []bool{true, false} {
-		name := "decided while down"
-		if !whileDown {
-			name = "decided once the new owner waits"
-		}
-		t.Run(name, func(t *testing.T) { approvalAfterKill(t, whileDown) })
+	for _, tt := range []struct {
+		name      string
+		whileDown bool
+		approve   bool
+	}{
+		{"approved while down", true, true},
+		{"rejected while down", true, false},
+		{"decided once the new owner waits", false, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) { approvalAfterKill(t, tt.whileDown, tt.approve) })
 	}
 }
 
 // approvalAfterKill is TestApprovalSurvivesKilledOrchestrator with the
-// decision published before the new orchestrator owns the session
-// (whileDown), or after it waits for the call again, with the deadline
+// decision published while no orchestrator is up (whileDown), or sent as a
+// request after the new owner waits for the call again, with the deadline
 // of the first wait.
-func approvalAfterKill(t *testing.T, whileDown bool) {
+func approvalAfterKill(t *testing.T, whileDown, approve bool) {
 	llm := llmtest.NewServer(t)
 	llm.Enqueue(
 		llmtest.ToolCallsReply(llmtest.ToolCall{ID: "call_w", Name: "echo", Arguments: `{"text":"approved after the crash"}`}).Response(),
@@ -97,46 +104,56 @@ func approvalAfterKill(t *testing.T, whileDown bool) {
 	}
 	first.Wait()
 
-	startModelOrchestrator(t, args, llm.BaseURL())
-	if !whileDown {
+	decision := fmt.Appendf(nil, `{"tool_call_id":"call_w","approve":%v,"reason":"said while down"}`, approve)
+	var reply agentfleet.ApprovalReply
+	if whileDown {
+		// Nobody is up to answer: a plain publish, kept by the approve
+		// stream (and, through it, the input stream) until an owner is.
+		if err := nc.Publish("agent.approve.default.wait", decision); err != nil {
+			t.Fatal(err)
+		}
+		bustest.Eventually(t, "the decision in the input stream", func() bool {
+			st, err := js.Stream(context.Background(), "AGENT_INPUT")
+			if err != nil {
+				return false
+			}
+			info, err := st.Info(context.Background(), jetstream.WithSubjectFilter("agent.approve.>"))
+			return err == nil && info.State.Subjects[fmt.Sprintf("agent.approve.%d.default.wait", bus.Partition("default", "wait"))] == 1
+		})
+		startModelOrchestrator(t, args, llm.BaseURL())
+	} else {
+		startModelOrchestrator(t, args, llm.BaseURL())
 		again := nextEvent(t, approvals)
 		if again.Decision != agentfleet.ApprovalPending || again.ToolCallID != "call_w" || again.Deadline == nil || !again.Deadline.Equal(*pending.Deadline) {
 			t.Fatalf("tool.approval after the restart = %+v, want call_w pending until %v", again, pending.Deadline)
 		}
-	}
-	// While down, the decision is published before the new orchestrator
-	// owns the session: it stores it in the input stream, and the owner
-	// answers once the decision acts.
-	decision := []byte(`{"tool_call_id":"call_w","approve":true}`)
-	var reply agentfleet.ApprovalReply
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+		// The owner waits: it answers the request once the decision acts.
 		m, err := nc.Request("agent.approve.default.wait", decision, 30*time.Second)
-		if errors.Is(err, nats.ErrNoResponders) && time.Now().Before(deadline) {
-			// The new orchestrator does not subscribe yet.
-			bustest.Eventually(t, "an orchestrator's approve subscription", func() bool {
-				_, err := nc.Request("agent.approve.default.nobody", []byte(`{}`), time.Second)
-				return !errors.Is(err, nats.ErrNoResponders)
-			})
-			continue
-		}
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := json.Unmarshal(m.Data, &reply); err != nil {
 			t.Fatal(err)
 		}
-		break
+		if !reply.OK || reply.Decision != agentfleet.ApprovalApproved {
+			t.Fatalf("decision reply = %+v", reply)
+		}
 	}
-	if !reply.OK || reply.Decision != agentfleet.ApprovalApproved {
-		t.Fatalf("decision reply = %+v", reply)
+	wantDecision := agentfleet.ApprovalApproved
+	if !approve {
+		wantDecision = agentfleet.ApprovalRejected
 	}
-	// The new owner took the call up where it was: the stored decision
-	// acts, and the call was not settled as of unknown outcome.
+	// The new owner took the call up where it was: the decision acts, and
+	// the call was not settled as of unknown outcome.
 	again := nextEvent(t, approvals)
-	if again.Decision != agentfleet.ApprovalApproved || again.ToolCallID != "call_w" || again.DecisionID != reply.DecisionID {
-		t.Errorf("second tool.approval = %+v, want call_w approved by %s", again, reply.DecisionID)
+	if whileDown && again.Decision == agentfleet.ApprovalPending {
+		// The owner may restore the wait before it takes the decision.
+		again = nextEvent(t, approvals)
 	}
+	if again.Decision != wantDecision || again.ToolCallID != "call_w" || !whileDown && again.DecisionID != reply.DecisionID {
+		t.Errorf("second tool.approval = %+v, want call_w %s by %s", again, wantDecision, reply.DecisionID)
+	}
+	reply.DecisionID = again.DecisionID
 	m, err := out.NextMsg(30 * time.Second)
 	if err != nil {
 		t.Fatalf("no final message after the restart: %v", err)
@@ -156,8 +173,11 @@ func approvalAfterKill(t *testing.T, whileDown bool) {
 			results[msg.ToolCallID] = msg.Text()
 		}
 	}
-	if got := results["call_w"]; got != "approved after the crash" {
+	switch got := results["call_w"]; {
+	case approve && got != "approved after the crash":
 		t.Errorf("result the model saw = %q, want the echo of the approved call", got)
+	case !approve && !strings.Contains(got, "rejected: said while down"):
+		t.Errorf("result the model saw = %q, want the rejection with its reason", got)
 	}
 
 	subjects, _ := bus.NewSubjects("")
@@ -176,16 +196,16 @@ func approvalAfterKill(t *testing.T, whileDown bool) {
 			requests++
 		case r.Decision != nil:
 			decisions++
-			if !r.Decision.Approve || r.Decision.ID != reply.DecisionID {
-				t.Errorf("stored decision = %+v, want the approval %s", r.Decision, reply.DecisionID)
+			if r.Decision.Approve != approve || r.Decision.ID != reply.DecisionID {
+				t.Errorf("stored decision = %+v, want %s by %s", r.Decision, wantDecision, reply.DecisionID)
 			}
 		case r.Final != nil:
 			ends++
 		default:
 			if tr, ok := r.Message.(*agentfleet.ToolResultMessage); ok {
 				toolResults++
-				if tr.IsError {
-					t.Errorf("stored result is an error: %q", agentfleet.JoinText(tr.Content))
+				if tr.IsError != !approve {
+					t.Errorf("stored result is an error %v: %q", tr.IsError, agentfleet.JoinText(tr.Content))
 				}
 			}
 		}

@@ -3,6 +3,7 @@ package approval
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
@@ -122,7 +123,8 @@ func (g *Gate) Pending() []agentfleet.ApprovalRequest {
 
 // Decide takes a person's decision on a waiting call. The first decision
 // on a call wins; answer hears, once the winner is stored, that it acts,
-// and a later one hears at once which decision won. A decision on a call
+// and a later one hears at once which decision won (a later one that
+// chooses alike, or has the winner's id, hears that it acts). A decision on a call
 // that does not wait, or whose edit does not match the tool's schema, is
 // answered with an error; after a bad edit the call still waits.
 func (g *Gate) Decide(d *agentfleet.ApprovalDecision, answer Answer) {
@@ -134,8 +136,11 @@ func (g *Gate) Decide(d *agentfleet.ApprovalDecision, answer Answer) {
 		answer(&agentfleet.ApprovalReply{ToolCallID: d.ToolCallID,
 			Error: fmt.Sprintf("no tool call %q waits for approval in this session", d.ToolCallID)}, true)
 		return
-	case c.decision != nil && c.decision.ID == d.ID && d.ID != "":
-		// The same decision delivered again: answered as the first was.
+	case c.decision != nil && (c.decision.ID == d.ID && d.ID != "" || sameChoice(c.decision, d)):
+		// The same decision delivered again, or the same choice made
+		// again (a decision sent as a request reaches the owner twice:
+		// relayed with its reply, and from the approve stream without):
+		// answered as the first was.
 		if c.stored {
 			g.mu.Unlock()
 			answer(reply(c.decision), true)
@@ -171,6 +176,12 @@ func (g *Gate) Decide(d *agentfleet.ApprovalDecision, answer Answer) {
 	c.answers = append(c.answers, answer)
 	close(c.decided)
 	g.mu.Unlock()
+}
+
+// sameChoice reports whether two decisions choose alike: the same outcome,
+// reason and edit.
+func sameChoice(a, b *agentfleet.ApprovalDecision) bool {
+	return a.Approve == b.Approve && a.Reason == b.Reason && reflect.DeepEqual(a.Arguments, b.Arguments)
 }
 
 func reply(d *agentfleet.ApprovalDecision) *agentfleet.ApprovalReply {

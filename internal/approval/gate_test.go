@@ -112,7 +112,8 @@ func TestGateRace(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Go(func() {
-			g.Decide(&agentfleet.ApprovalDecision{ToolCallID: "c1", Approve: i%2 == 0, ID: "d" + string(rune('0'+i))}, a.answer)
+			id := "d" + string(rune('0'+i))
+			g.Decide(&agentfleet.ApprovalDecision{ToolCallID: "c1", Approve: i%2 == 0, Reason: "by " + id, ID: id}, a.answer)
 		})
 	}
 	wg.Wait()
@@ -135,6 +136,40 @@ func TestGateRace(t *testing.T) {
 	}
 	if won == "" || len(a.got) != 8 {
 		t.Errorf("winner %q, %d replies", won, len(a.got))
+	}
+}
+
+// TestGateSameChoice decides a call twice alike under two ids, as a
+// decision sent as a request reaches the owner (relayed with its reply, and
+// from the approve stream without one): the second hears that the first
+// acts; a third that differs only in its reason or its edit is refused and
+// told which won.
+func TestGateSameChoice(t *testing.T) {
+	g := approval.New(approval.Config{Policy: approval.Policy{Tools: []string{"rm"}}})
+	now := time.Now().UTC()
+	g.Restore("r1", &agentfleet.ApprovalRequest{ToolCallID: "c1", ToolName: "rm", Requested: now, Deadline: now.Add(time.Hour)}, nil)
+	var a answers
+	args := map[string]any{"path": "/tmp/x", "n": 1.0}
+	g.Decide(&agentfleet.ApprovalDecision{ToolCallID: "c1", Approve: true, Reason: "ok", Arguments: args, ID: "js-7"}, a.answer)
+	g.Decide(&agentfleet.ApprovalDecision{ToolCallID: "c1", Approve: true, Reason: "ok", Arguments: map[string]any{"n": 1.0, "path": "/tmp/x"}, ID: "approve-1"}, a.answer)
+	g.Decide(&agentfleet.ApprovalDecision{ToolCallID: "c1", Approve: true, Reason: "other", Arguments: args, ID: "approve-2"}, a.answer)
+	g.Decide(&agentfleet.ApprovalDecision{ToolCallID: "c1", Approve: true, Reason: "ok", Arguments: map[string]any{"path": "/"}, ID: "approve-3"}, a.answer)
+	g.Decide(&agentfleet.ApprovalDecision{ToolCallID: "c1", Approve: false, Reason: "ok", ID: "approve-4"}, a.answer)
+	res, err := g.Hook(context.Background(), before("c1"))
+	if err != nil || res == nil || res.Block {
+		t.Fatalf("hook = %+v, %v; want the call approved", res, err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.got) != 5 {
+		t.Fatalf("%d replies, want 5", len(a.got))
+	}
+	// The refusals are answered at once, the two alike once the decision
+	// is stored (by the hook).
+	for i, r := range a.got {
+		if want := i >= 3; r.OK != want || r.DecisionID != "js-7" {
+			t.Errorf("reply %d = %+v, want ok %v naming js-7", i, r, want)
+		}
 	}
 }
 

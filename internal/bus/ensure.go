@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/agentfleet/agentfleet/internal/retry"
@@ -99,6 +100,13 @@ func sameStream(have, want jetstream.StreamConfig) bool {
 	if want.Duplicates > 0 {
 		same = same && have.Duplicates == want.Duplicates
 	}
+	same = same && have.NoAck == want.NoAck && sameSources(have.Sources, want.Sources)
+	if want.MaxMsgsPerSubject > 0 {
+		same = same && have.MaxMsgsPerSubject == want.MaxMsgsPerSubject
+	}
+	if want.MaxMsgSize > 0 {
+		same = same && have.MaxMsgSize == want.MaxMsgSize
+	}
 	switch {
 	case want.SubjectTransform == nil:
 		same = same && have.SubjectTransform == nil
@@ -108,6 +116,21 @@ func sameStream(have, want jetstream.StreamConfig) bool {
 		same = same && *have.SubjectTransform == *want.SubjectTransform
 	}
 	return same
+}
+
+// sameSources reports whether two streams source the same streams under
+// the same filters and transforms.
+func sameSources(have, want []*jetstream.StreamSource) bool {
+	if len(have) != len(want) {
+		return false
+	}
+	for i, w := range want {
+		h := have[i]
+		if h.Name != w.Name || h.FilterSubject != w.FilterSubject || !slices.Equal(h.SubjectTransforms, w.SubjectTransforms) {
+			return false
+		}
+	}
+	return true
 }
 
 // EnsureKeyValue is EnsureStream for a key-value bucket: looked up first,

@@ -30,6 +30,15 @@ func (s Subjects) InputTransform() (src, dest string) {
 	return s.Prefix + ".*.*.*", s.Prefix + ".{{wildcard(1)}}.{{partition(" + strconv.Itoa(Partitions) + ",2,3)}}.{{wildcard(2)}}.{{wildcard(3)}}"
 }
 
+// ApproveTransform returns the source and destination of the transform
+// under which the input stream sources the stream of approval decisions:
+// <prefix>.approve.<agent>.<session> is stored as
+// <prefix>.approve.<partition>.<agent>.<session>, the partition the input
+// transform gives the session.
+func (s Subjects) ApproveTransform() (src, dest string) {
+	return s.ClientWildcard(KindApprove), s.Prefix + "." + KindApprove + ".{{partition(" + strconv.Itoa(Partitions) + ",1,2)}}.{{wildcard(1)}}.{{wildcard(2)}}"
+}
+
 // StoredPartition returns the filter of the stored input of one partition.
 func (s Subjects) StoredPartition(p int) string {
 	return s.Prefix + ".*." + strconv.Itoa(p) + ".*.*"

@@ -30,14 +30,18 @@ type Verdict struct {
 // its verdict v: a decision that could not act here is delivered again (to
 // the session's next owner, or to hear why not); otherwise its publisher
 // gets the answer, a decision not taken (for an approval that is not
-// pending, say) is also an error event, and the delivery is settled while
+// pending, say) is also an error event (once: not for the relayed copy of a
+// request, whose kept copy has it), and the delivery is settled while
 // this orchestrator holds its lease.
 func Decided(s State, d Delivery, v Verdict) []Action {
 	if !v.Final && d.Durable {
 		return []Action{{Op: Nak}}
 	}
 	acts := []Action{{Op: ReplyDecision}}
-	if !v.OK {
+	// A durable decision sent as a request (relayed, with its reply) has
+	// a copy kept without one (the approve stream), refused alike: the
+	// error event comes once, from that copy.
+	if !v.OK && !(d.Durable && d.Reply) {
 		acts = append(acts, Action{Op: Emit, Err: fmt.Errorf("decision rejected: %s", v.Error)})
 	}
 	if s.Leased && d.Durable {

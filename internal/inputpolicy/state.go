@@ -50,4 +50,9 @@ type Message struct {
 	// Delivered: a delivery of it (not a copy read from the stream at load)
 	// reached this process, so the next one is a duplicate.
 	Delivered bool
+	// Answered is the highest stream sequence of a copy (another stream
+	// message with the id) whose delivery had the stored answer published
+	// again here, 0 if none: a redelivery of that copy, after a lost ack or
+	// held twice while the session loaded, is not answered again.
+	Answered uint64
 }

@@ -22,7 +22,7 @@ import "fmt"
 //     settled once (Ended);
 //   - a message whose run ended is answered from the store and settled,
 //     not run again; a new copy of an in also gets the final message on the
-//     out subject again.
+//     out subject again, once per copy (not for its redeliveries).
 //
 // A delivery read from the stream at load (Scanned) settles nothing: the
 // consumer's delivery of the same message does. It counts nothing either.
@@ -120,9 +120,14 @@ func message(s State, d Delivery) (State, []Action) {
 		acts = append(acts, Action{Op: Answer, Run: k.Run})
 	}
 	// Another stream message with an id already answered, not a
-	// redelivery: a client that sent it anew reads the out subject.
-	if d.Kind != Ask && d.Seq != 0 && k.Seq != 0 && d.Seq != k.Seq {
+	// redelivery: a client that sent it anew reads the out subject. Once
+	// per copy: a copy's redelivery (its ack lost as the server died, or
+	// delivered again while the session loaded) is not answered again, nor
+	// is an earlier copy delivered again after a later one was answered (a
+	// partition delivers its copies in stream order).
+	if d.Kind != Ask && d.Seq != 0 && k.Seq != 0 && d.Seq != k.Seq && d.Seq > k.Answered {
 		acts = append(acts, Action{Op: Publish, Run: k.Run})
+		s.Msg.Answered = d.Seq
 	}
 	if s.Leased && d.Durable {
 		acts = append(acts, Action{Op: Ack})

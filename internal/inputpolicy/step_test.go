@@ -46,6 +46,7 @@ func TestStep(t *testing.T) {
 	readAtLoad := Message{Seen: true, Seq: 7}
 	answered := Message{Seen: true, Run: "r1", Ended: true, Seq: 7, Delivered: true}
 	answeredBefore := Message{Seen: true, Run: "r1", Ended: true} // ended before a restart
+	copyAnswered := func(seq uint64) Message { m := answered; m.Answered = seq; return m }
 
 	tests := []struct {
 		name  string
@@ -98,10 +99,16 @@ func TestStep(t *testing.T) {
 		// An id whose run ended: answered from the store, not run twice.
 		{"redelivery after the answer was stored", with(answered), redelivered(in, 7, 2), []string{"count duplicate", "ack"}, answered},
 		{"redelivery after the answer was stored, before a restart", with(answeredBefore), redelivered(in, 7, 2), []string{"count duplicate", "ack"}, answeredBefore},
-		{"message sent again after its answer was stored", with(answered), redelivered(in, 12, 1), []string{"count duplicate", "publish r1", "ack"}, answered},
+		{"message sent again after its answer was stored", with(answered), redelivered(in, 12, 1), []string{"count duplicate", "publish r1", "ack"}, copyAnswered(12)},
+		// One answer once: the copy's ack was lost as the server died, or
+		// the copy was delivered twice while its session loaded.
+		{"redelivery of a copy already answered again", with(copyAnswered(12)), redelivered(in, 12, 2), []string{"count duplicate", "ack"}, copyAnswered(12)},
+		{"copy delivered twice while its session loaded", with(copyAnswered(12)), redelivered(in, 12, 1), []string{"count duplicate", "ack"}, copyAnswered(12)},
+		{"an earlier copy delivered again after a later one was answered", with(copyAnswered(13)), redelivered(in, 12, 2), []string{"count duplicate", "ack"}, copyAnswered(13)},
+		{"a later copy after one was answered again", with(copyAnswered(12)), redelivered(in, 13, 1), []string{"count duplicate", "publish r1", "ack"}, copyAnswered(13)},
 		{"ask sent again after its answer was stored", with(answered), ask, []string{"count duplicate", "answer r1"}, answered},
 		{"relayed ask sent again after its answer was stored", with(answered), redelivered(relayed, 12, 1), []string{"count duplicate", "answer r1", "ack"}, answered},
-		{"stored answer without the lease: not acked", unleased(with(answered)), redelivered(in, 12, 1), []string{"count duplicate", "publish r1"}, answered},
+		{"stored answer without the lease: not acked", unleased(with(answered)), redelivered(in, 12, 1), []string{"count duplicate", "publish r1"}, copyAnswered(12)},
 		{"answered message read from the stream at load", with(answered), scanned(redelivered(in, 12, 1)), []string{}, answered},
 		{"answered relayed ask read from the stream at load", with(answered), scanned(relayed), []string{"answer r1"}, answered},
 
@@ -155,6 +162,7 @@ func TestAborted(t *testing.T) {
 func TestDecided(t *testing.T) {
 	durable := Delivery{Kind: Decision, Agent: "a", Session: "s", Seq: 9, Count: 1, Durable: true}
 	core := Delivery{Kind: Decision, Agent: "a", Session: "s"}
+	relayed := Delivery{Kind: Decision, Agent: "a", Session: "s", Seq: 10, Count: 1, Durable: true, Reply: true}
 	leased, unleased := State{Leased: true}, State{}
 	taken := Verdict{OK: true, Final: true}
 	notPending := Verdict{Final: true, Error: `no call "c1" waits for approval`}
@@ -171,6 +179,8 @@ func TestDecided(t *testing.T) {
 		{"decision taken without the lease: left for the next owner", unleased, durable, taken, []string{"reply decision"}},
 		{"decision for an approval that is not pending", leased, durable, notPending,
 			[]string{"reply decision", `emit: decision rejected: no call "c1" waits for approval`, "ack"}},
+		{"relayed request for an approval that is not pending: its kept copy has the event", leased, relayed, notPending,
+			[]string{"reply decision", "ack"}},
 		{"decision for an approval that is not pending, core", leased, core, notPending,
 			[]string{"reply decision", `emit: decision rejected: no call "c1" waits for approval`}},
 		{"decision that could not act here comes again", leased, durable, notHere, []string{"nak"}},

@@ -13,6 +13,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // danger is a destructive tool (neither idempotent nor read-only) that
@@ -254,7 +255,25 @@ func TestApprovalBadDecisions(t *testing.T) {
 			if r.OK || !strings.Contains(r.Error, c.want) {
 				t.Errorf("reply = %+v, want an error with %q", r, c.want)
 			}
+			// One error event each, though the decision reached the
+			// owner twice (relayed with the reply, and kept without).
+			f.events.wait(t, "naming "+c.want, func(e agentfleet.Event) bool {
+				return e.Type == agentfleet.EventError && strings.Contains(e.ErrorMessage, c.want)
+			})
 		})
+	}
+	js, _ := jetstream.New(f.nc)
+	stream, _ := js.Stream(context.Background(), "AGENT_INPUT")
+	bustest.Eventually(t, "no decision left in the input stream", func() bool {
+		info, err := stream.Info(context.Background(), jetstream.WithSubjectFilter("agent.>"))
+		return err == nil && len(info.State.Subjects) == 0
+	})
+	for _, want := range []string{`unknown field "aprove"`, `decision payload has no "approve"`, `no tool call "nope" waits`, `session name "s$1"`, `unknown agent "ghost"`} {
+		if n := len(f.events.list(func(e agentfleet.Event) bool {
+			return e.Type == agentfleet.EventError && strings.Contains(e.ErrorMessage, want)
+		})); n != 1 {
+			t.Errorf("%d error events naming %q, want 1", n, want)
+		}
 	}
 }
 

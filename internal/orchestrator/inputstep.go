@@ -42,7 +42,7 @@ func (s *session) stateLocked(d inputpolicy.Delivery, loading bool) inputpolicy.
 		return st
 	}
 	if m := s.msgs[d.ID]; m != nil {
-		st.Msg = inputpolicy.Message{Seen: true, Run: m.run, Ended: m.run != "" && s.hasEnded(m.run), Seq: m.seq, Delivered: m.delivered}
+		st.Msg = inputpolicy.Message{Seen: true, Run: m.run, Ended: m.run != "" && s.hasEnded(m.run), Seq: m.seq, Delivered: m.delivered, Answered: m.answered}
 	}
 	// The facts that cost a lock are asked only when Step reads them: the
 	// queue for a new id, the lease for one already answered.
@@ -100,7 +100,7 @@ func (s *session) stepLocked(in *input.Inbound, scanned, loading bool) bool {
 	}
 	if st.Msg.Seen {
 		m := s.msg(d.ID)
-		m.seq, m.delivered = st.Msg.Seq, st.Msg.Delivered
+		m.seq, m.delivered, m.answered = st.Msg.Seq, st.Msg.Delivered, st.Msg.Answered
 	}
 	return true
 }

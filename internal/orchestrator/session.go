@@ -69,6 +69,9 @@ type msgInfo struct {
 	// delivered: a delivery of it (not a copy read from the stream at load)
 	// reached this process, so the next one is a duplicate.
 	delivered bool
+	// answered: the highest stream sequence of a copy whose delivery had
+	// the stored answer published again (inputpolicy.Message.Answered).
+	answered uint64
 }
 
 // runInfo is what a session knows of one run.

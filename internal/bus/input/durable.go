@@ -174,13 +174,17 @@ func NewDurableInput(ctx context.Context, js jetstream.JetStream, in *Input, cfg
 	cfg.defaults()
 	subjects := in.subjects
 	name := subjects.StreamName("INPUT")
+	if err := SetupApproveStream(ctx, js, subjects, cfg); err != nil {
+		return nil, err
+	}
 	src, dest := subjects.InputTransform()
 	sc := jetstream.StreamConfig{
-		Name: name, Description: "agentfleet input (in, steer, relayed ask and abort), by session partition",
+		Name: name, Description: "agentfleet input (in, steer, relayed ask and abort, approval decisions), by session partition",
 		Subjects:         []string{subjects.ClientWildcard(bus.KindIn), subjects.ClientWildcard(bus.KindSteer), subjects.ClientWildcard(bus.KindRelay)},
 		SubjectTransform: &jetstream.SubjectTransformConfig{Source: src, Destination: dest},
 		Retention:        jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage,
 		Duplicates: cfg.DuplicateWindow, Replicas: cfg.Replicas, AllowDirect: true,
+		Sources: []*jetstream.StreamSource{ApproveSource(subjects)},
 	}
 	stream, err := bus.EnsureStream(ctx, js, sc)
 	if err != nil {

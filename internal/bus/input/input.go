@@ -105,8 +105,9 @@ func (in *Inbound) Reply(m *agentfleet.AssistantMessage) {
 	}
 }
 
-// HasReply reports whether Reply answers anyone.
-func (in *Inbound) HasReply() bool { return in.reply != nil }
+// HasReply reports whether Reply (or, for a decision, ReplyDecision)
+// answers anyone.
+func (in *Inbound) HasReply() bool { return in.reply != nil || in.decisionReply != nil }
 
 // InputHandler takes accepted input. HandleInput is called from the
 // subscription and must not block; an error rejects the input with an error
@@ -196,15 +197,37 @@ func (in *Input) Stop() error {
 }
 
 func (in *Input) receive(m *nats.Msg) {
+	// With JetStream the approve stream keeps every decision, and the
+	// input stream takes it from there to the session's owner
+	// (SetupApproveStream).
+	kept := in.js != nil && strings.HasPrefix(m.Subject, in.subjects.Prefix+"."+bus.KindApprove+".")
+	if kept && m.Reply == "" {
+		return // relayed too, it would reach the owner twice
+	}
+	refuse := func(msg *Inbound, err error) {
+		if kept && msg.replyTo != "" && len(m.Data) <= MaxDecisionBytes {
+			// Its publisher hears why at once; the error event comes
+			// once, from the owner's refusal of the kept copy. (One too
+			// large may not have been kept.)
+			in.answerRejected(m, msg, err)
+			return
+		}
+		if kept && errors.Is(err, bus.ErrReplyRefused) {
+			// Only the reply is refused: the kept copy still goes to
+			// the session's owner, which answers nobody.
+			err = fmt.Errorf("%w; the decision itself goes to the session's owner through the approve stream, unanswered", err)
+		}
+		in.reject(m, msg, err)
+	}
 	msg, err := in.parse(m)
 	if err != nil {
-		in.reject(m, msg, err)
+		refuse(msg, err)
 		return
 	}
 	if in.js != nil {
 		if in.Check != nil {
 			if err := in.Check(msg); err != nil {
-				in.reject(m, msg, err)
+				refuse(msg, err)
 				return
 			}
 		}
@@ -346,6 +369,13 @@ func (in *Input) reject(m *nats.Msg, msg *Inbound, err error) {
 	if in.pub != nil {
 		in.pub.Emit(e)
 	}
+	in.answerRejected(m, msg, err)
+}
+
+// answerRejected answers rejected input's reply subject, if it has one
+// allowed: an approve reply for a decision, an error assistant message
+// otherwise.
+func (in *Input) answerRejected(m *nats.Msg, msg *Inbound, err error) {
 	// A decision that does not parse, subject included, is answered as
 	// decisions are.
 	approve := msg.Kind == bus.KindApprove || strings.HasPrefix(m.Subject, in.subjects.Prefix+"."+bus.KindApprove+".")
