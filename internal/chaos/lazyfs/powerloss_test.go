@@ -3,8 +3,10 @@ package lazyfs_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -96,7 +98,7 @@ func (pl powerLoss) run(t *testing.T) check.AckedReport {
 		t.Fatal(err)
 	}
 	conf := filepath.Join(work, "nats.conf")
-	if err := os.WriteFile(conf, []byte(fmt.Sprintf("listen: 127.0.0.1:%d\nhttp: 127.0.0.1:%d\njetstream {\n  store_dir: %q\n  sync_interval: %s\n}\n",
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf("listen: 127.0.0.1:%d\nhttp: 127.0.0.1:%d\njetstream {\n  store_dir: %q\n  sync_interval: %q\n}\n",
 		port, mport, filepath.Join(mnt, "js"), pl.sync)), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -109,6 +111,7 @@ func (pl powerLoss) run(t *testing.T) check.AckedReport {
 	if err := srv.WaitReady(ctx); err != nil {
 		t.Fatal(err)
 	}
+	checkSync(t, mport, pl.sync)
 	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
 	nc, err := nats.Connect(url, nats.MaxReconnects(0))
 	if err != nil {
@@ -246,4 +249,37 @@ func TestPowerLoss(t *testing.T) {
 			t.Errorf("with lazy sync a power cut lost nothing acknowledged (%v): the test cannot tell the settings apart", r)
 		}
 	})
+}
+
+// checkSync checks that the server's JetStream syncs as asked, from its
+// monitoring endpoint: a duration unquoted in a nats-server config is read
+// as a number ("2m" as two million seconds).
+func checkSync(t *testing.T, mport int, want string) {
+	t.Helper()
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/varz", mport))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var varz struct {
+		JetStream struct {
+			Config struct {
+				SyncInterval time.Duration `json:"sync_interval"`
+				SyncAlways   bool          `json:"sync_always"`
+			} `json:"config"`
+		} `json:"jetstream"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&varz); err != nil {
+		t.Fatal(err)
+	}
+	got := varz.JetStream.Config.SyncInterval.String()
+	if varz.JetStream.Config.SyncAlways {
+		got = "always"
+	}
+	if w, err := time.ParseDuration(want); err == nil {
+		want = w.String()
+	}
+	if got != want {
+		t.Fatalf("the server syncs %s, want %s", got, want)
+	}
 }
