@@ -162,3 +162,26 @@ func TestLazyFSReadsAndTruncate(t *testing.T) {
 		t.Errorf("backing after sync: %q, want 012ab", got)
 	}
 }
+
+// TestLazyFSReadWithoutStat: a file written and closed unsynced, opened
+// again and read without a stat first, reads whole (lookups, opens and
+// attribute requests all give the size seen through the unsynced writes).
+func TestLazyFSReadWithoutStat(t *testing.T) {
+	l, _ := mount(t)
+	p := filepath.Join(l.Mountpoint(), "f")
+	writeFile(t, p, 0, "synced", true)
+	writeFile(t, p, os.O_APPEND, " and unsynced", false)
+	fd, err := syscall.Open(p, syscall.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	buf := make([]byte, 64)
+	n, err := syscall.Read(fd, buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(buf[:n]); got != "synced and unsynced" {
+		t.Errorf("read %q, want %q", got, "synced and unsynced")
+	}
+}

@@ -19,6 +19,7 @@ type node struct {
 
 var (
 	_ fs.NodeWrapChilder = (*node)(nil)
+	_ fs.NodeLookuper    = (*node)(nil)
 	_ fs.NodeOpener      = (*node)(nil)
 	_ fs.NodeCreater     = (*node)(nil)
 	_ fs.NodeGetattrer   = (*node)(nil)
@@ -79,6 +80,16 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	}
 	n.fs.adjust(f.ino, &out.Attr)
 	return inode, f, fuseFlags, 0
+}
+
+// Lookup gives the kernel the size seen through the unsynced writes, which
+// bounds its reads of a file it has not asked the attributes of since.
+func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	child, errno := n.LoopbackNode.Lookup(ctx, name, out)
+	if errno == 0 {
+		n.fs.adjust(out.Attr.Ino, &out.Attr)
+	}
+	return child, errno
 }
 
 func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
