@@ -73,7 +73,7 @@ type powerLoss struct {
 	acks       int    // acknowledgements to wait for before the cut
 }
 
-func (pl powerLoss) run(t *testing.T) check.AckedReport {
+func (pl powerLoss) run(t *testing.T) (stream, kv check.AckedReport) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -124,6 +124,12 @@ func (pl powerLoss) run(t *testing.T) check.AckedReport {
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "POWER", Subjects: []string{"power.>"}, Storage: jetstream.FileStorage}); err != nil {
 		t.Fatal(err)
 	}
+	// A KV bucket, as the leases are: one key per put, so that every
+	// acknowledged revision stays.
+	bucket, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "POWERKV", Storage: jetstream.FileStorage})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if pl.checkpoint {
 		if err := l.Checkpoint(); err != nil {
 			t.Fatal(err)
@@ -137,6 +143,28 @@ func (pl powerLoss) run(t *testing.T) check.AckedReport {
 		stop    = make(chan struct{})
 		wg      sync.WaitGroup
 	)
+	var kvAcked []check.Acked
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			data := []byte(fmt.Sprintf("lease %d", i))
+			pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
+			rev, err := bucket.Put(pctx, fmt.Sprintf("lease.%d", i), data)
+			pcancel()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			kvAcked = append(kvAcked, check.Acked{Seq: rev, Data: data})
+			mu.Unlock()
+		}
+	}()
 	const publishers = 4
 	for g := range publishers {
 		wg.Add(1)
@@ -200,7 +228,7 @@ func (pl powerLoss) run(t *testing.T) check.AckedReport {
 		t.Fatal(err)
 	}
 	stored := map[uint64][]byte{}
-	stream, err := js.Stream(ctx, "POWER")
+	str, err := js.Stream(ctx, "POWER")
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
 		t.Logf("the stream itself was lost")
@@ -208,7 +236,7 @@ func (pl powerLoss) run(t *testing.T) check.AckedReport {
 		t.Fatal(err)
 	default:
 		for _, a := range acked {
-			m, err := stream.GetMsg(ctx, a.Seq)
+			m, err := str.GetMsg(ctx, a.Seq)
 			if errors.Is(err, jetstream.ErrMsgNotFound) {
 				continue
 			}
@@ -218,15 +246,33 @@ func (pl powerLoss) run(t *testing.T) check.AckedReport {
 			stored[a.Seq] = bytes.Clone(m.Data)
 		}
 	}
-	r := check.CheckAcked(acked, stored)
-	t.Logf("sync_interval %s: %v", pl.sync, r)
-	return r
+	kvStored := map[uint64][]byte{}
+	if bucket, err = js.KeyValue(ctx, "POWERKV"); err == nil {
+		for i, a := range kvAcked {
+			e, err := bucket.Get(ctx, fmt.Sprintf("lease.%d", i))
+			if errors.Is(err, jetstream.ErrKeyNotFound) {
+				continue
+			}
+			if err != nil {
+				t.Fatalf("reading lease.%d back: %v", i, err)
+			}
+			if e.Revision() == a.Seq {
+				kvStored[a.Seq] = bytes.Clone(e.Value())
+			}
+		}
+	} else if !errors.Is(err, jetstream.ErrBucketNotFound) {
+		t.Fatal(err)
+	}
+	stream, kv = check.CheckAcked(acked, stored), check.CheckAcked(kvAcked, kvStored)
+	t.Logf("sync_interval %s: stream %v; KV %v", pl.sync, stream, kv)
+	return stream, kv
 }
 
 // TestPowerLoss: with the shipped setting (sync_interval: always), a power
 // cut while publishers publish loses no acknowledged message of a
-// JetStream file stream; with nats-server's lazy default (2m), the same
-// cut loses acknowledged messages, so the test can tell the two apart.
+// JetStream file stream and no acknowledged put of a KV bucket; with
+// nats-server's lazy default (2m), the same cut loses acknowledged
+// messages and puts, so the test can tell the two apart.
 func TestPowerLoss(t *testing.T) {
 	if err := lazyfs.Available(); err != nil {
 		t.Skipf("no FUSE here, so no power-loss test: %v", err)
@@ -237,16 +283,20 @@ func TestPowerLoss(t *testing.T) {
 			t.Errorf("deploy/nats/nats.conf syncs every %s, not always", sync)
 		}
 		// No checkpoint: the stream's creation must be on disk too.
-		if r := (powerLoss{sync: sync, acks: 300}).run(t); !r.OK() {
-			t.Errorf("acknowledged messages lost with sync_interval %s: %v", sync, r)
+		stream, kv := (powerLoss{sync: sync, acks: 300}).run(t)
+		if !stream.OK() || !kv.OK() {
+			t.Errorf("acknowledged writes lost with sync_interval %s: stream %v; KV %v", sync, stream, kv)
+		}
+		if kv.Acked == 0 {
+			t.Error("no KV put was acknowledged before the cut")
 		}
 	})
 	t.Run("lazy", func(t *testing.T) {
 		// The store is synced once the stream exists (the writeback an
 		// OS does in time), so that what the cut loses is messages.
-		r := (powerLoss{sync: "2m", checkpoint: true, acks: 300}).run(t)
-		if r.Lost+r.Altered == 0 {
-			t.Errorf("with lazy sync a power cut lost nothing acknowledged (%v): the test cannot tell the settings apart", r)
+		stream, kv := (powerLoss{sync: "2m", checkpoint: true, acks: 300}).run(t)
+		if stream.Lost+stream.Altered == 0 || kv.Lost+kv.Altered == 0 {
+			t.Errorf("with lazy sync a power cut lost nothing acknowledged of the stream (%v) or the KV (%v): the test cannot tell the settings apart", stream, kv)
 		}
 	})
 }
