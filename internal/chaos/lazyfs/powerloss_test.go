@@ -28,6 +28,15 @@ var (
 	buildErr  error
 )
 
+// TestMain removes the nats-server built for the tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if natsBin != "" {
+		os.RemoveAll(filepath.Dir(natsBin))
+	}
+	os.Exit(code)
+}
+
 // natsServer builds the module's nats-server once per test binary.
 func natsServer(t *testing.T) string {
 	t.Helper()
