@@ -32,6 +32,7 @@ import (
 	"syscall"
 
 	"github.com/agentfleet/agentfleet/internal/bus"
+	busserver "github.com/agentfleet/agentfleet/internal/bus/server"
 	"github.com/nats-io/nats-server/v2/server"
 )
 
@@ -81,6 +82,8 @@ type Main struct {
 	// ProfileDir, if set, receives CPU profiles of this process and of the
 	// worker processes, and a heap profile at the end of the run.
 	ProfileDir string
+	// Sync is when the embedded server's JetStream syncs to disk (--sync).
+	Sync busserver.Sync
 
 	Dispatch      DispatchConfig
 	Scale         ScaleConfig
@@ -144,6 +147,11 @@ func (m *Main) ParseFlags(args []string) error {
 	case cmdDispatch, cmdScale, cmdSessions, cmdOrchs:
 		fs.StringVar(&m.Server, "server", "", "where the NATS server runs: embedded (in this process), external (--nats-url), process (a nats-server child built with go build); default embedded, or external with --nats-url")
 	}
+	syncFlag := "always"
+	switch m.Command {
+	case cmdSessions, cmdOrchs:
+		fs.StringVar(&syncFlag, "sync", "always", "when the embedded server's JetStream syncs its store to disk: always (fsync before every acknowledgement, the orchestrator's default) or a duration such as 2m (nats-server's lazy default)")
+	}
 	switch m.Command {
 	case cmdDispatch:
 		m.Dispatch.register(fs)
@@ -171,6 +179,9 @@ func (m *Main) ParseFlags(args []string) error {
 		return fmt.Errorf("%s: unexpected argument %q", m.Command, fs.Arg(0))
 	}
 	var err error
+	if m.Sync, err = busserver.ParseSync(syncFlag); err != nil {
+		return fmt.Errorf("%s: --%w", m.Command, err)
+	}
 	switch m.Command {
 	case cmdDispatch, cmdScale, cmdSessions, cmdOrchs:
 		err = m.checkServer()

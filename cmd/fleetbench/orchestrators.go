@@ -192,7 +192,7 @@ func (m *Main) orchestratorsRound(ctx context.Context, dir string, n int, failov
 	// of the round's own.
 	url, prefix := m.NATSURL, "agent"
 	if url == "" {
-		srv, err := server.RunEmbedded(server.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: dir})
+		srv, err := server.RunEmbedded(server.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: dir, Sync: m.Sync})
 		if err != nil {
 			return OrchestratorsRow{}, nil, err
 		}

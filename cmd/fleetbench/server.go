@@ -60,7 +60,7 @@ func (m *Main) startNATS(ctx context.Context) error {
 	case serverProcess:
 		return m.startServerProcess(ctx)
 	}
-	cfg := busserver.EmbeddedConfig{Listen: "127.0.0.1:0", NoJetStream: true}
+	cfg := busserver.EmbeddedConfig{Listen: "127.0.0.1:0", NoJetStream: true, Sync: m.Sync}
 	if m.Command == cmdSessions && m.Sessions.Durable {
 		// The durable round stores input and history: JetStream on, in a
 		// directory of the run's own.

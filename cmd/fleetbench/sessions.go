@@ -88,6 +88,9 @@ type SessionsReport struct {
 	Benchmark string         `json:"benchmark"`
 	Machine   Machine        `json:"machine"`
 	Config    SessionsConfig `json:"config"`
+	// Sync is the embedded server's sync policy (--sync) of a durable
+	// round: "always" or an interval.
+	Sync string `json:"sync,omitempty"`
 	// Runs completed, and how long they took from the first message to the
 	// last answer (memory measurements excluded).
 	Runs         int     `json:"runs"`
@@ -258,6 +261,9 @@ func (m *Main) sessionsRound(ctx context.Context, children []*child, names []str
 
 	rep := &SessionsReport{Benchmark: cmdSessions, Machine: thisMachine(), Config: c}
 	rep.Config.Durable = durable
+	if durable {
+		rep.Sync = m.Sync.String()
+	}
 	rep.Before = measureMem()
 	half := c.Sessions / 2
 	meter := cpuMeter{children}
@@ -423,7 +429,7 @@ func (r *SessionsReport) writeTables(w io.Writer) {
 	c := r.Config
 	mode := "in memory"
 	if c.Durable {
-		mode = "durable (JetStream input and history)"
+		mode = "durable (JetStream input and history, sync " + r.Sync + ")"
 	}
 	fmt.Fprintf(w, "fleetbench sessions, %s — %s\n", mode, r.Machine)
 	conc := strconv.Itoa(c.Concurrency)

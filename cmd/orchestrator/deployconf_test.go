@@ -12,6 +12,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/nats-io/nats-server/v2/server"
+	"go.yaml.in/yaml/v3"
 )
 
 // lockedWriter is a log destination the test reads while the program runs.
@@ -77,5 +78,61 @@ func TestStandaloneUnderDeployConf(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "ermission") {
 		t.Errorf("a permission violation:\n%s", logs)
+	}
+}
+
+// TestDeployConfsSyncAlways: every shipped nats-server configuration (the
+// standalone one, compose's, and the Kubernetes ConfigMap's) syncs every
+// JetStream write to disk before acknowledging it.
+func TestDeployConfsSyncAlways(t *testing.T) {
+	deploy := filepath.Join("..", "..", "deploy")
+	k8s := filepath.Join(t.TempDir(), "k8s")
+	if err := os.Mkdir(k8s, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	manifest, err := os.ReadFile(filepath.Join(deploy, "k8s", "nats.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(manifest))
+	found := false
+	for {
+		var doc struct {
+			Kind string            `yaml:"kind"`
+			Data map[string]string `yaml:"data"`
+		}
+		if err := dec.Decode(&doc); err != nil {
+			break
+		}
+		if doc.Kind != "ConfigMap" || doc.Data["nats.conf"] == "" {
+			continue
+		}
+		found = true
+		for name, text := range doc.Data {
+			if err := os.WriteFile(filepath.Join(k8s, name), []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("deploy/k8s/nats.yaml: no ConfigMap with a nats.conf")
+	}
+	// The variables the configurations take from the environment.
+	for _, v := range []string{"SERVER_NAME", "NATS_ORCHESTRATOR_PASSWORD", "NATS_TOOLWORKER_PASSWORD", "NATS_CLIENT_PASSWORD", "NATS_DASHBOARD_PASSWORD"} {
+		t.Setenv(v, "sentinel-"+strings.ToLower(v))
+	}
+	for _, conf := range []string{
+		filepath.Join(deploy, "nats", "nats.conf"),
+		filepath.Join(deploy, "nats", "compose.conf"),
+		filepath.Join(k8s, "nats.conf"),
+	} {
+		opts, err := server.ProcessConfigFile(conf)
+		if err != nil {
+			t.Errorf("%s: %v", conf, err)
+			continue
+		}
+		if !opts.JetStream || !opts.SyncAlways {
+			t.Errorf("%s: jetstream %v, sync always %v (sync_interval %v); want JetStream with sync_interval: always", conf, opts.JetStream, opts.SyncAlways, opts.SyncInterval)
+		}
 	}
 }

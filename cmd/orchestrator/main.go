@@ -56,6 +56,8 @@ type Main struct {
 	Listen     string
 	DataDir    string
 	NATSConfig string
+	// Sync is when the embedded server's JetStream syncs to disk (--sync).
+	Sync       busserver.Sync
 	Workers    int
 	WorkerConc int
 	// ScriptMemoryTotal is the bytes of memory budget the in-process
@@ -118,6 +120,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&m.Listen, "listen", "127.0.0.1:4222", "address of the embedded NATS server (when --nats-url is not given)")
 	fs.StringVar(&m.DataDir, "data-dir", "./data", "JetStream data directory of the embedded NATS server")
 	fs.StringVar(&m.NATSConfig, "nats-config", "", "nats-server configuration file for the embedded server (users, permissions, TLS)")
+	syncFlag := fs.String("sync", "always", "when the embedded NATS server's JetStream writes its store to disk with fsync: always (before every acknowledgement, so that acknowledged input, history and leases survive a power cut), or a duration such as 2m (nats-server's lazy default: a power cut or an OS crash loses up to that much of what was acknowledged); overrides sync_interval of --nats-config")
 	fs.IntVar(&m.Workers, "workers", 0, "tool workers to run inside this process")
 	fs.IntVar(&m.WorkerConc, "worker-concurrency", 64, "concurrency of each in-process tool worker")
 	fs.Int64Var(&m.ScriptMemoryTotal, "script-memory-total", procmem.DefaultProcessMemory, "bytes of memory budget that the scripted calls of the in-process workers share: each call reserves its 64 MiB budget from it while it runs, and a call that finds no room is refused as busy, so that it goes to another worker or is sent again")
@@ -147,6 +150,11 @@ func (m *Main) ParseFlags(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	sync, err := busserver.ParseSync(*syncFlag)
+	if err != nil {
+		return fmt.Errorf("--%w", err)
+	}
+	m.Sync = sync
 	switch m.Durable {
 	case "auto", "true", "false":
 	default:
@@ -161,7 +169,6 @@ func (m *Main) ParseFlags(args []string) error {
 	if err := dashboard.CheckTraceURL(m.TraceURL); err != nil {
 		return fmt.Errorf("%s: %w", cli.FlagSource(fs, "trace-url", "AGENTFLEET_TRACE_URL"), err)
 	}
-	var err error
 	if m.logger, err = m.Log.Logger(m.Stderr); err != nil {
 		return err
 	}
@@ -171,6 +178,10 @@ func (m *Main) ParseFlags(args []string) error {
 			m.logger.Warn("--elect is retired and ignored: every orchestrator of a prefix is active and owns a share of the sessions")
 		case "leader-ttl":
 			m.logger.Warn("--leader-ttl is retired: use --lease-ttl")
+		case "sync":
+			if m.NATS.URL != "" {
+				m.logger.Warn("--sync applies to the embedded server only: with --nats-url the server's own sync_interval decides (docs/OPERATIONS.md, \"Acknowledged means on disk\")")
+			}
 		}
 	})
 	if m.HTTP != "" {
@@ -210,7 +221,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	url := m.NATS.URL
 	if url == "" {
-		m.embedded, err = busserver.RunEmbedded(busserver.EmbeddedConfig{Listen: m.Listen, DataDir: m.DataDir, ConfigFile: m.NATSConfig})
+		m.embedded, err = busserver.RunEmbedded(busserver.EmbeddedConfig{Listen: m.Listen, DataDir: m.DataDir, ConfigFile: m.NATSConfig, Sync: m.Sync})
 		switch {
 		case errors.Is(err, busserver.ErrListen):
 			return fmt.Errorf("%w\n(another NATS server or orchestrator may be running: join that server with --nats-url nats://%s, or start a second one with another --listen address and its own --data-dir, since two servers must not share a JetStream store)", err, m.Listen)
@@ -223,7 +234,10 @@ func (m *Main) Run(ctx context.Context) error {
 			return err
 		}
 		url = m.embedded.ClientURL()
-		m.logger.Info("embedded NATS server", "url", url, "data_dir", m.DataDir)
+		m.logger.Info("embedded NATS server", "url", url, "data_dir", m.DataDir, "sync", m.Sync.String())
+		if !m.Sync.Always() {
+			m.logger.Warn("JetStream syncs its store lazily (--sync): a power cut or an OS crash loses what was acknowledged in up to the last interval", "sync", m.Sync.String())
+		}
 	}
 	nf := m.NATS
 	nf.URL = url

@@ -12,11 +12,20 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
+// testSync is the test servers' sync policy: nats-server's lazy default,
+// not the fleet's fsync per write. A test server stores in a temporary
+// directory and is stopped or killed with its process, which keeps the page
+// cache, so an fsync per write buys a test nothing and costs it time (a
+// package of JetStream tests ran 35% longer with it). The setting itself is
+// tested by internal/bus/server TestEmbeddedSync, cmd/orchestrator
+// TestSyncFlag and the power-loss test, internal/chaos/lazyfs TestPowerLoss.
+var testSync = busserver.Sync{Interval: 2 * time.Minute}
+
 // MustRunNATS starts an embedded NATS server with JetStream on a random
-// loopback port, stopped when the test ends.
+// loopback port, stopped when the test ends. It syncs lazily (testSync).
 func MustRunNATS(tb testing.TB) *server.Server {
 	tb.Helper()
-	s, err := busserver.RunEmbedded(busserver.EmbeddedConfig{Listen: "127.0.0.1:-1", DataDir: tb.TempDir()})
+	s, err := busserver.RunEmbedded(busserver.EmbeddedConfig{Listen: "127.0.0.1:-1", DataDir: tb.TempDir(), Sync: testSync})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -66,10 +75,11 @@ func FreeAddr(tb testing.TB) string {
 
 // MustRunNATSAt starts an embedded NATS server with JetStream at addr,
 // storing in dir, so that a test can stop it and start it again on the
-// same address and store; it is stopped when the test ends.
+// same address and store; it is stopped when the test ends. It syncs
+// lazily (testSync).
 func MustRunNATSAt(tb testing.TB, addr, dir string) *server.Server {
 	tb.Helper()
-	s, err := busserver.RunEmbedded(busserver.EmbeddedConfig{Listen: addr, DataDir: dir})
+	s, err := busserver.RunEmbedded(busserver.EmbeddedConfig{Listen: addr, DataDir: dir, Sync: testSync})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -26,6 +26,10 @@ type EmbeddedConfig struct {
 	ConfigFile string
 	// Logs turns on the server's own log lines.
 	Logs bool
+	// Sync is when JetStream syncs its store to disk; default SyncAlways
+	// (fsync before every acknowledgement). It overrides a sync_interval of
+	// ConfigFile, as Listen and DataDir override theirs.
+	Sync Sync
 }
 
 // ErrListen is returned when the embedded server cannot take its address.
@@ -68,6 +72,7 @@ func RunEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 		if opts.StoreDir == "" {
 			opts.StoreDir = "./data"
 		}
+		cfg.Sync.apply(opts)
 	}
 	if port > 0 {
 		// The server logs a failed listen and exits; check first so that the
