@@ -37,10 +37,14 @@ const (
 	// ClassLedgerTwice: a call of the non-idempotent ledger tool was
 	// executed more than once.
 	ClassLedgerTwice Class = "ledger_double_execution"
+	// ClassLedgerDeposed: the ledger tool executed a call whose fence
+	// epoch is older than that of a call of the same partition it had
+	// executed before: a call of a deposed owner reached the side effect.
+	ClassLedgerDeposed Class = "ledger_deposed_owner"
 )
 
 // Classes lists every class in report order.
-var Classes = []Class{ClassLost, ClassDupUser, ClassStuck, ClassDupEnd, ClassReordered, ClassInterleaved, ClassWrongAnswer, ClassMalformed, ClassLedgerTwice}
+var Classes = []Class{ClassLost, ClassDupUser, ClassStuck, ClassDupEnd, ClassReordered, ClassInterleaved, ClassWrongAnswer, ClassMalformed, ClassLedgerTwice, ClassLedgerDeposed}
 
 // MaxExamples bounds the examples kept per class.
 const MaxExamples = 5
