@@ -45,7 +45,7 @@ type ServerConfig struct {
 	Logger *slog.Logger
 	// Observe, if set, is called when a call ends, with its tool, outcome
 	// ("ok", "error", "canceled", "busy", "bad_request", "too_large",
-	// "no_reply") and duration. For metrics.
+	// "no_reply", "fenced") and duration. For metrics.
 	Observe func(tool, outcome string, d time.Duration)
 	// Tracer, if set, records each call run as a span under the trace
 	// context its request carries (calltrace.go).
