@@ -51,6 +51,50 @@ func FormatFence(f ownership.Fence) string {
 	return string(v) + f.Owner
 }
 
+// fenceHeaders caches the request header of each fence sent: a session's
+// fence is the same for all its calls, and its header is only read once
+// made, so the requests of its calls share one, and a call's only header
+// (no trace context) costs no allocation. At most maxCachedFences; the
+// cache starts again when full.
+var fenceHeaders struct {
+	mu sync.RWMutex
+	m  map[ownership.Fence]nats.Header
+}
+
+const maxCachedFences = 4096
+
+// fenceHeader returns the request header of an untraced call with fence f,
+// shared: it must not be changed.
+func fenceHeader(f ownership.Fence) nats.Header {
+	fenceHeaders.mu.RLock()
+	h, ok := fenceHeaders.m[f]
+	fenceHeaders.mu.RUnlock()
+	if ok {
+		return h
+	}
+	h = nats.Header{HeaderFence: []string{FormatFence(f)}}
+	fenceHeaders.mu.Lock()
+	if fenceHeaders.m == nil || len(fenceHeaders.m) >= maxCachedFences {
+		fenceHeaders.m = map[ownership.Fence]nats.Header{}
+	}
+	fenceHeaders.m[f] = h
+	fenceHeaders.mu.Unlock()
+	return h
+}
+
+// withFence returns hdr with f's header added: a shared header when hdr is
+// nil, hdr itself otherwise. A zero epoch adds nothing.
+func withFence(hdr nats.Header, f ownership.Fence) nats.Header {
+	switch {
+	case f.Epoch == 0:
+		return hdr
+	case hdr == nil:
+		return fenceHeader(f)
+	}
+	hdr.Set(HeaderFence, FormatFence(f))
+	return hdr
+}
+
 // maxFenceHeader bounds a HeaderFence value, owner id included.
 const maxFenceHeader = 256
 
