@@ -11,6 +11,7 @@ func verifyLedgerFences(rep *Findings, ledger []LedgerRecord) {
 		if l.Epoch == 0 {
 			continue
 		}
+		rep.LedgerFenced++
 		h, ok := highest[l.Partition]
 		switch {
 		case !ok || l.Epoch > h.Epoch:

@@ -68,6 +68,9 @@ type Findings struct {
 	Runs             int `json:"runs"`
 	Records          int `json:"records"`
 	LedgerExecutions int `json:"ledger_executions"`
+	// LedgerFenced counts the ledger executions whose call carried a
+	// fence (Agentfleet-Fence), which the deposed-owner check judges.
+	LedgerFenced int `json:"ledger_fenced"`
 	// Writers are the Agentfleet-Writer values of the records (empty on
 	// orchestrators that do not set it); MultiWriterRuns counts the runs
 	// stored by more than one writer (a takeover mid-run).

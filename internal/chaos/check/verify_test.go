@@ -164,11 +164,24 @@ func TestVerify(t *testing.T) {
 			if got, want := f.Total(), sum(tc.want); got != want {
 				t.Errorf("Total() = %d, want %d", got, want)
 			}
+			if want := fenced(ledger); f.LedgerFenced != want {
+				t.Errorf("LedgerFenced = %d, want %d", f.LedgerFenced, want)
+			}
 			if got, want := f.Messages, 3; got != want {
 				t.Errorf("Messages = %d, want %d", got, want)
 			}
 		})
 	}
+}
+
+func fenced(ledger []LedgerRecord) int {
+	n := 0
+	for _, l := range ledger {
+		if l.Epoch != 0 {
+			n++
+		}
+	}
+	return n
 }
 
 func sum(m map[Class]int) int {
