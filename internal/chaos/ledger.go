@@ -35,6 +35,10 @@ const (
 	// argument of the execution a ledger record stands for.
 	HeaderLedgerCall = "Chaos-Call-Id"
 	HeaderLedgerArg  = "Chaos-Arg"
+	// HeaderLedgerFence carries the fence the call came with
+	// (toolrpc.FormatFence), when it came with one, so that the check can
+	// tell an execution of a deposed owner's call.
+	HeaderLedgerFence = "Chaos-Fence"
 	// LedgerEnv names the environment variable that makes a program run as
 	// the ledger worker; its value is the NATS URL. See LedgerChildMain.
 	LedgerEnv = "AGENTFLEET_CHAOS_LEDGER_URL"
@@ -80,6 +84,12 @@ func ledgerTool(js jetstream.JetStream) *agentfleet.Tool {
 			msg.Data = []byte(arg)
 			msg.Header.Set(HeaderLedgerCall, call.ID)
 			msg.Header.Set(HeaderLedgerArg, arg)
+			// The worker refused the call already if its fence is older
+			// than one it saw (toolrpc.HeaderFence); the record keeps the
+			// fence, so that the check can see that it did.
+			if c, _ := toolrpc.CallerFrom(ctx); c.Fence.Epoch != 0 {
+				msg.Header.Set(HeaderLedgerFence, toolrpc.FormatFence(c.Fence))
+			}
 			msg.Header.Set(jetstream.MsgIDHeader, call.ID+"/"+hex.EncodeToString(nonce[:]))
 			for {
 				pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -134,6 +144,11 @@ func ServeLedger(ctx context.Context, url string, stdout io.Writer) error {
 	srv, err := toolrpc.Serve(nc, toolrpc.ServerConfig{
 		Name: "chaos-ledger", Tools: []*agentfleet.Tool{ledgerTool(js)},
 		Heartbeat: 100 * time.Millisecond, Logger: log, Outcomes: outcomes,
+		Observe: func(tool, outcome string, _ time.Duration) {
+			if outcome == "fenced" {
+				log.Warn("ledger: refused a call of a deposed owner", "tool", tool)
+			}
+		},
 	})
 	if err != nil {
 		return err

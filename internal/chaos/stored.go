@@ -91,7 +91,15 @@ func readLedger(ctx context.Context, js jetstream.JetStream) ([]check.LedgerReco
 		if err != nil {
 			return fmt.Errorf("ledger record: %w", err)
 		}
-		recs = append(recs, check.LedgerRecord{Seq: meta.Sequence.Stream, Call: m.Headers().Get(HeaderLedgerCall), Arg: m.Headers().Get(HeaderLedgerArg)})
+		r := check.LedgerRecord{Seq: meta.Sequence.Stream, Call: m.Headers().Get(HeaderLedgerCall), Arg: m.Headers().Get(HeaderLedgerArg)}
+		if v := m.Headers().Get(HeaderLedgerFence); v != "" {
+			f, err := toolrpc.ParseFence(v)
+			if err != nil {
+				return fmt.Errorf("ledger record %d: %w", r.Seq, err)
+			}
+			r.Partition, r.Epoch, r.Owner = f.Partition, f.Epoch, f.Owner
+		}
+		recs = append(recs, r)
 		return nil
 	})
 	return recs, err

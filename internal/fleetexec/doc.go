@@ -4,6 +4,7 @@
 // ErrWorkerLost, ErrNoResponders, ResultError), so that neither the
 // transport imports the agent core nor the core the transport.
 //
-// It may import internal/pipeline, internal/bus/toolrpc and the domain
-// types, nothing else of the module.
+// It may import internal/pipeline, internal/bus/toolrpc, the plain fence
+// values of internal/bus/ownership and the domain types, nothing else of
+// the module.
 package fleetexec

@@ -2,8 +2,10 @@ package fleetexec
 
 import (
 	"context"
+	"errors"
 
 	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/bus/ownership"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 )
@@ -13,6 +15,14 @@ import (
 type Executor struct {
 	// Client sends the calls; it must not be nil.
 	Client *toolrpc.ToolClient
+	// Fence, when its Epoch is not 0, is the ownership fence of the
+	// session whose calls this executor runs: every call carries it, and
+	// a worker that saw a later claim of the partition refuses the call.
+	Fence ownership.Fence
+	// Fenced, if set, is told (on the call's goroutine) each time a
+	// worker refused a call as fenced (toolrpc.ErrFenced): the session is
+	// another orchestrator's now, and its owner here should step down.
+	Fenced func(err error)
 }
 
 var _ pipeline.Executor = Executor{}
@@ -23,7 +33,11 @@ var _ pipeline.Executor = Executor{}
 func (e Executor) Execute(ctx context.Context, prep *pipeline.Prepared, progress pipeline.ProgressFunc) (*agentfleet.ToolResult, error) {
 	call := Call(prep)
 	call.Notify = prep
+	call.Fence = e.Fence
 	res, err := e.Client.Execute(ctx, &call, progress)
+	if e.Fenced != nil && errors.Is(err, toolrpc.ErrFenced) {
+		e.Fenced(err)
+	}
 	return res, Err(err)
 }
 

@@ -30,7 +30,7 @@ func newWorker(reg *prometheus.Registry) *Worker {
 	w := &Worker{reg: reg, tools: newBounded(MaxTools), outcomes: newBounded(maxEnum)}
 	w.calls = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "worker_calls_total",
-		Help: "Tool calls that reached this worker, by tool and outcome (ok, error, canceled, busy, bad_request, too_large, no_reply).",
+		Help: "Tool calls that reached this worker, by tool and outcome (ok, error, canceled, busy, bad_request, too_large, no_reply, fenced).",
 	}, []string{"tool", "outcome"})
 	w.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: Namespace, Name: "worker_call_duration_seconds",
@@ -60,17 +60,17 @@ func (w *Worker) Registry() *prometheus.Registry { return w.reg }
 // Observe records one call that ended on the worker with the given outcome
 // after d. Its signature is that of bus.ServerConfig.Observe (and
 // worker.Config.Observe), which reports the outcomes "ok", "error",
-// "canceled", "busy", "bad_request", "too_large" and "no_reply". A "busy"
-// call also counts as rejected; it, a "bad_request" and a "no_reply" one
-// (a request without a reply subject) never ran, so their durations are not
-// observed.
+// "canceled", "busy", "bad_request", "too_large", "no_reply" and "fenced".
+// A "busy" call also counts as rejected; it, a "bad_request", a "no_reply"
+// one (a request without a reply subject) and a "fenced" one (a call of a
+// deposed owner) never ran, so their durations are not observed.
 func (w *Worker) Observe(tool, outcome string, d time.Duration) {
 	tool = w.tools.value(tool)
 	w.calls.WithLabelValues(tool, w.outcomes.value(outcome)).Inc()
 	switch outcome {
 	case "busy":
 		w.rejected.WithLabelValues(tool).Inc()
-	case "bad_request", "no_reply":
+	case "bad_request", "no_reply", "fenced":
 	default:
 		w.duration.WithLabelValues(tool).Observe(d.Seconds())
 	}

@@ -273,7 +273,7 @@ func (s *session) config(entries []loop.Entry) loop.Config {
 		Context: p.Context(o.window(p.Model)), Budget: p.Budget(),
 		Pipeline: pipeline.Config{
 			Mode: pipeline.Mode(p.Mode), MaxParallel: p.MaxParallel, DefaultTimeout: p.toolTimeout,
-			Executor: fleetexec.Executor{Client: o.client}, Before: before, After: o.cfg.After,
+			Executor: fleetexec.Executor{Client: o.client, Fence: s.fence, Fenced: s.toolFenced}, Before: before, After: o.cfg.After,
 			TraceContent: o.cfg.TraceContent, Nested: nested,
 			MaxProgressBytes: maxProgressBytes(o.cfg.DurableConfig.EventsMaxBytes),
 		},

@@ -47,7 +47,7 @@ func FleetCaller(client *toolrpc.ToolClient, timeout time.Duration) func(ctx con
 		}
 		res, err := client.Execute(ctx, &toolrpc.Call{
 			ID: call.ID, Name: call.Name, Args: call.Arguments, Timeout: t,
-			Agent: c.Agent, Session: c.Session, RunID: c.RunID, Allowed: c.Allowed, Gated: c.Gated,
+			Agent: c.Agent, Session: c.Session, RunID: c.RunID, Allowed: c.Allowed, Gated: c.Gated, Fence: c.Fence,
 		}, func(any) {})
 		if re, ok := errors.AsType[*toolrpc.ResultError](err); ok {
 			// call_tool(full=True) hands a script the tool's error result.

@@ -93,12 +93,16 @@ func (t *Table) claim(p int) {
 	case string(e.Value()) == t.id:
 		rev, err = t.parts.Update(ctx, key(p), []byte(t.id), e.Revision())
 	default:
+		// The owner's key is read from the leader: a follower's stale
+		// "not found" would hand over a partition whose owner lives
+		// (leaderget.go).
 		owner := string(e.Value())
-		if _, err = t.members.Get(ctx, owner); err == nil {
-			return // its owner lives: it lets go once it sees the table
-		}
-		if !errors.Is(err, jetstream.ErrKeyNotFound) && !errors.Is(err, jetstream.ErrKeyDeleted) {
+		var gone bool
+		if gone, err = t.memberGone(ctx, owner); err != nil {
 			break
+		}
+		if !gone {
+			return // its owner lives: it lets go once it sees the table
 		}
 		t.log.Info("partition: taking over from an orchestrator whose lease is gone", "partition", p, "from", owner)
 		rev, err = t.parts.Update(ctx, key(p), []byte(t.id), e.Revision())

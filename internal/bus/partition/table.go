@@ -73,6 +73,7 @@ type Table struct {
 	log     *slog.Logger
 	members jetstream.KeyValue
 	parts   jetstream.KeyValue
+	js      jetstream.JetStream // for the reads from the leader (leaderget.go)
 
 	kick chan struct{} // asks the reconciler for a round
 	stop chan struct{}
@@ -129,7 +130,7 @@ func New(ctx context.Context, js jetstream.JetStream, subjects bus.Subjects, id 
 		return nil, fmt.Errorf("partition: partitions bucket: %w", err)
 	}
 	t := &Table{
-		cfg: cfg, id: id, started: time.Now().UTC(), log: cfg.Logger, members: members, parts: parts,
+		cfg: cfg, id: id, started: time.Now().UTC(), log: cfg.Logger, members: members, parts: parts, js: js,
 		kick: make(chan struct{}, 1), stop: make(chan struct{}),
 		view: map[string]seen{}, keys: map[int]keyEntry{}, held: map[int]uint64{}, releasing: map[int]bool{},
 	}

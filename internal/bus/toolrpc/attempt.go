@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/bus/wire"
 	"github.com/agentfleet/agentfleet/internal/tracing"
 	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel/trace"
@@ -121,6 +122,9 @@ func (c *ToolClient) attemptEnd(ctx context.Context, req *Call, attempt int, tra
 			return nil, false, &ResultError{Result: r}
 		}
 		return r, false, nil
+	}
+	if f.Code == wire.CodeFenced {
+		return nil, false, fencedErr(f.Error, fx.worker)
 	}
 	return nil, false, fmt.Errorf("%s (worker %s, code %s)", strings.TrimSpace(f.Error), orUnknown(fx.worker), f.Code)
 }

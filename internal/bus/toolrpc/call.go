@@ -1,6 +1,10 @@
 package toolrpc
 
-import "time"
+import (
+	"time"
+
+	"github.com/agentfleet/agentfleet/internal/bus/ownership"
+)
 
 // Call is one tool call as the ToolClient sends it to the fleet: what a
 // worker needs to run it, and what the client needs to bound and retry it.
@@ -28,6 +32,11 @@ type Call struct {
 	// their calls need a person's decision, so that call_tool can say why
 	// it refuses them.
 	Gated []string
+	// Fence is the ownership fence of the session the call runs for, sent
+	// in HeaderFence; a zero Epoch sends none (a fleet without partition
+	// table, a call outside any run). A worker that saw a later claim of
+	// the partition refuses the call with an error matching ErrFenced.
+	Fence ownership.Fence
 	// Notify, if not nil, is told each time a request of the call is on
 	// its way to a worker.
 	Notify Notifier

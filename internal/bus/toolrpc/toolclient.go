@@ -350,6 +350,7 @@ func (c *ToolClient) execute(ctx context.Context, req *Call, attempt int, progre
 	if trace.SpanContextFromContext(ctx).IsValid() {
 		hdr = tracing.Inject(ctx, nil)
 	}
+	hdr = withFence(hdr, req.Fence)
 	// The slot is held through busy refusals and their backoff too: a
 	// refusal means the fleet is fuller than this client knows, and the
 	// calls behind this one would find it so as well.

@@ -13,6 +13,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/fleet"
+	"github.com/agentfleet/agentfleet/internal/bus/ownership"
 	"github.com/agentfleet/agentfleet/internal/bus/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
@@ -44,7 +45,7 @@ type ServerConfig struct {
 	Logger *slog.Logger
 	// Observe, if set, is called when a call ends, with its tool, outcome
 	// ("ok", "error", "canceled", "busy", "bad_request", "too_large",
-	// "no_reply") and duration. For metrics.
+	// "no_reply", "fenced") and duration. For metrics.
 	Observe func(tool, outcome string, d time.Duration)
 	// Tracer, if set, records each call run as a span under the trace
 	// context its request carries (calltrace.go).
@@ -65,6 +66,11 @@ type ServerConfig struct {
 	// (outcome.go). Without it, such a call in flight when its
 	// orchestrator stopped is of unknown outcome.
 	Outcomes *Outcomes
+	// FenceTTL is how long the worker remembers a partition's highest
+	// fence epoch after its last call (fence.go); default DefaultFenceTTL.
+	// FenceKeys bounds the partitions remembered; default DefaultFenceKeys.
+	FenceTTL  time.Duration
+	FenceKeys int
 }
 
 // ToolServer serves tools to the fleet as a NATS micro service: one endpoint
@@ -77,6 +83,7 @@ type ToolServer struct {
 	id       string
 	log      *slog.Logger
 	replies  bus.ReplyGuard
+	fences   *fences
 	// name is Name(), and cancelSubject the subject of cancels to this
 	// worker: in every ack, built once.
 	name, cancelSubject string
@@ -155,7 +162,8 @@ func Serve(nc *nats.Conn, cfg ServerConfig) (*ToolServer, error) {
 		replies: bus.ReplyGuard{},
 		slots:   make(chan struct{}, cfg.Concurrency),
 		idle:    make(chan *call), stopped: make(chan struct{}),
-		calls: make(map[callKey]*call),
+		calls:  make(map[callKey]*call),
+		fences: newFences(cfg.FenceTTL, cfg.FenceKeys),
 	}
 	s.svc, err = newService(nc, serviceConfig{
 		Name:        cfg.Name,
@@ -355,6 +363,10 @@ func (s *ToolServer) handler(t *agentfleet.Tool) func(req *nats.Msg) (answeredEr
 			s.observe(t.Name, "bad_request", time.Since(start))
 			return bus.HeaderValue(err.Error())
 		}
+		fence, ok := s.checkFence(req, t.Name, creq, start)
+		if !ok {
+			return ""
+		}
 		select {
 		case s.slots <- struct{}{}:
 		default:
@@ -371,6 +383,7 @@ func (s *ToolServer) handler(t *agentfleet.Tool) func(req *nats.Msg) (answeredEr
 		}
 		c := s.newCall(t, creq, req.Reply, req.Header, start)
 		c.admitted = admitted
+		c.ctx.caller.Fence = fence
 		s.mu.Lock()
 		if s.draining {
 			// The call was sent before the server took our unsubscription.
@@ -471,6 +484,10 @@ type Caller struct {
 	Agent, Session, RunID string
 	Allowed               []string
 	Gated                 []string
+	// Fence is the fence the call came with (HeaderFence); its Epoch is 0
+	// when it came with none. A call the tool makes for the caller passes
+	// it on.
+	Fence ownership.Fence
 }
 
 type callerKey struct{}

@@ -27,9 +27,12 @@ const (
 // Error codes of error frames; they are also the Nats-Service-Error-Code
 // header of the final reply.
 const (
-	CodeBadRequest  = "400"
-	CodeNotFound    = "404"
-	CodeTooLarge    = "413"
+	CodeBadRequest = "400"
+	CodeNotFound   = "404"
+	CodeTooLarge   = "413"
+	// CodeFenced: the call carries the fence of a partition owner that a
+	// later claim replaced (the worker saw a higher epoch); it did not run.
+	CodeFenced      = "409"
 	CodeUnavailable = "503"
 	CodeInternal    = "500"
 )

@@ -37,10 +37,14 @@ const (
 	// ClassLedgerTwice: a call of the non-idempotent ledger tool was
 	// executed more than once.
 	ClassLedgerTwice Class = "ledger_double_execution"
+	// ClassLedgerDeposed: the ledger tool executed a call whose fence
+	// epoch is older than that of a call of the same partition it had
+	// executed before: a call of a deposed owner reached the side effect.
+	ClassLedgerDeposed Class = "ledger_deposed_owner"
 )
 
 // Classes lists every class in report order.
-var Classes = []Class{ClassLost, ClassDupUser, ClassStuck, ClassDupEnd, ClassReordered, ClassInterleaved, ClassWrongAnswer, ClassMalformed, ClassLedgerTwice}
+var Classes = []Class{ClassLost, ClassDupUser, ClassStuck, ClassDupEnd, ClassReordered, ClassInterleaved, ClassWrongAnswer, ClassMalformed, ClassLedgerTwice, ClassLedgerDeposed}
 
 // MaxExamples bounds the examples kept per class.
 const MaxExamples = 5
@@ -64,6 +68,9 @@ type Findings struct {
 	Runs             int `json:"runs"`
 	Records          int `json:"records"`
 	LedgerExecutions int `json:"ledger_executions"`
+	// LedgerFenced counts the ledger executions whose call carried a
+	// fence (Agentfleet-Fence), which the deposed-owner check judges.
+	LedgerFenced int `json:"ledger_fenced"`
 	// Writers are the Agentfleet-Writer values of the records (empty on
 	// orchestrators that do not set it); MultiWriterRuns counts the runs
 	// stored by more than one writer (a takeover mid-run).

@@ -33,4 +33,9 @@ type LedgerRecord struct {
 	Seq  uint64
 	Call string
 	Arg  string
+	// Partition, Epoch and Owner are the fence the call came with (the
+	// worker's Agentfleet-Fence); Epoch is 0 when it came with none.
+	Partition int
+	Epoch     uint64
+	Owner     string
 }

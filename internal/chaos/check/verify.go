@@ -57,6 +57,7 @@ func Verify(p *Plan, recs []*Record, ledger []LedgerRecord) Findings {
 		rep.Runs += verifySession(rep, s, bySession[s.Name])
 	}
 	verifyLedger(rep, ledger)
+	verifyLedgerFences(rep, ledger)
 	return *rep
 }
 

@@ -130,6 +130,24 @@ func TestVerify(t *testing.T) {
 			a, b, c, _ := history()
 			return slices.Concat(a, b, c), []LedgerRecord{{Seq: 1, Call: "call_x_2", Arg: "x"}, {Seq: 2, Call: "call_x_2", Arg: "x"}}
 		}, map[Class]int{ClassLedgerTwice: 1}},
+		{"ledger calls of one partition's owners in epoch order", func() ([]*Record, []LedgerRecord) {
+			a, b, c, _ := history()
+			return slices.Concat(a, b, c), []LedgerRecord{
+				{Seq: 1, Call: "call_x_1", Partition: 3, Epoch: 10, Owner: "o1"},
+				{Seq: 2, Call: "call_y_1", Partition: 4, Epoch: 2, Owner: "o1"}, // another partition
+				{Seq: 3, Call: "call_x_2", Partition: 3, Epoch: 12, Owner: "o2"},
+				{Seq: 4, Call: "call_x_3", Partition: 3, Epoch: 12, Owner: "o2"},
+				{Seq: 5, Call: "call_z_1"}, // no fence
+			}
+		}, map[Class]int{}},
+		{"a ledger call of a deposed owner", func() ([]*Record, []LedgerRecord) {
+			a, b, c, _ := history()
+			return slices.Concat(a, b, c), []LedgerRecord{
+				{Seq: 1, Call: "call_x_1", Partition: 3, Epoch: 10, Owner: "o1"},
+				{Seq: 2, Call: "call_x_2", Partition: 3, Epoch: 12, Owner: "o2"},
+				{Seq: 3, Call: "call_x_3", Partition: 3, Epoch: 10, Owner: "o1"},
+			}
+		}, map[Class]int{ClassLedgerDeposed: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			recs, ledger := tc.build()
@@ -146,11 +164,24 @@ func TestVerify(t *testing.T) {
 			if got, want := f.Total(), sum(tc.want); got != want {
 				t.Errorf("Total() = %d, want %d", got, want)
 			}
+			if want := fenced(ledger); f.LedgerFenced != want {
+				t.Errorf("LedgerFenced = %d, want %d", f.LedgerFenced, want)
+			}
 			if got, want := f.Messages, 3; got != want {
 				t.Errorf("Messages = %d, want %d", got, want)
 			}
 		})
 	}
+}
+
+func fenced(ledger []LedgerRecord) int {
+	n := 0
+	for _, l := range ledger {
+		if l.Epoch != 0 {
+			n++
+		}
+	}
+	return n
 }
 
 func sum(m map[Class]int) int {
