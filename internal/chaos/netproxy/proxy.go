@@ -230,4 +230,3 @@ func (c *link) write(dst net.Conn, d *pipe) {
 		}
 	}
 }
-
