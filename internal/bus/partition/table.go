@@ -292,10 +292,16 @@ func (t *Table) Leave() error {
 	var errs []error
 	if valid {
 		nl, err := t.renewOnce(ctx, l, true)
+		if final(err) {
+			// A renewal of the renewing loop, sent before this one, may
+			// have been stored first (its answer still on the way on a
+			// slow link): announce under its revision.
+			if own, ok := t.ownRenewal(ctx, l, l.renewed); ok {
+				nl, err = t.renewOnce(ctx, own, true)
+			}
+		}
 		if err == nil {
-			t.mu.Lock()
-			t.lease = nl
-			t.mu.Unlock()
+			t.setLease(nl)
 		} else {
 			errs = append(errs, fmt.Errorf("partition: announce leaving: %w", err))
 		}
@@ -323,4 +329,15 @@ func (t *Table) Leave() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// setLease records a renewed lease unless a later revision is recorded
+// already: the renewing loop and Leave may both renew, and the answer of
+// the earlier write can come last.
+func (t *Table) setLease(nl lease) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if nl.rev >= t.lease.rev || t.lease.ended != nil {
+		t.lease = nl
+	}
 }
