@@ -2,6 +2,7 @@ package partition_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -95,4 +96,87 @@ func TestLeaseHoldsOverASlowLink(t *testing.T) {
 	if err := tb.Leave(); err != nil {
 		t.Error(err)
 	}
+}
+
+// TestOwnsWhileInDoubt cuts a member off (a blackhole: its connection open,
+// nothing moving) until its lease is in doubt: it still owns its
+// partitions, so that input it takes waits instead of being handed back
+// behind later input; writes wait (Valid fails). Healed before the key
+// expires, the lease holds again. Cut off past the TTL, it finds the lease
+// lost once healed and owns nothing.
+func TestOwnsWhileInDoubt(t *testing.T) {
+	srv := bustest.MustRunNATS(t)
+	link, err := netproxy.Listen(strings.TrimPrefix(srv.ClientURL(), "nats://"), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { link.Close() })
+	nc, err := bus.Connect(bus.ConnectConfig{URL: "nats://" + link.Addr(), Name: t.Name()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	subjects, _ := bus.NewSubjects("")
+	var held, lost atomic.Int32
+	lostc := make(chan struct{}, 1)
+	tb, err := partition.New(context.Background(), js, subjects, "cut", partition.Config{
+		Count: 2, TTL: 3 * time.Second,
+		Acquire: func(context.Context, int) error { held.Add(1); return nil },
+		Release: func(int) {},
+		Lost:    func(error) { lost.Add(1); lostc <- struct{}{} },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.Join(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	bustest.Eventually(t, "the member to own its 2 partitions", func() bool { return held.Load() == 2 })
+
+	if err := link.Set(netproxy.Mode{Blackhole: true}); err != nil {
+		t.Fatal(err)
+	}
+	bustest.Eventually(t, "the lease in doubt", func() bool { return errors.Is(tb.Valid(), partition.ErrInDoubt) })
+	for p := range 2 {
+		if !tb.Owns(p) {
+			t.Errorf("partition %d not owned while the lease is only in doubt", p)
+		}
+	}
+	if err := link.Set(netproxy.Mode{}); err != nil {
+		t.Fatal(err)
+	}
+	bustest.Eventually(t, "the lease to hold again", func() bool { return tb.Valid() == nil })
+	if n := lost.Load(); n != 0 {
+		t.Fatalf("lease lost %d times by a cut shorter than the TTL", n)
+	}
+
+	// Past the TTL the key expires; once healed the member finds it gone.
+	direct := bustest.MustConnect(t, srv)
+	djs, _ := jetstream.New(direct)
+	kv, err := djs.KeyValue(context.Background(), subjects.StreamName("MEMBERS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := link.Set(netproxy.Mode{Blackhole: true}); err != nil {
+		t.Fatal(err)
+	}
+	bustest.Eventually(t, "the member key to expire", func() bool {
+		_, err := kv.Get(context.Background(), "cut")
+		return errors.Is(err, jetstream.ErrKeyNotFound)
+	})
+	if err := link.Set(netproxy.Mode{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-lostc:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the lease was not found lost after the key expired")
+	}
+	for p := range 2 {
+		if tb.Owns(p) {
+			t.Errorf("partition %d still owned after the lease was lost", p)
+		}
+	}
+	tb.Leave()
 }

@@ -222,12 +222,17 @@ func (t *Table) validLocked() error {
 }
 
 // Owns reports whether this member owns partition p now, and is not
-// handing it over.
+// handing it over. A lease in doubt (renewals unanswered, not found lost)
+// still owns: input taken now waits, like every write and ack, until a
+// renewal gets through or the lease is found lost (and its runs stop).
+// Handing the input back instead would let a later message of the same
+// session overtake it, since the server delivers the later one at once and
+// the one handed back after it (TestOwnsWhileInDoubt).
 func (t *Table) Owns(p int) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	_, ok := t.held[p]
-	return ok && !t.releasing[p] && t.validLocked() == nil
+	return ok && !t.releasing[p] && t.lease.ended == nil
 }
 
 // Owned returns the partitions this member owns, in order.
