@@ -87,7 +87,12 @@ func newFleet(cfg *Config, dir, modelURL string) (*fleet, error) {
 			return nil, err
 		}
 		name := fmt.Sprintf("orchestrator-%d", i+1)
-		links, url, err := orchLinks(nodes, cfg.Seed, i)
+		upstreams := make([]string, len(nodes))
+		for j, n := range nodes {
+			upstreams[j] = n.url
+		}
+		links, urls, err := netproxy.ListenAll(upstreams, cfg.Seed*31+uint64(i))
+		url := strings.Join(urls, ",")
 		if err != nil {
 			f.close()
 			return nil, err

@@ -30,25 +30,6 @@ func netHold(cfg *Config, k FaultKind, u float64) time.Duration {
 	return 0
 }
 
-// orchLinks starts the fault proxies of one orchestrator, one to each
-// NATS server, and returns them with the --nats-url that goes through them.
-func orchLinks(nodes []*natsNode, seed uint64, orch int) ([]*netproxy.Proxy, string, error) {
-	var ps []*netproxy.Proxy
-	var urls []string
-	for i, n := range nodes {
-		p, err := netproxy.Listen(strings.TrimPrefix(n.url, "nats://"), seed*31+uint64(orch*7+i))
-		if err != nil {
-			for _, p := range ps {
-				p.Close()
-			}
-			return nil, "", err
-		}
-		ps = append(ps, p)
-		urls = append(urls, "nats://"+p.Addr())
-	}
-	return ps, strings.Join(urls, ","), nil
-}
-
 // setLinks puts every link of orchestrator i in mode m.
 func (f *fleet) setLinks(i int, m netproxy.Mode) error {
 	for _, p := range f.links[i] {

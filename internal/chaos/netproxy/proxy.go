@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"strings"
 	"sync"
 	"time"
 )
@@ -40,6 +41,34 @@ func Listen(upstream string, seed uint64) (*Proxy, error) {
 	p.wg.Add(1)
 	go p.accept()
 	return p, nil
+}
+
+// ListenAll starts a proxy to each of upstreams (host:port, or a URL such
+// as nats://host:port) and returns them with their URLs, in the same
+// scheme; on an error none is left running.
+func ListenAll(upstreams []string, seed uint64) ([]*Proxy, []string, error) {
+	var ps []*Proxy
+	var urls []string
+	for i, u := range upstreams {
+		scheme, hostport, ok := strings.Cut(u, "://")
+		if !ok {
+			scheme, hostport = "", u
+		}
+		p, err := Listen(hostport, seed+uint64(i))
+		if err != nil {
+			for _, p := range ps {
+				p.Close()
+			}
+			return nil, nil, err
+		}
+		ps = append(ps, p)
+		if scheme != "" {
+			urls = append(urls, scheme+"://"+p.Addr())
+		} else {
+			urls = append(urls, p.Addr())
+		}
+	}
+	return ps, urls, nil
 }
 
 // Addr is the proxy's address, host:port.

@@ -193,3 +193,30 @@ func TestSetRefusesABadMode(t *testing.T) {
 		t.Errorf("mode after a refused Set: %v, want pass", got)
 	}
 }
+
+func TestListenAllKeepsTheScheme(t *testing.T) {
+	up := echoServer(t)
+	ps, urls, err := ListenAll([]string{"nats://" + up, up}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		for _, p := range ps {
+			p.Close()
+		}
+	}()
+	if got, want := urls[0], "nats://"+ps[0].Addr(); got != want {
+		t.Errorf("url %q, want %q", got, want)
+	}
+	if got, want := urls[1], ps[1].Addr(); got != want {
+		t.Errorf("url %q, want %q", got, want)
+	}
+	c, err := net.Dial("tcp", ps[0].Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got, err := roundTrip(t, c, []byte("ping"), 5*time.Second); err != nil || string(got) != "ping" {
+		t.Fatalf("through the proxy of a URL: %q, %v", got, err)
+	}
+}
