@@ -280,7 +280,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	cfg.Logf("chaos: fleet ready after %v", time.Since(began).Round(time.Millisecond))
 
 	if cfg.Hog {
-		stopHog, err := startHog()
+		stopHog, err := proc.StartHog()
 		if err != nil {
 			return nil, err
 		}

@@ -78,6 +78,13 @@ type Fault struct {
 	RunsDuring       int     `json:"runs_during,omitempty"`
 	RunsPerSec       float64 `json:"runs_per_s,omitempty"`
 	RunsPerSecBefore float64 `json:"runs_per_s_before,omitempty"`
+	// RunsBegun are the runs it began meanwhile (RunsBegunOpen of them
+	// never ended, whoever finished them), with the median time from
+	// their first record to their end, and the same before the fault.
+	RunsBegun          int     `json:"runs_begun,omitempty"`
+	RunsBegunOpen      int     `json:"runs_begun_open,omitempty"`
+	MedianRunSec       float64 `json:"median_run_s,omitempty"`
+	MedianRunSecBefore float64 `json:"median_run_s_before,omitempty"`
 
 	at       time.Duration
 	target   int           // index among the candidates of its kind

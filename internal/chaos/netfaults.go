@@ -124,7 +124,17 @@ func (f *fleet) linkThroughput(faults []*Fault, recs []*check.Record, loadStart 
 		if d := ft.injected.Sub(loadStart).Seconds(); d > 0 {
 			ft.RunsPerSecBefore = float64(before) / d
 		}
-		ft.Note = strings.TrimSpace(ft.Note + fmt.Sprintf(" %s: %d runs ended by it in %.1fs (%.2f/s; %.2f/s before)",
-			ft.Kind, during, ft.healed.Sub(ft.injected).Seconds(), ft.RunsPerSec, ft.RunsPerSecBefore))
+		took, open := check.RunDurations(recs, ids, ft.injected, ft.healed)
+		base, _ := check.RunDurations(recs, ids, loadStart, ft.injected)
+		ft.RunsBegun, ft.RunsBegunOpen, ft.MedianRunSec, ft.MedianRunSecBefore = len(took)+open, open, median(took), median(base)
+		ft.Note = strings.TrimSpace(ft.Note + fmt.Sprintf(" %s: %d runs ended by it in %.1fs (%.2f/s; %.2f/s before); %d begun, %d unended, median %.1fs (%.1fs before)",
+			ft.Kind, during, ft.healed.Sub(ft.injected).Seconds(), ft.RunsPerSec, ft.RunsPerSecBefore, ft.RunsBegun, open, ft.MedianRunSec, ft.MedianRunSecBefore))
 	}
+}
+
+func median(ds []time.Duration) float64 {
+	if len(ds) == 0 {
+		return 0
+	}
+	return ds[len(ds)/2].Seconds()
 }

@@ -152,7 +152,7 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 		return nil, fmt.Errorf("chaos: starting the fleet: %w", err)
 	}
 	if cfg.Hog {
-		stopHog, err := startHog()
+		stopHog, err := proc.StartHog()
 		if err != nil {
 			return nil, err
 		}

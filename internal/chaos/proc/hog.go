@@ -1,4 +1,4 @@
-package chaos
+package proc
 
 import (
 	"fmt"
@@ -6,11 +6,11 @@ import (
 	"runtime"
 )
 
-// startHog starts a CPU hog: one busy loop per core, each its own child
+// StartHog starts a CPU hog: one busy loop per core, each its own child
 // process (a shell loop) so that the fleet's processes compete with it as
 // with any other load on the machine. stop kills them and waits; it is
 // safe to call more than once.
-func startHog() (stop func(), err error) {
+func StartHog() (stop func(), err error) {
 	var cmds []*exec.Cmd
 	stop = func() {
 		for _, c := range cmds {
@@ -23,7 +23,7 @@ func startHog() (stop func(), err error) {
 		c := exec.Command("/bin/sh", "-c", "while :; do :; done")
 		if err := c.Start(); err != nil {
 			stop()
-			return nil, fmt.Errorf("chaos: CPU hog: %w", err)
+			return nil, fmt.Errorf("proc: CPU hog: %w", err)
 		}
 		cmds = append(cmds, c)
 	}
