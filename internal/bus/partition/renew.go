@@ -2,7 +2,6 @@ package partition
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -98,16 +97,12 @@ func (t *Table) renew() {
 // fails once the key expired), and the lease goes on from when the first
 // unanswered renewal was sent, the earliest it can have been stored.
 func (t *Table) ownRenewal(ctx context.Context, l lease, unanswered time.Time) (lease, bool) {
-	e, err := t.members.Get(ctx, t.id)
-	if err != nil {
+	rev, ok := t.stillOurs(ctx, l)
+	if !ok {
 		return l, false
 	}
-	var m member
-	if json.Unmarshal(e.Value(), &m) != nil || !storedRenewal(t.id, t.started, m, e.Revision(), l.rev) {
-		return l, false
-	}
-	t.log.Info("partition: a renewal that went unanswered was stored", "revision", e.Revision())
-	return lease{rev: e.Revision(), renewed: unanswered}, true
+	t.log.Info("partition: a renewal that went unanswered was stored", "revision", rev)
+	return lease{rev: rev, renewed: unanswered}, true
 }
 
 // lose ends the lease: every partition is dropped here (their keys stay;

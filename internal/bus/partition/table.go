@@ -23,6 +23,7 @@ package partition
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -297,17 +298,16 @@ func (t *Table) Leave() error {
 	var errs []error
 	if valid {
 		nl, err := t.renewOnce(ctx, l, true)
-		if final(err) {
-			// A renewal of the renewing loop, sent before this one, may
-			// have been stored first (its answer still on the way on a
-			// slow link): announce under its revision.
-			if own, ok := t.ownRenewal(ctx, l, l.renewed); ok {
-				nl, err = t.renewOnce(ctx, own, true)
-			}
-		}
 		if err == nil {
 			t.setLease(nl)
-		} else {
+		} else if _, ours := t.stillOurs(ctx, l); final(err) && ours {
+			// A renewal of the renewing loop was stored first (its answer
+			// may still be on the way on a slow link): the key is still
+			// this member's, and the loop's next renewal says leaving
+			// (it reads t.leaving), so two writers do not race on it.
+			err = nil
+		}
+		if err != nil {
 			errs = append(errs, fmt.Errorf("partition: announce leaving: %w", err))
 		}
 	}
@@ -345,4 +345,16 @@ func (t *Table) setLease(nl lease) {
 	if nl.rev >= t.lease.rev || t.lease.ended != nil {
 		t.lease = nl
 	}
+}
+
+// stillOurs reports whether the member key holds this member's own value
+// at a revision later than l's, and which: a renewal of this member's was
+// stored that l does not know of.
+func (t *Table) stillOurs(ctx context.Context, l lease) (uint64, bool) {
+	e, err := t.members.Get(ctx, t.id)
+	if err != nil {
+		return 0, false
+	}
+	var m member
+	return e.Revision(), json.Unmarshal(e.Value(), &m) == nil && storedRenewal(t.id, t.started, m, e.Revision(), l.rev)
 }
