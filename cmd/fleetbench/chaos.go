@@ -31,6 +31,8 @@ type ChaosConfig struct {
 	ModelFail     int           `json:"model_fail_every"`
 	BinDir        string        `json:"bin_dir"`
 	Keep          bool          `json:"keep"`
+	Net           bool          `json:"net_faults"`
+	Hog           bool          `json:"cpu_hog"`
 }
 
 func (c *ChaosConfig) register(fs *flag.FlagSet) {
@@ -47,6 +49,8 @@ func (c *ChaosConfig) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.ModelFail, "model-fail-every", 0, "fail the first attempt of about one model request in K with HTTP 500 (0: never)")
 	fs.StringVar(&c.BinDir, "bin-dir", "", "directory of nats-server, orchestrator and toolworker; default: go build them into a temporary directory")
 	fs.BoolVar(&c.Keep, "keep", false, "keep every seed's work directory (NATS store, logs)")
+	fs.BoolVar(&c.Net, "net", true, "deal the network faults too (blackhole-orchestrator, slow-orchestrator) when --fault-kinds is not given")
+	fs.BoolVar(&c.Hog, "hog", false, "run a CPU hog (a busy process per core) during the load")
 }
 
 func kindList() string {
@@ -141,7 +145,7 @@ func (m *Main) runChaos(ctx context.Context) (report, error) {
 		r, err := chaos.Run(ctx, chaos.Config{
 			Seed: c.Seed + uint64(i), Sessions: c.Sessions, Messages: c.Messages, Duration: c.Duration,
 			Quiesce: c.Quiesce, Faults: faults, FaultKinds: kinds, Orchestrators: c.Orchestrators, NATSNodes: c.Nodes,
-			ModelFailEvery: c.ModelFail, BinDir: bin, KeepWorkDir: c.Keep,
+			ModelFailEvery: c.ModelFail, BinDir: bin, KeepWorkDir: c.Keep, NetFaults: c.Net, Hog: c.Hog,
 			LedgerCommand: []string{m.Exe, cmdChaosLedger}, LedgerEnv: []string{childEnv + "=1"},
 			Logf: func(format string, args ...any) { fmt.Fprintf(m.Stderr, format+"\n", args...) },
 		})

@@ -28,6 +28,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/agentfleet/agentfleet/internal/bus"
@@ -63,6 +64,11 @@ type Config struct {
 	// apply (FaultPause with two orchestrators or more, FaultKillNATSLeader
 	// with a cluster).
 	FaultKinds []FaultKind
+	// NetFaults adds FaultBlackhole and FaultSlow to the default kinds.
+	NetFaults bool
+	// Hog runs a CPU hog, a busy child process per core, from the start
+	// of the load to the end of the run.
+	Hog bool
 	// NATSNodes is 1, one nats-server, or 3, a JetStream cluster on
 	// loopback whose streams the orchestrators replicate on every node;
 	// default 1.
@@ -160,6 +166,9 @@ func (c *Config) defaults() error {
 		}
 		if c.NATSNodes > 1 {
 			c.FaultKinds = append(c.FaultKinds, FaultKillNATSLeader)
+		}
+		if c.NetFaults {
+			c.FaultKinds = append(c.FaultKinds, FaultBlackhole, FaultSlow)
 		}
 	}
 	for _, k := range c.FaultKinds {
@@ -270,6 +279,14 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	}
 	cfg.Logf("chaos: fleet ready after %v", time.Since(began).Round(time.Millisecond))
 
+	if cfg.Hog {
+		stopHog, err := proc.StartHog()
+		if err != nil {
+			return nil, err
+		}
+		defer stopHog()
+		cfg.Logf("chaos: CPU hog on %d cores", runtime.NumCPU())
+	}
 	loadStart := time.Now()
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	defer stopLoad()
@@ -306,6 +323,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if qerr != nil {
 		rep.QuiesceError = qerr.Error()
 	}
+	fl.linkThroughput(injected, hist, loadStart)
 	rep.Faults = injected
 	rep.StoredRuns = check.StoredRuns(hist)
 	rep.recoveries(hist)

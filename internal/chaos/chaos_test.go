@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +19,9 @@ var (
 	flagLong  = flag.Bool("chaos.long", false, "run the long variant: a few hundred messages over dozens of sessions")
 	flagOrchs = flag.Int("chaos.orchestrators", 0, "orchestrators (1 to 3); default 1 for even seeds and 2 for odd ones")
 	flagNodes = flag.Int("chaos.nodes", 1, "NATS servers: 1, or 3 clustered (the streams replicated on each)")
+	flagNet   = flag.Bool("chaos.net", true, "deal the network faults too: blackhole-orchestrator and slow-orchestrator (-chaos.net=false for the deck without them)")
+	flagKinds = flag.String("chaos.kinds", "", "comma-separated fault kinds to deal (default: all that apply)")
+	flagHog   = flag.Bool("chaos.hog", false, "run a CPU hog on every core during the load")
 	flagKeep  = flag.Bool("chaos.keep", false, "keep the work directory (NATS store, logs) of every seed")
 )
 
@@ -76,6 +80,12 @@ func TestChaos(t *testing.T) {
 			cfg.Sessions, cfg.Messages, cfg.Duration, cfg.Faults, cfg.Quiesce = 40, 400, 60*time.Second, 20, 90*time.Second
 		}
 		cfg.Orchestrators, cfg.NATSNodes = *flagOrchs, *flagNodes
+		cfg.NetFaults, cfg.Hog = *flagNet, *flagHog
+		if *flagKinds != "" {
+			for _, k := range strings.Split(*flagKinds, ",") {
+				cfg.FaultKinds = append(cfg.FaultKinds, FaultKind(strings.TrimSpace(k)))
+			}
+		}
 		if cfg.Orchestrators == 0 {
 			cfg.Orchestrators = 1 + int(seed%2)
 		}

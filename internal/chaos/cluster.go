@@ -51,7 +51,10 @@ func newNodes(cfg *Config, dir string, n int) ([]*natsNode, error) {
 				}
 			}
 			argv = append(argv, "--cluster_name", "chaos", "--cluster", "nats://127.0.0.1:"+strconv.Itoa(ports[n+i]),
-				"--routes", strings.Join(routes, ","))
+				"--routes", strings.Join(routes, ","),
+				// Clients keep to the URLs they were given: an orchestrator's
+				// are its fault proxies, which it must not go around.
+				"--no_advertise")
 		}
 		nodes = append(nodes, &natsNode{
 			Proc:   &proc.Proc{Name: name, Log: filepath.Join(dir, name+".log"), Argv: argv, Ready: natsReady(url)},

@@ -36,10 +36,19 @@ const (
 	// stream and restarts it after a seeded delay (0.5s to 3s) while the
 	// other two elect a new leader. A cluster only.
 	FaultKillNATSLeader FaultKind = "kill-nats-leader"
+	// FaultBlackhole holds every byte between a serving orchestrator and
+	// NATS, both ways, its connections open (a partition), for a seeded
+	// 2 to 4 lease TTLs and until a standby took over if there was one,
+	// then heals the link.
+	FaultBlackhole FaultKind = "blackhole-orchestrator"
+	// FaultSlow adds 400 ± 130 ms each way between a serving orchestrator
+	// and NATS (a cross-region link) for a seeded 4s to 8s.
+	FaultSlow FaultKind = "slow-orchestrator"
 )
 
 // AllFaultKinds lists every kind, in a fixed order.
-var AllFaultKinds = []FaultKind{FaultKillWorker, FaultKillOrchestrator, FaultTermOrchestrator, FaultKillNATS, FaultPause, FaultKillNATSLeader}
+var AllFaultKinds = []FaultKind{FaultKillWorker, FaultKillOrchestrator, FaultTermOrchestrator, FaultKillNATS, FaultPause, FaultKillNATSLeader,
+	FaultBlackhole, FaultSlow}
 
 func (k FaultKind) valid() bool { return slices.Contains(AllFaultKinds, k) }
 
@@ -62,12 +71,28 @@ type Fault struct {
 	// Note says anything unusual: a stop that needed a SIGKILL, a paused
 	// orchestrator that did not step down.
 	Note string `json:"note,omitempty"`
+	// HeldSec is how long a network fault held its link (from the fault
+	// to the heal); RunsDuring the runs its orchestrator ended meanwhile,
+	// RunsPerSec their rate, RunsPerSecBefore its rate before the fault.
+	HeldSec          float64 `json:"held_s,omitempty"`
+	RunsDuring       int     `json:"runs_during,omitempty"`
+	RunsPerSec       float64 `json:"runs_per_s,omitempty"`
+	RunsPerSecBefore float64 `json:"runs_per_s_before,omitempty"`
+	// RunsBegun are the runs it began meanwhile (RunsBegunOpen of them
+	// never ended, whoever finished them), with the median time from
+	// their first record to their end, and the same before the fault.
+	RunsBegun          int     `json:"runs_begun,omitempty"`
+	RunsBegunOpen      int     `json:"runs_begun_open,omitempty"`
+	MedianRunSec       float64 `json:"median_run_s,omitempty"`
+	MedianRunSecBefore float64 `json:"median_run_s_before,omitempty"`
 
 	at       time.Duration
 	target   int           // index among the candidates of its kind
 	node     int           // index of the NATS server, in a cluster
 	down     time.Duration // how long a killed NATS leader stays down
+	hold     time.Duration // how long a network fault lasts
 	injected time.Time
+	healed   time.Time // when a network fault's link was healed
 	ready    time.Time
 }
 
@@ -94,6 +119,11 @@ func scheduleFaults(cfg *Config, rng *rand.Rand) []*Fault {
 		if cfg.NATSNodes > 1 {
 			ft.node = rng.IntN(cfg.NATSNodes)
 			ft.down = 500*time.Millisecond + time.Duration(rng.Int64N(int64(2500*time.Millisecond)))
+		}
+		// Only network faults draw their length, so that plans without
+		// them stay what they were.
+		if k == FaultBlackhole || k == FaultSlow {
+			ft.hold = netHold(cfg, k, rng.Float64())
 		}
 		faults = append(faults, ft)
 	}
@@ -189,6 +219,10 @@ func (f *fleet) injectOne(ctx context.Context, ft *Fault, loadStart time.Time) e
 			}
 		}
 		if err := target.Start(); err != nil {
+			return err
+		}
+	case FaultBlackhole, FaultSlow:
+		if err := f.injectNet(ctx, ft, slices.Index(f.orchs, target), target, loadStart); err != nil {
 			return err
 		}
 	case FaultPause:

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet/internal/chaos/model"
+	"github.com/agentfleet/agentfleet/internal/chaos/netproxy"
 	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -18,11 +19,14 @@ import (
 // fleet is the set of child processes: the NATS servers, the
 // orchestrators, the toolworkers and the ledger worker.
 type fleet struct {
-	cfg     *Config
-	dir     string
-	url     string // every node's client URL, comma-separated
-	nodes   []*natsNode
-	orchs   []*proc.Proc
+	cfg   *Config
+	dir   string
+	url   string // every node's client URL, comma-separated
+	nodes []*natsNode
+	orchs []*proc.Proc
+	// links are the fault proxies of each orchestrator, one per NATS
+	// server: every orchestrator reaches NATS through its own.
+	links   [][]*netproxy.Proxy
 	workers []*proc.Proc // toolworkers, then the ledger worker
 	ledger  *proc.Proc
 	// js is the harness's own JetStream connection (set by Run once the
@@ -83,11 +87,22 @@ func newFleet(cfg *Config, dir, modelURL string) (*fleet, error) {
 			return nil, err
 		}
 		name := fmt.Sprintf("orchestrator-%d", i+1)
+		upstreams := make([]string, len(nodes))
+		for j, n := range nodes {
+			upstreams[j] = n.url
+		}
+		links, urls, err := netproxy.ListenAll(upstreams, cfg.Seed*31+uint64(i))
+		url := strings.Join(urls, ",")
+		if err != nil {
+			f.close()
+			return nil, err
+		}
+		f.links = append(f.links, links)
 		f.orchs = append(f.orchs, &proc.Proc{
 			Name: name, Log: filepath.Join(dir, name+".log"),
 			// Info level: the harness learns which orchestrators serve from
 			// their "orchestrator serving" line.
-			Argv: append([]string{cfg.Orchestrator, "--nats-url", f.url, "--http", "127.0.0.1:" + strconv.Itoa(port),
+			Argv: append([]string{cfg.Orchestrator, "--nats-url", url, "--http", "127.0.0.1:" + strconv.Itoa(port),
 				"--log-level", "info", "--workers", "0", "--llm-stream=false", "--max-retry-delay", "1s",
 				"--ack-wait", cfg.AckWait.String(), "--stream-replicas", strconv.Itoa(cfg.NATSNodes),
 				"--shutdown-timeout", "500ms", "--data-dir", filepath.Join(dir, name+"-data")}, orchFlags...),
@@ -227,6 +242,11 @@ func (f *fleet) close() {
 	}
 	for _, n := range f.nodes {
 		n.Close()
+	}
+	for _, ls := range f.links {
+		for _, p := range ls {
+			p.Close()
+		}
 	}
 }
 

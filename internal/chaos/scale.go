@@ -151,6 +151,13 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 	if err := fl.startSome(ctx, 2); err != nil {
 		return nil, fmt.Errorf("chaos: starting the fleet: %w", err)
 	}
+	if cfg.Hog {
+		stopHog, err := proc.StartHog()
+		if err != nil {
+			return nil, err
+		}
+		defer stopHog()
+	}
 	nc, err := bus.Connect(bus.ConnectConfig{URL: fl.url, Name: "chaos-scale", Logger: quietLogger()})
 	if err != nil {
 		return nil, fmt.Errorf("chaos: %w", err)

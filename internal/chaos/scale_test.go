@@ -17,7 +17,7 @@ func TestScaleOut(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos: real processes; skipped with -short")
 	}
-	cfg := Config{BinDir: binaries(t), Sessions: 36, LeaseTTL: 2 * time.Second, KeepWorkDir: *flagKeep, Logf: t.Logf}
+	cfg := Config{BinDir: binaries(t), Sessions: 36, LeaseTTL: 2 * time.Second, KeepWorkDir: *flagKeep, Logf: t.Logf, Hog: *flagHog}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	rep, err := RunScale(ctx, cfg)

@@ -82,7 +82,10 @@ func (t *Table) round() {
 // claim takes partition p if it is free: no key, a key of this member's, or
 // the key of a member whose lease is gone.
 func (t *Table) claim(p int) {
-	ctx, cancel := context.WithTimeout(context.Background(), t.cfg.TTL)
+	// A claim is a few round trips and then Acquire's own: bounded by
+	// twice the TTL so that a slow link makes claims slower, not fail
+	// (a claim given up on is tried again next round, stored or not).
+	ctx, cancel := context.WithTimeout(context.Background(), 2*t.cfg.TTL)
 	defer cancel()
 	var rev uint64
 	e, err := t.parts.Get(ctx, key(p))

@@ -79,3 +79,18 @@ func final(err error) bool {
 	return errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) ||
 		errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted)
 }
+
+// nextRenewal is how long after a renewal's answer (at now) the next one is
+// sent: the period after the last was sent, at once when the answer took
+// longer, so that on a slow link renewals follow each other rather than
+// wait a period after each answer.
+func nextRenewal(sent, now time.Time, every time.Duration) time.Duration {
+	return max(every-now.Sub(sent), 0)
+}
+
+// storedRenewal reports whether a member key found holding found at
+// revision foundRev, after this member (id, started) last renewed it at
+// lastRev, holds one of this member's own renewals sent since.
+func storedRenewal(id string, started time.Time, found member, foundRev, lastRev uint64) bool {
+	return found.ID == id && found.Started.Equal(started) && foundRev > lastRev
+}

@@ -23,6 +23,7 @@ package partition
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -222,12 +223,17 @@ func (t *Table) validLocked() error {
 }
 
 // Owns reports whether this member owns partition p now, and is not
-// handing it over.
+// handing it over. A lease in doubt (renewals unanswered, not found lost)
+// still owns: input taken now waits, like every write and ack, until a
+// renewal gets through or the lease is found lost (and its runs stop).
+// Handing the input back instead would let a later message of the same
+// session overtake it, since the server delivers the later one at once and
+// the one handed back after it (TestOwnsWhileInDoubt).
 func (t *Table) Owns(p int) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	_, ok := t.held[p]
-	return ok && !t.releasing[p] && t.validLocked() == nil
+	return ok && !t.releasing[p] && t.lease.ended == nil
 }
 
 // Owned returns the partitions this member owns, in order.
@@ -293,10 +299,15 @@ func (t *Table) Leave() error {
 	if valid {
 		nl, err := t.renewOnce(ctx, l, true)
 		if err == nil {
-			t.mu.Lock()
-			t.lease = nl
-			t.mu.Unlock()
-		} else {
+			t.setLease(nl)
+		} else if _, ours := t.stillOurs(ctx, l); final(err) && ours {
+			// A renewal of the renewing loop was stored first (its answer
+			// may still be on the way on a slow link): the key is still
+			// this member's, and the loop's next renewal says leaving
+			// (it reads t.leaving), so two writers do not race on it.
+			err = nil
+		}
+		if err != nil {
 			errs = append(errs, fmt.Errorf("partition: announce leaving: %w", err))
 		}
 	}
@@ -323,4 +334,27 @@ func (t *Table) Leave() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// setLease records a renewed lease unless a later revision is recorded
+// already: the renewing loop and Leave may both renew, and the answer of
+// the earlier write can come last.
+func (t *Table) setLease(nl lease) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if nl.rev >= t.lease.rev || t.lease.ended != nil {
+		t.lease = nl
+	}
+}
+
+// stillOurs reports whether the member key holds this member's own value
+// at a revision later than l's, and which: a renewal of this member's was
+// stored that l does not know of.
+func (t *Table) stillOurs(ctx context.Context, l lease) (uint64, bool) {
+	e, err := t.members.Get(ctx, t.id)
+	if err != nil {
+		return 0, false
+	}
+	var m member
+	return e.Revision(), json.Unmarshal(e.Value(), &m) == nil && storedRenewal(t.id, t.started, m, e.Revision(), l.rev)
 }
