@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentfleet/agentfleet/internal/chaos"
 	"github.com/agentfleet/agentfleet/internal/chaos/check"
+	"github.com/agentfleet/agentfleet/internal/chaos/ledger"
 )
 
 // ChaosConfig configures the chaos subcommand: the fault-injection harness
@@ -161,10 +162,10 @@ func (m *Main) runChaos(ctx context.Context) (report, error) {
 func (m *Main) runChaosLedger(ctx context.Context) error {
 	url := m.NATSURL
 	if url == "" {
-		url = os.Getenv(chaos.LedgerEnv)
+		url = os.Getenv(ledger.Env)
 	}
 	if url == "" {
-		return errors.New("chaos-ledger: --nats-url (or $" + chaos.LedgerEnv + ") is required")
+		return errors.New("chaos-ledger: --nats-url (or $" + ledger.Env + ") is required")
 	}
-	return chaos.ServeLedger(ctx, url, m.Stdout)
+	return ledger.Serve(ctx, url, m.Stdout)
 }

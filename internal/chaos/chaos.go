@@ -41,7 +41,7 @@ import (
 // Config configures one run of the harness. Its zero value means the
 // documented defaults, except that the binaries must be found (BinDir or
 // the paths) and LedgerCommand must name a program that calls
-// LedgerChildMain.
+// ledger.ChildMain.
 type Config struct {
 	// Seed chooses the plan; default 1.
 	Seed uint64
@@ -95,8 +95,8 @@ type Config struct {
 	BinDir                               string
 	NATSServer, Orchestrator, Toolworker string
 	// LedgerCommand is the command line of the ledger worker: a program
-	// that calls LedgerChildMain (the harness sets LedgerEnv), with
-	// LedgerEnv extra environment. Default: this program, with no arguments.
+	// that calls ledger.ChildMain (the harness sets ledger.Env), with
+	// ledger.Env +extra environment. Default: this program, with no arguments.
 	LedgerCommand []string
 	LedgerEnv     []string
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/chaos/ledger"
 )
 
 var (
@@ -27,7 +28,7 @@ var (
 
 // The test binary doubles as the ledger worker.
 func TestMain(m *testing.M) {
-	LedgerChildMain()
+	ledger.ChildMain()
 	flag.Parse()
 	code := m.Run()
 	if binDir != "" {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentfleet/agentfleet/internal/chaos/ledger"
 	"github.com/agentfleet/agentfleet/internal/chaos/model"
 	"github.com/agentfleet/agentfleet/internal/chaos/netproxy"
 	"github.com/agentfleet/agentfleet/internal/chaos/proc"
@@ -76,7 +77,7 @@ func newFleet(cfg *Config, dir, modelURL string) (*fleet, error) {
 	f.ledger = &proc.Proc{
 		Name: "ledger-worker", Log: filepath.Join(dir, "ledger-worker.log"),
 		Argv:   cfg.LedgerCommand,
-		Env:    append([]string{LedgerEnv + "=" + f.url, LedgerReplicasEnv + "=" + strconv.Itoa(cfg.NATSNodes)}, cfg.LedgerEnv...),
+		Env:    append([]string{ledger.Env + "=" + f.url, ledger.ReplicasEnv + "=" + strconv.Itoa(cfg.NATSNodes)}, cfg.LedgerEnv...),
 		Marker: "ready",
 	}
 	f.ledger.Ready = markedReady(f.ledger)

@@ -12,6 +12,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/history"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/chaos/check"
+	"github.com/agentfleet/agentfleet/internal/chaos/ledger"
 	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -86,13 +87,13 @@ func readHistory(ctx context.Context, js jetstream.JetStream) ([]*check.Record, 
 // readLedger reads every execution of the ledger tool.
 func readLedger(ctx context.Context, js jetstream.JetStream) ([]check.LedgerRecord, error) {
 	var recs []check.LedgerRecord
-	err := readStream(ctx, js, LedgerStream, LedgerSubject, func(m jetstream.Msg) error {
+	err := readStream(ctx, js, ledger.Stream, ledger.Subject, func(m jetstream.Msg) error {
 		meta, err := m.Metadata()
 		if err != nil {
 			return fmt.Errorf("ledger record: %w", err)
 		}
-		r := check.LedgerRecord{Seq: meta.Sequence.Stream, Call: m.Headers().Get(HeaderLedgerCall), Arg: m.Headers().Get(HeaderLedgerArg)}
-		if v := m.Headers().Get(HeaderLedgerFence); v != "" {
+		r := check.LedgerRecord{Seq: meta.Sequence.Stream, Call: m.Headers().Get(ledger.HeaderCall), Arg: m.Headers().Get(ledger.HeaderArg)}
+		if v := m.Headers().Get(ledger.HeaderFence); v != "" {
 			f, err := toolrpc.ParseFence(v)
 			if err != nil {
 				return fmt.Errorf("ledger record %d: %w", r.Seq, err)

@@ -1,4 +1,12 @@
-package chaos
+// Package ledger is the fault harness's ledger worker: a tool that is
+// neither idempotent nor read-only, whose every execution is stored in a
+// JetStream stream with the call id, the argument and the fence it came
+// with, so that the harness's checks can count executions against what the
+// orchestrators asked for. It runs as its own process (ChildMain).
+//
+// It may import the root types, internal/bus, toolrpc, chaos/model,
+// chaos/proc and nats.go; nothing of the harness that starts it.
+package ledger
 
 import (
 	"context"
@@ -26,32 +34,32 @@ import (
 
 // The ledger is the harness's tool that is neither idempotent nor read-only,
 // so that at-most-once execution can be checked: every execution stores one
-// record in the stream LedgerStream (subject LedgerSubject) and waits for
-// the JetStream ack before it returns "ledger <arg>".
+// record in the stream Stream (subject Subject) and waits for the
+// JetStream ack before it returns "ledger <arg>".
 const (
-	LedgerStream  = "CHAOS_LEDGER"
-	LedgerSubject = "chaos.ledger"
-	// HeaderLedgerCall and HeaderLedgerArg carry the call id and the
+	Stream  = "CHAOS_LEDGER"
+	Subject = "chaos.ledger"
+	// HeaderCall and HeaderArg carry the call id and the
 	// argument of the execution a ledger record stands for.
-	HeaderLedgerCall = "Chaos-Call-Id"
-	HeaderLedgerArg  = "Chaos-Arg"
-	// HeaderLedgerFence carries the fence the call came with
+	HeaderCall = "Chaos-Call-Id"
+	HeaderArg  = "Chaos-Arg"
+	// HeaderFence carries the fence the call came with
 	// (toolrpc.FormatFence), when it came with one, so that the check can
 	// tell an execution of a deposed owner's call.
-	HeaderLedgerFence = "Chaos-Fence"
-	// LedgerEnv names the environment variable that makes a program run as
-	// the ledger worker; its value is the NATS URL. See LedgerChildMain.
-	LedgerEnv = "AGENTFLEET_CHAOS_LEDGER_URL"
-	// LedgerReplicasEnv, when set, is the number of replicas of the
+	HeaderFence = "Chaos-Fence"
+	// Env names the environment variable that makes a program run as
+	// the ledger worker; its value is the NATS URL. See ChildMain.
+	Env = "AGENTFLEET_CHAOS_LEDGER_URL"
+	// ReplicasEnv, when set, is the number of replicas of the
 	// ledger stream (the harness sets it to the NATS nodes); default 1.
-	LedgerReplicasEnv = "AGENTFLEET_CHAOS_LEDGER_REPLICAS"
+	ReplicasEnv = "AGENTFLEET_CHAOS_LEDGER_REPLICAS"
 )
 
-// ensureLedgerStream creates (or updates) the ledger stream with replicas.
-func ensureLedgerStream(ctx context.Context, js jetstream.JetStream, replicas int) error {
+// ensureStream creates (or updates) the ledger stream with replicas.
+func ensureStream(ctx context.Context, js jetstream.JetStream, replicas int) error {
 	_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name: LedgerStream, Description: "agentfleet chaos: executions of the ledger tool",
-		Subjects: []string{LedgerSubject}, Storage: jetstream.FileStorage, Replicas: max(replicas, 1),
+		Name: Stream, Description: "agentfleet chaos: executions of the ledger tool",
+		Subjects: []string{Subject}, Storage: jetstream.FileStorage, Replicas: max(replicas, 1),
 	})
 	if err != nil {
 		return fmt.Errorf("ledger stream: %w", err)
@@ -59,8 +67,8 @@ func ensureLedgerStream(ctx context.Context, js jetstream.JetStream, replicas in
 	return nil
 }
 
-// ledgerTool returns the ledger tool, storing its records through js.
-func ledgerTool(js jetstream.JetStream) *agentfleet.Tool {
+// tool returns the ledger tool, storing its records through js.
+func tool(js jetstream.JetStream) *agentfleet.Tool {
 	return &agentfleet.Tool{
 		ToolDef: agentfleet.ToolDef{
 			Name:        model.ToolLedger,
@@ -80,15 +88,15 @@ func ledgerTool(js jetstream.JetStream) *agentfleet.Tool {
 			// execution of the same call stores one more.
 			var nonce [8]byte
 			_, _ = rand.Read(nonce[:])
-			msg := nats.NewMsg(LedgerSubject)
+			msg := nats.NewMsg(Subject)
 			msg.Data = []byte(arg)
-			msg.Header.Set(HeaderLedgerCall, call.ID)
-			msg.Header.Set(HeaderLedgerArg, arg)
+			msg.Header.Set(HeaderCall, call.ID)
+			msg.Header.Set(HeaderArg, arg)
 			// The worker refused the call already if its fence is older
 			// than one it saw (toolrpc.HeaderFence); the record keeps the
 			// fence, so that the check can see that it did.
 			if c, _ := toolrpc.CallerFrom(ctx); c.Fence.Epoch != 0 {
-				msg.Header.Set(HeaderLedgerFence, toolrpc.FormatFence(c.Fence))
+				msg.Header.Set(HeaderFence, toolrpc.FormatFence(c.Fence))
 			}
 			msg.Header.Set(jetstream.MsgIDHeader, call.ID+"/"+hex.EncodeToString(nonce[:]))
 			for {
@@ -110,11 +118,11 @@ func ledgerTool(js jetstream.JetStream) *agentfleet.Tool {
 	}
 }
 
-// ServeLedger runs the ledger worker on the NATS server(s) at url (a
+// Serve runs the ledger worker on the NATS server(s) at url (a
 // comma-separated list) until ctx ends: a tool server of the ledger tool.
 // It prints "ready <worker>" on stdout once it serves. The ledger stream
-// gets the replicas of $LedgerReplicasEnv.
-func ServeLedger(ctx context.Context, url string, stdout io.Writer) error {
+// gets the replicas of $ReplicasEnv.
+func Serve(ctx context.Context, url string, stdout io.Writer) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	nc, err := bus.Connect(bus.ConnectConfig{URL: url, Name: "chaos-ledger", Logger: log})
 	if err != nil {
@@ -126,12 +134,12 @@ func ServeLedger(ctx context.Context, url string, stdout io.Writer) error {
 		return fmt.Errorf("ledger: %w", err)
 	}
 	replicas := 1
-	if v := os.Getenv(LedgerReplicasEnv); v != "" {
+	if v := os.Getenv(ReplicasEnv); v != "" {
 		if replicas, err = strconv.Atoi(v); err != nil {
-			return fmt.Errorf("ledger: $%s: %w", LedgerReplicasEnv, err)
+			return fmt.Errorf("ledger: $%s: %w", ReplicasEnv, err)
 		}
 	}
-	if err := ensureLedgerStream(ctx, js, replicas); err != nil {
+	if err := ensureStream(ctx, js, replicas); err != nil {
 		return err
 	}
 	// The ledger records its outcomes, as every worker of a fleet with
@@ -142,7 +150,7 @@ func ServeLedger(ctx context.Context, url string, stdout io.Writer) error {
 		return err
 	}
 	srv, err := toolrpc.Serve(nc, toolrpc.ServerConfig{
-		Name: "chaos-ledger", Tools: []*agentfleet.Tool{ledgerTool(js)},
+		Name: "chaos-ledger", Tools: []*agentfleet.Tool{tool(js)},
 		Heartbeat: 100 * time.Millisecond, Logger: log, Outcomes: outcomes,
 		Observe: func(tool, outcome string, _ time.Duration) {
 			if outcome == "fenced" {
@@ -160,17 +168,17 @@ func ServeLedger(ctx context.Context, url string, stdout io.Writer) error {
 	return srv.Drain(dctx)
 }
 
-// LedgerChildMain runs the program as the ledger worker, and exits, when
-// the environment variable LedgerEnv is set; otherwise it returns at once.
+// ChildMain runs the program as the ledger worker, and exits, when
+// the environment variable Env is set; otherwise it returns at once.
 // Call it first thing in main or TestMain of a program that Config's
 // LedgerCommand starts.
-func LedgerChildMain() {
-	url := os.Getenv(LedgerEnv)
+func ChildMain() {
+	url := os.Getenv(Env)
 	if url == "" {
 		return
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	err := ServeLedger(ctx, url, os.Stdout)
+	err := Serve(ctx, url, os.Stdout)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "chaos ledger:", err)
