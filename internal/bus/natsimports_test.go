@@ -14,8 +14,9 @@ import (
 
 // natsClientUsers are the packages, besides those under internal/bus and
 // cmd, whose non-test files may import the NATS client: the fault-injection
-// harness, which cuts and restores connections itself.
-var natsClientUsers = []string{"internal/chaos"}
+// harness, which cuts and restores connections itself, and its ledger
+// worker, which stores each execution in a stream of its own.
+var natsClientUsers = []string{"internal/chaos", "internal/chaos/ledger"}
 
 // TestNATSClientOnlyWhereNATSIsTheTransport: outside tests, nats.go (and
 // its jetstream and micro packages) is imported only by the packages under
