@@ -109,7 +109,7 @@ func (r *Report) recoveries(recs []*check.Record) {
 func (r *Report) WriteTables(w io.Writer) {
 	fmt.Fprintf(w, "Chaos seed %d: %d messages (%d sent twice) over %d sessions, %d orchestrator(s), %d NATS node(s), %d faults; load %.1fs, total %.1fs\n",
 		r.Seed, r.Messages, r.Duplicates, r.Sessions, r.Config.Orchestrators, max(r.Config.NATSNodes, 1), len(r.Faults), r.LoadSeconds, r.Seconds)
-	fmt.Fprintf(w, "history: %d runs (%d took several messages), %d records; ledger: %d executions (%d fenced), %d calls of unknown outcome; model: %d requests (%d failed on purpose)\n",
+	fmt.Fprintf(w, "history: %d runs (%d took several messages), %d records; ledger: %d executions (%d carried a fence), %d calls of unknown outcome; model: %d requests (%d failed on purpose)\n",
 		r.Runs, r.BatchedRuns, r.Records, r.LedgerExecutions, r.LedgerFenced, r.UnknownOutcomes, r.ModelRequests, r.ModelFailures)
 	if len(r.Writers) > 0 {
 		var ws []string
