@@ -45,7 +45,7 @@ func TestChaosTraces(t *testing.T) {
 	}
 
 	// The fleet has stopped: what its processes buffered is exported.
-	ended, traced, resumed := 0, 0, 0
+	ended, traced, resumed, unstored := 0, 0, 0, 0
 	spanned := map[string]bool{}
 	for _, s := range recv.Spans() {
 		if s.Service != "agentfleet-orchestrator" || s.Name != "invoke_agent "+agentName {
@@ -54,6 +54,13 @@ func TestChaosTraces(t *testing.T) {
 		runID, _ := s.Attrs["agentfleet.run.id"].(string)
 		stop, _ := s.Attrs["agentfleet.run.stop_reason"].(string)
 		sr := rep.StoredRuns[runID]
+		if sr == nil && stop == "suspended" {
+			// A run its orchestrator began and gave up before it stored
+			// anything (its lease in doubt, then lost): the input goes to
+			// the next owner, whose run the history holds.
+			unstored++
+			continue
+		}
 		if sr == nil {
 			t.Errorf("a span of run %q (stop reason %q), which the history does not hold", runID, stop)
 			continue
@@ -87,7 +94,7 @@ func TestChaosTraces(t *testing.T) {
 			traced++
 		}
 	}
-	t.Logf("traced chaos: %d runs ended in the history, %d with an ended span (%d spans of resumed runs), %d faults", ended, traced, resumed, len(rep.Faults))
+	t.Logf("traced chaos: %d runs ended in the history, %d with an ended span (%d spans of resumed runs, %d of suspended runs that stored nothing), %d faults", ended, traced, resumed, unstored, len(rep.Faults))
 	if ended == 0 || traced*2 < ended {
 		t.Errorf("only %d of the %d runs the history ends have an ended span", traced, ended)
 	}
