@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
@@ -64,8 +65,8 @@ type Services struct {
 // bus.QueueInput: every orchestrator of the prefix knows the same agents
 // and fleet, so any of them answers as well as another. ctx is the context
 // of the calls it runs: when it ends, the calls in flight are cancelled.
-// It fails when a subject cannot be subscribed, with nothing left
-// subscribed.
+// It returns once the server holds the subscriptions, and fails when a
+// subject cannot be subscribed, with nothing left subscribed.
 func Start(ctx context.Context, nc *bus.Conn, cfg Config, agents Agents) (*Services, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -78,6 +79,12 @@ func Start(ctx context.Context, nc *bus.Conn, cfg Config, agents Agents) (*Servi
 	}
 	if s.calls, err = a.answerCalls(); err != nil {
 		return nil, errors.Join(err, s.tools.Unsubscribe())
+	}
+	// A round trip, so that the server holds both subscriptions when Start
+	// returns: a request sent right after is answered, not refused with
+	// "no responders".
+	if err = nc.FlushTimeout(5 * time.Second); err != nil {
+		return nil, errors.Join(fmt.Errorf("services: %w", err), s.Close())
 	}
 	return &s, nil
 }
