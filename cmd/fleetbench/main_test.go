@@ -254,6 +254,25 @@ func TestSessions(t *testing.T) {
 	}
 }
 
+// TestSessionsDurableRatio runs both rounds and reads the comparison from
+// the JSON and the tables.
+func TestSessionsDurableRatio(t *testing.T) {
+	var rep SessionsReport
+	tables := runBench(t, &rep, "sessions", "--sessions", "10", "--concurrency", "4", "--durable")
+	r := rep.DurableRatio
+	if r == nil || rep.Durable == nil {
+		t.Fatalf("no durable round or ratio: %+v", rep)
+	}
+	if r.RunsPerSec.InMemory != rep.RunsPerSec || r.RunsPerSec.Durable != rep.Durable.RunsPerSec || r.Sync != rep.Durable.Sync || len(r.Targets) != 2 || r.PerToolCall == nil {
+		t.Errorf("durable ratio = %+v, from rounds of %v and %v runs/s", r, rep.RunsPerSec, rep.Durable.RunsPerSec)
+	}
+	for _, want := range []string{"against in memory, same run", "Temporal's 25.8 ms", "durable runs/s against in memory"} {
+		if !strings.Contains(tables, want) {
+			t.Errorf("tables lack %q:\n%s", want, tables)
+		}
+	}
+}
+
 func TestOrchestrators(t *testing.T) {
 	var rep OrchestratorsReport
 	tables := runBench(t, &rep, "orchestrators", "--counts", "1,2", "--sessions", "16", "--duration", "500ms", "--rounds", "1",

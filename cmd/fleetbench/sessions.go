@@ -93,14 +93,17 @@ type SessionsReport struct {
 	Sync string `json:"sync,omitempty"`
 	// Runs completed, and how long they took from the first message to the
 	// last answer (memory measurements excluded).
-	Runs         int     `json:"runs"`
-	Seconds      float64 `json:"seconds"`
-	RunsPerSec   float64 `json:"runs_per_sec"`
-	ToolCalls    int     `json:"tool_calls"`
-	CallsPerSec  float64 `json:"tool_calls_per_sec"`
-	ModelCalls   int     `json:"model_calls"`
-	RunLatency   Latency `json:"run_latency"`
-	BusyRefusals uint64  `json:"worker_busy_refusals"`
+	Runs        int     `json:"runs"`
+	Seconds     float64 `json:"seconds"`
+	RunsPerSec  float64 `json:"runs_per_sec"`
+	ToolCalls   int     `json:"tool_calls"`
+	CallsPerSec float64 `json:"tool_calls_per_sec"`
+	ModelCalls  int     `json:"model_calls"`
+	RunLatency  Latency `json:"run_latency"`
+	// UnloadedRunLatency is of runs asked one after another once the
+	// measurements above are taken (probeLatency).
+	UnloadedRunLatency Latency `json:"unloaded_run_latency"`
+	BusyRefusals       uint64  `json:"worker_busy_refusals"`
 	// CPU per run while the runs were driven: this process (orchestrator,
 	// driver and NATS server) and the worker processes, in microseconds.
 	CPUPerRunSelf    float64 `json:"cpu_per_run_self_us"`
@@ -122,6 +125,8 @@ type SessionsReport struct {
 	// Durable is the same benchmark with JetStream input and history, run
 	// right after this one (--durable).
 	Durable *SessionsReport `json:"durable,omitempty"`
+	// DurableRatio compares the two rounds (--durable).
+	DurableRatio *DurableRatio `json:"durable_ratio,omitempty"`
 }
 
 // Mem is a snapshot of the process's memory.
@@ -217,6 +222,7 @@ func (m *Main) runSessions(ctx context.Context) (_ report, err error) {
 	if rep.Durable, err = m.sessionsRound(ctx, children, names, true); err != nil {
 		return nil, err
 	}
+	rep.DurableRatio = durableRatio(rep, rep.Durable)
 	return rep, nil
 }
 
@@ -307,6 +313,9 @@ func (m *Main) sessionsRound(ctx context.Context, children []*child, names []str
 	rep.HeapPerSessionMarginal = (float64(rep.After.HeapAlloc) - float64(rep.Half.HeapAlloc)) / n2
 	rep.RSSPerSession = (float64(rep.After.RSS) - float64(rep.Before.RSS)) / n
 	rep.RSSPerSessionMarginal = (float64(rep.After.RSS) - float64(rep.Half.RSS)) / n2
+	if rep.UnloadedRunLatency, err = m.probeLatency(ctx, dnc); err != nil {
+		return nil, err
+	}
 	for _, name := range names {
 		st, err := workerStats(dnc, name)
 		if err != nil {
@@ -459,8 +468,9 @@ func (r *SessionsReport) writeTables(w io.Writer) {
 	if d := r.Durable; d != nil {
 		fmt.Fprintln(w, "\nThe same with JetStream input and history on (durable), right after:")
 		d.writeTables(w)
-		fmt.Fprintf(w, "\ndurable against in memory, same run: runs/s %.2f×, run p50 %.2f×, CPU per run of this process %.2f× (%.0f µs more a run)\n",
-			d.RunsPerSec/r.RunsPerSec, d.RunLatency.P50/r.RunLatency.P50, d.CPUPerRunSelf/r.CPUPerRunSelf, d.CPUPerRunSelf-r.CPUPerRunSelf)
+	}
+	if r.DurableRatio != nil {
+		r.DurableRatio.writeTables(w)
 	}
 }
 

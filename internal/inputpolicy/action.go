@@ -24,7 +24,8 @@ const (
 	// to the active run. The delivery's trace context goes with it.
 	Start
 	// Wait: the delivery waits on the run of its message id, and is
-	// answered and settled when that run ends (Ended).
+	// answered and settled when that run ends (Ended); Silent, it is only
+	// settled: another delivery of the same stream message has the answer.
 	Wait
 	// Answer: reply with the stored final message of Run.
 	Answer
@@ -81,6 +82,8 @@ type Action struct {
 	Load bool
 	// Steer: for Start, the message steers the active run.
 	Steer bool
+	// Silent: for Wait, the delivery is not answered when the run ends.
+	Silent bool
 	// Run: for Answer and Publish, the run whose final message is meant.
 	Run string
 	// Reason: for AbortRun and ReplyAborted.
@@ -105,6 +108,10 @@ func (a Action) String() string {
 	case Start:
 		if a.Steer {
 			s += " steering"
+		}
+	case Wait:
+		if a.Silent {
+			s += " silent"
 		}
 	case Answer, Publish:
 		s += " " + a.Run

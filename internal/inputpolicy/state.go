@@ -55,4 +55,9 @@ type Message struct {
 	// again here, 0 if none: a redelivery of that copy, after a lost ack or
 	// held twice while the session loaded, is not answered again.
 	Answered uint64
+	// Replied is the highest stream sequence of a relayed ask whose answer
+	// was given here or is coming (a delivery waiting on the run, or the
+	// copy read from the stream at load), 0 if none: another delivery of
+	// that stream message, or of an earlier one, is not answered again.
+	Replied uint64
 }

@@ -20,6 +20,10 @@ import "fmt"
 //   - a redelivery or another copy of a message whose run is queued,
 //     running, or resumed after a restart waits for that run: one run,
 //     settled once (Ended);
+//   - someone waiting on a reply subject is answered once per request: a
+//     relayed ask once per stream message, whether its answer comes from
+//     the run's end or from the store, and whichever of its copy read at
+//     load and its deliveries reaches the session first (replies);
 //   - a message whose run ended is answered from the store and settled,
 //     not run again; a new copy of an in also gets the final message on the
 //     out subject again, once per copy (not for its redeliveries).
@@ -83,14 +87,15 @@ func message(s State, d Delivery) (State, []Action) {
 			}
 			return s, retry(fmt.Errorf("session %s of agent %s has %d messages queued, the limit is %d", d.Session, d.Agent, s.Queued, s.Limit))
 		}
-		s.Msg = Message{Seen: true, Seq: d.Seq, Delivered: !d.Scanned}
+		var reply bool
+		reply, s.Msg = replies(Message{Seen: true, Seq: d.Seq, Delivered: !d.Scanned}, d)
 		if !d.Scanned {
 			acts = append(acts, count("accepted"))
 		}
-		if !d.Scanned || d.Reply {
+		if !d.Scanned || reply {
 			// A relayed ask read from the stream is answered when its run
 			// ends: its delivery may have gone to an owner that died.
-			acts = append(acts, Action{Op: Wait})
+			acts = append(acts, wait(d, reply))
 		}
 		return s, append(acts, Action{Op: Start, Steer: d.Kind == Steer})
 	case !k.Ended:
@@ -104,19 +109,23 @@ func message(s State, d Delivery) (State, []Action) {
 			}
 			s.Msg.Delivered = true
 		}
-		if !d.Scanned || d.Reply {
-			acts = append(acts, Action{Op: Wait})
+		var reply bool
+		reply, s.Msg = replies(s.Msg, d)
+		if !d.Scanned || reply {
+			acts = append(acts, wait(d, reply))
 		}
 		return s, acts
 	}
+	var reply bool
+	reply, s.Msg = replies(s.Msg, d)
 	if d.Scanned {
-		if d.Reply {
+		if reply {
 			acts = append(acts, Action{Op: Answer, Run: k.Run}) // a relayed ask read from the stream
 		}
 		return s, acts
 	}
 	acts = append(acts, count("duplicate"))
-	if d.Reply {
+	if reply {
 		acts = append(acts, Action{Op: Answer, Run: k.Run})
 	}
 	// Another stream message with an id already answered, not a
@@ -133,6 +142,32 @@ func message(s State, d Delivery) (State, []Action) {
 		acts = append(acts, Action{Op: Ack})
 	}
 	return s, acts
+}
+
+// replies reports whether delivery d is answered, given what the session
+// knows of its id k, and returns k with the answer noted. Each core request
+// is answered (it has its own reply subject and no stream sequence); a
+// relayed ask once per stream message, by whichever comes first of its
+// copy read from the stream at load and its deliveries, and not when a
+// later stream message of the id was answered already (a partition
+// delivers in stream order, so the earlier one had its answer first).
+func replies(k Message, d Delivery) (bool, Message) {
+	switch {
+	case !d.Reply:
+		return false, k
+	case d.Seq == 0:
+		return true, k
+	case d.Seq <= k.Replied:
+		return false, k
+	}
+	k.Replied = d.Seq
+	return true, k
+}
+
+// wait is the Wait of delivery d, silent when someone waits for an answer
+// that another delivery gives.
+func wait(d Delivery, reply bool) Action {
+	return Action{Op: Wait, Silent: d.Reply && !reply}
 }
 
 func retry(err error) []Action { return []Action{{Op: Retry, Err: err}} }

@@ -47,6 +47,7 @@ func TestStep(t *testing.T) {
 	answered := Message{Seen: true, Run: "r1", Ended: true, Seq: 7, Delivered: true}
 	answeredBefore := Message{Seen: true, Run: "r1", Ended: true} // ended before a restart
 	copyAnswered := func(seq uint64) Message { m := answered; m.Answered = seq; return m }
+	replied := func(m Message, seq uint64) Message { m.Replied = seq; return m }
 
 	tests := []struct {
 		name  string
@@ -80,7 +81,8 @@ func TestStep(t *testing.T) {
 		{"new steer", session(), steer, []string{"count accepted", "wait", "start steering"}, Message{Seen: true, Seq: 7, Delivered: true}},
 		{"new message, queue full", full(), in, []string{"retry: session s of agent a has 10 messages queued, the limit is 10"}, Message{}},
 		{"read from the stream at load", session(), scanned(in), []string{"start"}, readAtLoad},
-		{"relayed ask read from the stream at load waits for its run", session(), scanned(relayed), []string{"wait", "start"}, readAtLoad},
+		{"relayed ask read from the stream at load waits for its run", session(), scanned(relayed), []string{"wait", "start"}, replied(readAtLoad, 7)},
+		{"new relayed ask", session(), relayed, []string{"count accepted", "wait", "start"}, replied(queued, 7)},
 		{"read from the stream at load, queue full", full(), scanned(in), []string{}, Message{}},
 
 		// An id whose run is queued, in flight or resumed.
@@ -93,7 +95,16 @@ func TestStep(t *testing.T) {
 		{"resumed run after a restart: a retried ask", with(resumed), ask, []string{"count accepted", "wait"}, Message{Seen: true, Run: "r1", Delivered: true}},
 		{"delivery of a message read from the stream at load", with(readAtLoad), in, []string{"count accepted", "wait"}, queued},
 		{"read again at load while its run goes on", with(running), scanned(in), []string{}, running},
-		{"relayed ask read at load joins the resumed run", with(resumed), scanned(relayed), []string{"wait"}, resumed},
+		{"relayed ask read at load joins the resumed run", with(resumed), scanned(relayed), []string{"wait"}, replied(resumed, 7)},
+		// One answer per relayed ask: the copy read at load answers it,
+		// its delivery (or a redelivery) is only settled.
+		{"delivery of a relayed ask read from the stream at load", with(replied(readAtLoad, 7)), relayed, []string{"count accepted", "wait silent"}, replied(queued, 7)},
+		{"redelivery of a relayed ask waiting for its run", with(replied(running, 7)), redelivered(relayed, 7, 2), []string{"count duplicate", "wait silent"}, replied(running, 7)},
+		{"relayed ask read again at load while its run goes on", with(replied(running, 7)), scanned(relayed), []string{}, replied(running, 7)},
+		{"an earlier relayed ask delivered again after a later one waits", with(replied(running, 9)), redelivered(relayed, 7, 2), []string{"count duplicate", "wait silent"}, replied(running, 9)},
+		{"relayed ask sent again with the same id while its run goes on", with(replied(running, 7)), redelivered(relayed, 9, 1), []string{"count duplicate", "wait"}, replied(running, 9)},
+		{"delivery of a relayed ask read at load for a resumed run", with(replied(resumed, 7)), redelivered(relayed, 7, 3), []string{"count accepted", "wait silent"},
+			Message{Seen: true, Run: "r1", Delivered: true, Replied: 7}},
 		{"steer copy of a message in flight", with(running), redelivered(steer, 7, 2), []string{"count duplicate", "wait"}, running},
 
 		// An id whose run ended: answered from the store, not run twice.
@@ -107,10 +118,14 @@ func TestStep(t *testing.T) {
 		{"an earlier copy delivered again after a later one was answered", with(copyAnswered(13)), redelivered(in, 12, 2), []string{"count duplicate", "ack"}, copyAnswered(13)},
 		{"a later copy after one was answered again", with(copyAnswered(12)), redelivered(in, 13, 1), []string{"count duplicate", "publish r1", "ack"}, copyAnswered(13)},
 		{"ask sent again after its answer was stored", with(answered), ask, []string{"count duplicate", "answer r1"}, answered},
-		{"relayed ask sent again after its answer was stored", with(answered), redelivered(relayed, 12, 1), []string{"count duplicate", "answer r1", "ack"}, answered},
+		{"relayed ask sent again after its answer was stored", with(answered), redelivered(relayed, 12, 1), []string{"count duplicate", "answer r1", "ack"}, replied(answered, 12)},
+		{"relayed ask redelivered after it was answered here (its ack lost)", with(replied(answered, 7)), redelivered(relayed, 7, 2), []string{"count duplicate", "ack"}, replied(answered, 7)},
+		{"relayed ask read at load answered from the store, then delivered", with(replied(answered, 12)), redelivered(relayed, 12, 1), []string{"count duplicate", "ack"}, replied(answered, 12)},
+		{"relayed ask redelivered after a restart: answered again from the store", with(answeredBefore), redelivered(relayed, 7, 2), []string{"count duplicate", "answer r1", "ack"}, replied(answeredBefore, 7)},
 		{"stored answer without the lease: not acked", unleased(with(answered)), redelivered(in, 12, 1), []string{"count duplicate", "publish r1"}, copyAnswered(12)},
 		{"answered message read from the stream at load", with(answered), scanned(redelivered(in, 12, 1)), []string{}, answered},
-		{"answered relayed ask read from the stream at load", with(answered), scanned(relayed), []string{"answer r1"}, answered},
+		{"answered relayed ask read from the stream at load", with(answered), scanned(relayed), []string{"answer r1"}, replied(answered, 7)},
+		{"answered relayed ask read at load after its answer here", with(replied(answered, 7)), scanned(relayed), []string{}, replied(answered, 7)},
 
 		// Abort and decision.
 		{"abort goes to the active run", session(), abort, []string{"abort enough"}, Message{}},

@@ -42,7 +42,7 @@ func (s *session) stateLocked(d inputpolicy.Delivery, loading bool) inputpolicy.
 		return st
 	}
 	if m := s.msgs[d.ID]; m != nil {
-		st.Msg = inputpolicy.Message{Seen: true, Run: m.run, Ended: m.run != "" && s.hasEnded(m.run), Seq: m.seq, Delivered: m.delivered, Answered: m.answered}
+		st.Msg = inputpolicy.Message{Seen: true, Run: m.run, Ended: m.run != "" && s.hasEnded(m.run), Seq: m.seq, Delivered: m.delivered, Answered: m.answered, Replied: m.replied}
 	}
 	// The facts that cost a lock are asked only when Step reads them: the
 	// queue for a new id, the lease for one already answered.
@@ -76,7 +76,7 @@ func (s *session) stepLocked(in *input.Inbound, scanned, loading bool) bool {
 			}
 		case inputpolicy.Wait:
 			m := s.msg(d.ID)
-			m.tickets = append(m.tickets, in)
+			m.tickets = append(m.tickets, ticket{in: in, silent: a.Silent})
 			s.waiting++
 		case inputpolicy.Start:
 			m := s.msg(d.ID)
@@ -100,7 +100,7 @@ func (s *session) stepLocked(in *input.Inbound, scanned, loading bool) bool {
 	}
 	if st.Msg.Seen {
 		m := s.msg(d.ID)
-		m.seq, m.delivered, m.answered = st.Msg.Seq, st.Msg.Delivered, st.Msg.Answered
+		m.seq, m.delivered, m.answered, m.replied = st.Msg.Seq, st.Msg.Delivered, st.Msg.Answered, st.Msg.Replied
 	}
 	return true
 }

@@ -65,13 +65,24 @@ type msgInfo struct {
 	run     string            // the run that took it; "" while it is queued
 	seq     uint64            // its input stream sequence, if known
 	trace   trace.SpanContext // the trace context it was sent with
-	tickets []*input.Inbound  // deliveries waiting on its run
+	tickets []ticket          // deliveries waiting on its run
 	// delivered: a delivery of it (not a copy read from the stream at load)
 	// reached this process, so the next one is a duplicate.
 	delivered bool
 	// answered: the highest stream sequence of a copy whose delivery had
 	// the stored answer published again (inputpolicy.Message.Answered).
 	answered uint64
+	// replied: the highest stream sequence of a relayed ask answered here
+	// or to be (inputpolicy.Message.Replied).
+	replied uint64
+}
+
+// ticket is a delivery waiting on a run. A silent one is settled when the
+// run ends but not answered: another delivery of the same stream message
+// (its copy read at load, say) has the answer.
+type ticket struct {
+	in     *input.Inbound
+	silent bool
 }
 
 // runInfo is what a session knows of one run.
@@ -349,7 +360,7 @@ func (s *session) answer(final *agentfleet.AssistantMessage) {
 	s.mu.Lock()
 	r := s.run(final.RunID)
 	r.final = final
-	var waiting []*input.Inbound
+	var waiting []ticket
 	for _, id := range r.ids {
 		if m := s.msgs[id]; m != nil {
 			waiting = append(waiting, m.tickets...)
@@ -360,12 +371,14 @@ func (s *session) answer(final *agentfleet.AssistantMessage) {
 	s.mu.Unlock()
 	s.o.pub.PublishOut(s.agent.profile.Name, s.name, final)
 	st := inputpolicy.State{Leased: s.holds() == nil}
-	for _, in := range waiting {
-		for _, a := range inputpolicy.Ended(st, delivery(in, false), final.RunID) {
+	for _, t := range waiting {
+		d := delivery(t.in, false)
+		d.Reply = d.Reply && !t.silent
+		for _, a := range inputpolicy.Ended(st, d, final.RunID) {
 			if a.Op == inputpolicy.Answer {
-				in.Reply(final)
+				t.in.Reply(final)
 			} else {
-				s.perform(in, a)
+				s.perform(t.in, a)
 			}
 		}
 	}
@@ -401,7 +414,9 @@ func (s *session) suspend(why error, mode inputpolicy.Mode) {
 	l := s.loop
 	var waiting []*input.Inbound
 	for _, m := range s.msgs {
-		waiting = append(waiting, m.tickets...)
+		for _, t := range m.tickets {
+			waiting = append(waiting, t.in)
+		}
 		m.tickets = nil
 	}
 	s.waiting = 0
