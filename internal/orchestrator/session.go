@@ -58,6 +58,9 @@ type session struct {
 	runs    map[string]*runInfo // by run id
 	waiting int                 // deliveries waiting on runs, over all msgs
 	stopped error               // why the session was suspended
+	// origins holds the parent of each run that answers another agent's
+	// ask tool, from the run's stored user message (delegation.go).
+	origins map[string]*agentfleet.Parent
 }
 
 // msgInfo is what a session knows of one message id.
@@ -237,6 +240,9 @@ func (s *session) restore(st *history.Loaded) ([]loop.Entry, *agentfleet.Context
 		if tr, ok := r.Message.(*agentfleet.ToolResultMessage); ok {
 			results[tr.ToolCallID] = true
 		}
+		if u, ok := r.Message.(*agentfleet.UserMessage); ok && u.Parent != nil {
+			s.originLocked(r.RunID, u.Parent)
+		}
 		if u, ok := r.Message.(*agentfleet.UserMessage); ok && u.ID != "" {
 			if m := s.msg(u.ID); m.run == "" {
 				m.run = r.RunID
@@ -284,7 +290,7 @@ func (s *session) config(entries []loop.Entry) loop.Config {
 		Context: p.Context(o.window(p.Model)), Budget: p.Budget(),
 		Pipeline: pipeline.Config{
 			Mode: pipeline.Mode(p.Mode), MaxParallel: p.MaxParallel, DefaultTimeout: p.toolTimeout,
-			Executor: fleetexec.Executor{Client: o.client, Fence: s.fence, Fenced: s.toolFenced}, Before: before, After: o.cfg.After,
+			Executor: delegating{s: s, next: fleetexec.Executor{Client: o.client, Fence: s.fence, Fenced: s.toolFenced}}, Before: before, After: o.cfg.After,
 			TraceContent: o.cfg.TraceContent, Nested: nested,
 			MaxProgressBytes: maxProgressBytes(o.cfg.DurableConfig.EventsMaxBytes),
 		},
@@ -321,6 +327,9 @@ func (s *session) stored(runID string, m agentfleet.Message) error {
 			r.ids = append(r.ids, u.ID)
 		}
 		sc = info.trace
+		if u.Parent != nil {
+			s.originLocked(runID, u.Parent)
+		}
 		s.mu.Unlock()
 	}
 	if s.writer == nil {
