@@ -89,7 +89,7 @@ func checkID(id string) error {
 	}
 	for i := 0; i < len(id); i++ {
 		if c := id[i]; c <= ' ' || c > '~' {
-			return fmt.Errorf("byte %d is %q: only printable ASCII without spaces is allowed", i+1, c)
+			return fmt.Errorf("byte %d is 0x%02x: only printable ASCII without spaces is allowed", i+1, c)
 		}
 	}
 	return nil
