@@ -149,4 +149,3 @@ func (o *Orchestrator) admit(agent string, m *agentfleet.UserMessage) error {
 	}
 	return delegate.Admit(m.Parent, agent, o.maxDepth())
 }
-
