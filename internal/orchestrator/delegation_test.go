@@ -276,11 +276,13 @@ func TestDelegationBounds(t *testing.T) {
 	if want := "ask_b=ask_a!Tool ask_a: refused: agent a is already waiting in this delegation (a → b → a), so asking it would be a cycle"; got != want {
 		t.Errorf("cycle: %q, want %q", got, want)
 	}
-	if n := len(f.events.list(runStart(f, "e"))); n != 0 {
-		t.Errorf("%d runs of e, want none", n)
-	}
+	// Events go out before the answer, but on their own way: wait for them.
+	bustest.Eventually(t, "the 3 runs of a asked by the client", func() bool { return len(f.events.list(runStart(f, "a"))) == 3 })
 	if n := len(f.events.list(runStart(f, "a"))); n != 3 {
 		t.Errorf("%d runs of a, want the 3 asked by the client", n)
+	}
+	if n := len(f.events.list(runStart(f, "e"))); n != 0 {
+		t.Errorf("%d runs of e, want none", n)
 	}
 }
 
@@ -386,6 +388,7 @@ func TestAgentAsToolTwoOrchestrators(t *testing.T) {
 			t.Errorf("%s: %q, want %q", s, got, want)
 		}
 	}
+	bustest.Eventually(t, "a run.start of each child", func() bool { return len(f.events.list(runStart(f, "researcher"))) >= n })
 	orchs := map[string]bool{}
 	children := map[string]int{}
 	for _, e := range f.events.list(runStart(f, "researcher")) {
