@@ -415,3 +415,17 @@ func natsMsg(subject, data string, h map[string]string) *nats.Msg {
 	}
 	return m
 }
+
+// TestAskToolCalledDirectly: a call of an ask tool outside any run (an MCP
+// client's agent.call) is refused, not sent to workers that have no such
+// tool.
+func TestAskToolCalledDirectly(t *testing.T) {
+	f, _ := teamFleet(t, false, orchestrator.Profile{Name: "boss", Agents: []string{"researcher"}}, orchestrator.Profile{Name: "researcher"})
+	out, err := f.orch.CallTool(context.Background(), "boss", "direct", agentfleet.ToolCall{Name: "ask_researcher", Arguments: map[string]any{"message": "hi"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := agentfleet.JoinText(out.Result.Content); !out.IsError || !strings.Contains(got, "Tool ask_researcher asks agent researcher on behalf of a run") {
+		t.Errorf("direct call: error %v, %q", out.IsError, got)
+	}
+}
