@@ -12,6 +12,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/delegate"
 	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
+	"github.com/agentfleet/agentfleet/internal/tracing"
 )
 
 // registerAsks adds the ask tool of every agent the profile lists.
@@ -98,8 +99,16 @@ func (s *session) ask(ctx context.Context, prep *pipeline.Prepared, target strin
 		ctx, cancel = context.WithTimeoutCause(ctx, prep.Timeout, pipeline.ErrTimeout)
 		defer cancel()
 	}
+	header := delegate.Encode(parent)
+	// The child's run is traced under this call's span, in whichever
+	// process runs it.
+	for k, v := range tracing.Inject(ctx, nil) {
+		if len(v) > 0 {
+			header[k] = v[0]
+		}
+	}
 	final, err := client.AskAgent(ctx, o.nc, o.subjects, &client.AgentAsk{
-		Agent: target, Session: session, Data: data, MsgID: id, Header: delegate.Encode(parent), Every: o.cfg.AskAgain,
+		Agent: target, Session: session, Data: data, MsgID: id, Header: header, Every: o.cfg.AskAgain,
 	})
 	if err != nil {
 		cause := context.Cause(ctx)
