@@ -184,7 +184,8 @@ func TestArgs(t *testing.T) {
 // TestResult: a child's final message as the parent's tool result.
 func TestResult(t *testing.T) {
 	final := func(sr agentfleet.StopReason, text, errMsg string) *agentfleet.AssistantMessage {
-		return &agentfleet.AssistantMessage{Content: []agentfleet.Content{agentfleet.Text(text)}, StopReason: sr, ErrorMessage: errMsg, RunID: "run-9"}
+		return &agentfleet.AssistantMessage{Content: []agentfleet.Content{agentfleet.Text(text)}, StopReason: sr, ErrorMessage: errMsg, RunID: "run-9",
+			Usage: &agentfleet.Usage{InputTokens: 10, OutputTokens: 2, TotalTokens: 12}}
 	}
 	for _, tc := range []struct {
 		name    string
@@ -204,7 +205,7 @@ func TestResult(t *testing.T) {
 			if got := agentfleet.JoinText(res.Content); got != tc.text || isError != tc.isError {
 				t.Errorf("Result = %q, %v; want %q, %v", got, isError, tc.text, tc.isError)
 			}
-			if tc.final != nil && (res.Details["session"] != "d-1" || res.Details["run_id"] != "run-9") {
+			if tc.final != nil && (res.Details["session"] != "d-1" || res.Details["run_id"] != "run-9" || res.Usage == nil || res.Usage.TotalTokens != 12) {
 				t.Errorf("details = %v", res.Details)
 			}
 		})

@@ -72,7 +72,8 @@ var ErrNoAnswer = errors.New("no final message")
 
 // Result returns the tool result of a call answered by final, the final
 // message of agent's run in session: its text, with the agent, session and
-// run in Details so that a dashboard can link to the child run. A run that
+// run in Details so that a dashboard can link to the child run, and the
+// run's usage as the result's, so that its cost shows on the call. A run that
 // did not stop normally (an error, an abort, a budget, the turn limit) is
 // an error result that says how it stopped.
 func Result(agent, session string, final *agentfleet.AssistantMessage) (*agentfleet.ToolResult, bool) {
@@ -80,7 +81,7 @@ func Result(agent, session string, final *agentfleet.AssistantMessage) (*agentfl
 		return agentfleet.ErrorResult(fmt.Sprintf("agent %s: %v", agent, ErrNoAnswer)), true
 	}
 	text := agentfleet.JoinText(final.Content)
-	res := &agentfleet.ToolResult{Details: map[string]any{"agent": agent, "session": session, "run_id": final.RunID}}
+	res := &agentfleet.ToolResult{Details: map[string]any{"agent": agent, "session": session, "run_id": final.RunID}, Usage: final.Usage}
 	switch final.StopReason {
 	case agentfleet.StopReasonStop, agentfleet.StopReasonToolTerminated, "":
 		res.Content = []agentfleet.Content{agentfleet.Text(text)}
