@@ -297,8 +297,9 @@ func (o *Orchestrator) window(model string) int {
 
 // stored records an appended message: which run took each user message, and
 // the record in the history store when durable. It returns once the record
-// is stored, retrying errors that can pass; an error means the session is
-// no longer this orchestrator's to write.
+// is stored, retrying errors that can pass, or, when mustFlush allows, once
+// it waits in the writer's buffer for the next record that is stored; an
+// error means the session is no longer this orchestrator's to write.
 func (s *session) stored(runID string, m agentfleet.Message) error {
 	var sc trace.SpanContext
 	if u, ok := m.(*agentfleet.UserMessage); ok && u.ID != "" {
@@ -317,7 +318,13 @@ func (s *session) stored(runID string, m agentfleet.Message) error {
 	}
 	// A user message keeps the trace context it came with, for a run
 	// resumed elsewhere.
-	if _, err := s.writer.AppendTraced(s.ctx, runID, m, sc); err != nil {
+	var err error
+	if mustFlush(m, s.rerunnable) {
+		_, err = s.writer.AppendTraced(s.ctx, runID, m, sc)
+	} else {
+		err = s.writer.Buffer(s.ctx, history.Record{RunID: runID, Message: m, Trace: sc})
+	}
+	if err != nil {
 		return s.fenced(err)
 	}
 	return nil
@@ -333,7 +340,9 @@ func (s *session) summarized(runID string, sum *agentfleet.ContextSummary) error
 	return nil
 }
 
-// ended stores the end of a run.
+// ended stores the end of a run, with the records that wait in the
+// writer's buffer (the final message among them), before its answer goes
+// out and its input is acknowledged.
 func (s *session) ended(final *agentfleet.AssistantMessage) error {
 	if s.writer != nil {
 		if _, err := s.writer.AppendRunEnd(s.ctx, final.RunID, final); err != nil {

@@ -1,0 +1,144 @@
+package orchestrator_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/history"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
+	"github.com/agentfleet/agentfleet/internal/orchestrator"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// storedMessages counts the messages the history stream holds for one
+// session: each is one conditional publish the orchestrator waited for.
+func storedMessages(t *testing.T, nc *nats.Conn, agent, session string) uint64 {
+	t.Helper()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subjects, _ := bus.NewSubjects("")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := js.Stream(ctx, history.StreamName(subjects))
+	if err != nil {
+		t.Fatal(err)
+	}
+	subject := subjects.History(agent, session)
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(subject))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Subjects[subject]
+}
+
+// sideEffect is a tool that is neither read-only nor idempotent.
+func sideEffect(name string, h agentfleet.HandlerFunc) *agentfleet.Tool {
+	t := tool(name, false, h)
+	t.Annotations = agentfleet.Annotations{}
+	return t
+}
+
+// noted is a tool with side effects that answers "noted" at once.
+func noted() *agentfleet.Tool {
+	return sideEffect("note", func(context.Context, *agentfleet.Call) (*agentfleet.ToolResult, error) {
+		return agentfleet.TextResult("noted"), nil
+	})
+}
+
+// TestDurableRunWrites counts what a durable run of two tool turns stores
+// in its session's history: the records, and the stored messages (each a
+// conditional publish waited for).
+func TestDurableRunWrites(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		tool     func(string) *agentfleet.Tool
+		records  int
+		messages uint64
+	}{
+		// Idempotent calls run again after a crash: the whole run is one
+		// stored message, written before its answer goes out.
+		{"idempotent", echo, 7, 1},
+		{"read-only", func(name string) *agentfleet.Tool {
+			t := echo(name)
+			t.Annotations = agentfleet.Annotations{ReadOnly: true}
+			return t
+		}, 7, 1},
+		// A call with side effects runs only after the records before it
+		// are stored, and its result is stored as soon as it is known.
+		{"side effects", func(name string) *agentfleet.Tool {
+			return sideEffect(name, func(_ context.Context, c *agentfleet.Call) (*agentfleet.ToolResult, error) {
+				b, _ := json.Marshal(c.Arguments)
+				return agentfleet.TextResult(name + string(b)), nil
+			})
+		}, 7, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			model := newScript().on("w", use(`echo {"a":1}`), use(`echo {"a":2}`), say("done"))
+			f := startFleet(t, orchestrator.Config{Model: model, Durable: true}, toolrpc.ServerConfig{Tools: []*agentfleet.Tool{tc.tool("echo")}})
+			if got := f.ask(t, "default", "w", "go"); agentfleet.JoinText(got.Content) != "done" {
+				t.Fatalf("final = %q, want done", agentfleet.JoinText(got.Content))
+			}
+			st := loadHistory(t, f.nc, "default", "w")
+			msgs := storedMessages(t, f.nc, "default", "w")
+			t.Logf("%s: %d records in %d stored messages", tc.name, len(st.Records), msgs)
+			if got := len(st.Records); got != tc.records {
+				t.Errorf("records = %d, want %d", got, tc.records)
+			}
+			if msgs != tc.messages {
+				t.Errorf("stored messages = %d, want %d", msgs, tc.messages)
+			}
+		})
+	}
+}
+
+// TestSideEffectCallIsStoredFirst has the worker of a tool with side
+// effects read the session's stored history, over NATS, as each call
+// arrives: the assistant message that made the call is there already,
+// with the records before it, and the results of the earlier calls.
+func TestSideEffectCallIsStoredFirst(t *testing.T) {
+	model := newScript().on("f", use(`act {"a":1}`), use(`act {"a":2}`), say("done"))
+	var f *testFleet
+	seen := make(chan string, 2)
+	act := sideEffect("act", func(_ context.Context, c *agentfleet.Call) (*agentfleet.ToolResult, error) {
+		st, err := tryLoadHistory(f.nc, "default", "f")
+		if err != nil {
+			seen <- "load: " + err.Error()
+			return agentfleet.TextResult("?"), nil
+		}
+		var got []string
+		for _, m := range st.Messages() {
+			switch m := m.(type) {
+			case *agentfleet.UserMessage:
+				got = append(got, "user")
+			case *agentfleet.AssistantMessage:
+				for _, tc := range m.ToolCalls() {
+					got = append(got, "call "+tc.ID)
+				}
+			case *agentfleet.ToolResultMessage:
+				got = append(got, "result "+m.ToolCallID)
+			}
+		}
+		seen <- c.ID + ": " + strings.Join(got, ", ")
+		return agentfleet.TextResult("acted"), nil
+	})
+	f = startFleet(t, orchestrator.Config{Model: model, Durable: true}, toolrpc.ServerConfig{Tools: []*agentfleet.Tool{act}})
+	if got := f.ask(t, "default", "f", "go"); agentfleet.JoinText(got.Content) != "done" {
+		t.Fatalf("final = %q, want done", agentfleet.JoinText(got.Content))
+	}
+	for _, want := range []string{
+		"call_1_0: user, call call_1_0",
+		"call_3_0: user, call call_1_0, result call_1_0, call call_3_0",
+	} {
+		if got := <-seen; got != want {
+			t.Errorf("stored when the worker got the call: %q, want %q", got, want)
+		}
+	}
+}
