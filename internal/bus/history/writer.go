@@ -2,6 +2,7 @@ package history
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,7 +44,6 @@ type Writer struct {
 	err     error   // sticky: ErrFenced once fenced
 	buf     []entry // records waiting for the next flush
 	bufSize int     // what buf takes in an envelope, at most
-	scratch []byte  // the last envelope's bytes, reused
 }
 
 // Writer returns a writer for the session whose last record has stream
@@ -251,10 +251,10 @@ func (w *Writer) flushLocked(ctx context.Context) (uint64, error) {
 	return 0, fmt.Errorf("history: store %d records of session %s: %w", len(w.buf), w.session, err)
 }
 
-// drop empties the buffer, keeping its array.
+// drop empties the buffer. It keeps no array: an idle session holds
+// nothing of its last flush.
 func (w *Writer) drop() {
-	clear(w.buf)
-	w.buf, w.bufSize = w.buf[:0], 0
+	w.buf, w.bufSize = nil, 0
 }
 
 // message is the stored message of what the buffer holds: the record alone
@@ -276,8 +276,7 @@ func (w *Writer) message() *nats.Msg {
 		}
 		return msg
 	}
-	w.scratch = appendEnvelope(w.scratch[:0], w.buf)
-	msg.Data = w.scratch
+	msg.Data = appendEnvelope(make([]byte, 0, w.bufSize+binary.MaxVarintLen64+1), w.buf)
 	msg.Header.Set(HeaderRecord, RecordBatch)
 	return msg
 }
