@@ -3,6 +3,7 @@ package orchestrator_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -140,5 +141,41 @@ func TestSideEffectCallIsStoredFirst(t *testing.T) {
 		if got := <-seen; got != want {
 			t.Errorf("stored when the worker got the call: %q, want %q", got, want)
 		}
+	}
+}
+
+// TestHostileEnvelopeInHistory stores an envelope that lies about its
+// record count in a session's history: the session loads without it, an
+// error event names its stream sequence and what is wrong, and the session
+// answers after it.
+func TestHostileEnvelopeInHistory(t *testing.T) {
+	model := newScript().on("env", say("still here"))
+	f := startFleet(t, orchestrator.Config{Model: model, Durable: true}, toolrpc.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}})
+	errs, err := f.nc.SubscribeSync("agent.events.default.env.error")
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ := jetstream.New(f.nc)
+	m := nats.NewMsg("agent.history.default.env")
+	m.Data = []byte{history.EnvelopeVersion, 0xc8, 0x01, 0, 2, 'r', '1', 0, 2, '{', '}'} // 200 records declared, one there
+	m.Header.Set(history.HeaderRecord, history.RecordBatch)
+	ack, err := js.PublishMsg(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := agentfleet.JoinText(f.ask(t, "default", "env", "hello").Content); got != "still here" {
+		t.Errorf("answer = %q", got)
+	}
+	e, err := errs.NextMsg(5 * time.Second)
+	if err != nil {
+		t.Fatalf("no error event: %v", err)
+	}
+	for _, want := range []string{fmt.Sprintf("history record %d of session env skipped", ack.Sequence), "declares 200 records"} {
+		if !strings.Contains(string(e.Data), want) {
+			t.Errorf("error event = %s, want it to say %q", e.Data, want)
+		}
+	}
+	if st := loadHistory(t, f.nc, "default", "env"); len(st.Skipped) != 1 || len(st.Ended()) != 1 {
+		t.Errorf("history: %d skipped, %d runs ended; want 1 and 1", len(st.Skipped), len(st.Ended()))
 	}
 }
