@@ -402,6 +402,9 @@ func (s *session) suspended(runID string, err error) {
 // no store of it goes on, and the deliveries waiting on it are left for the
 // next owner as mode says.
 func (s *session) suspend(why error, mode inputpolicy.Mode) {
+	if mode == inputpolicy.HandOver {
+		s.keep()
+	}
 	s.cancel(why)
 	s.mu.Lock()
 	if s.stopped == nil {
@@ -424,6 +427,31 @@ func (s *session) suspend(why error, mode inputpolicy.Mode) {
 		for _, a := range inputpolicy.Suspended(delivery(in, false), mode, bus.Temporary(why)) {
 			s.perform(in, a)
 		}
+	}
+}
+
+// handoverFlush bounds the store of what waits in a session's history
+// writer when the session is handed over.
+const handoverFlush = 2 * time.Second
+
+// keep stores what waits in the session's history writer before the session
+// is handed over while this orchestrator still may write it, so that the
+// next owner resumes the run from there instead of making it again. It
+// stores nothing past the shutdown grace, nor once the fence no longer
+// holds (the writer's own check); a flush that fails leaves the run to be
+// made again from its input, as after a crash.
+func (s *session) keep() {
+	s.mu.Lock()
+	w := s.writer // set by load before loaded
+	loaded := s.loaded
+	s.mu.Unlock()
+	if !loaded || w == nil || w.Buffered() == 0 || s.holds() != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, handoverFlush)
+	defer cancel()
+	if _, err := w.Flush(ctx); err != nil {
+		s.o.log.Info("records of a session handed over not stored: its run is made again", "agent", s.agent.profile.Name, "session", s.name, "err", err)
 	}
 }
 

@@ -4,12 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/fleet"
 	"github.com/agentfleet/agentfleet/internal/bus/history"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
@@ -177,5 +182,87 @@ func TestHostileEnvelopeInHistory(t *testing.T) {
 	}
 	if st := loadHistory(t, f.nc, "default", "env"); len(st.Skipped) != 1 || len(st.Ended()) != 1 {
 		t.Errorf("history: %d skipped, %d runs ended; want 1 and 1", len(st.Skipped), len(st.Ended()))
+	}
+}
+
+// TestHandoverStoresTheBuffer starts runs whose only call (idempotent, so
+// nothing of them is stored yet) waits, then has a second orchestrator
+// join: for the sessions whose partitions move, the first stores what
+// waits in their history writers before it hands them over, and the new
+// owner resumes each run from there (its model sees the stored call, and
+// the call runs again) instead of making it again from its input.
+func TestHandoverStoresTheBuffer(t *testing.T) {
+	hold := make(chan struct{})
+	var calls sync.Map // session → calls of the held tool
+	held := tool("hold", true, func(ctx context.Context, c *agentfleet.Call) (*agentfleet.ToolResult, error) {
+		n, _ := calls.LoadOrStore(c.Arguments["s"], new(atomic.Int32))
+		n.(*atomic.Int32).Add(1)
+		select {
+		case <-hold:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return agentfleet.TextResult("held"), nil
+	})
+	first, second := newScript(), newScript()
+	var sessions []string
+	for i := range 8 {
+		session := fmt.Sprintf("h%d", i)
+		sessions = append(sessions, session)
+		first.on(session, use(`hold {"s":"`+session+`"}`))
+		second.on(session, sayResults())
+	}
+	f := startFleet(t, orchestrator.Config{Model: first, Durable: true, LeaseTTL: time.Second, Handover: 300 * time.Millisecond},
+		toolrpc.ServerConfig{Tools: []*agentfleet.Tool{held}})
+	bustest.Eventually(t, "the first to own every partition", func() bool { return len(f.orch.Partitions()) == bus.Partitions })
+	for _, session := range sessions {
+		publish(t, f.nc, "agent.in.default."+session, "", `{"content":"go","id":"`+session+`"}`)
+	}
+	bustest.Eventually(t, "every run to wait in its call", func() bool {
+		n := 0
+		calls.Range(func(any, any) bool { n++; return true })
+		return n == len(sessions)
+	})
+	o2, err := orchestrator.New(bustest.MustConnect(t, f.srv), orchestrator.Config{Model: second, Durable: true, LeaseTTL: time.Second,
+		Discovery: fleet.FleetConfig{Wait: 200 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o2.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer o2.Close(context.Background())
+	bustest.Eventually(t, "32 partitions each", func() bool { return len(o2.Partitions()) == 32 })
+	var moved []string
+	for _, session := range sessions {
+		if slices.Contains(o2.Partitions(), bus.Partition("default", session)) {
+			moved = append(moved, session)
+		}
+	}
+	if len(moved) == 0 {
+		t.Skip("no session's partition moved")
+	}
+	bustest.Eventually(t, "the moved sessions' calls to run again", func() bool {
+		for _, session := range moved {
+			if n, ok := calls.Load(session); !ok || n.(*atomic.Int32).Load() < 2 {
+				return false
+			}
+		}
+		return true
+	})
+	close(hold)
+	for _, session := range moved {
+		bustest.Eventually(t, "the new owner's answer", func() bool {
+			st, err := tryLoadHistory(f.nc, "default", session)
+			return err == nil && len(st.Ended()) == 1
+		})
+		reqs := second.requests(session)
+		if len(reqs) != 1 {
+			t.Errorf("session %s: the new owner asked its model %d times, want 1", session, len(reqs))
+			continue
+		}
+		if got, want := roles(reqs[0].Messages), "user:go assistant tool"; got != want {
+			t.Errorf("session %s: the new owner's model saw %s, want %s (the run resumed from what was stored at the handover)", session, got, want)
+		}
 	}
 }
