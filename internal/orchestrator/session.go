@@ -308,8 +308,9 @@ func (o *Orchestrator) window(model string) int {
 
 // stored records an appended message: which run took each user message, and
 // the record in the history store when durable. It returns once the record
-// is stored, retrying errors that can pass; an error means the session is
-// no longer this orchestrator's to write.
+// is stored, retrying errors that can pass, or, when mustFlush allows, once
+// it waits in the writer's buffer for the next record that is stored; an
+// error means the session is no longer this orchestrator's to write.
 func (s *session) stored(runID string, m agentfleet.Message) error {
 	var sc trace.SpanContext
 	if u, ok := m.(*agentfleet.UserMessage); ok && u.ID != "" {
@@ -328,7 +329,13 @@ func (s *session) stored(runID string, m agentfleet.Message) error {
 	}
 	// A user message keeps the trace context it came with, for a run
 	// resumed elsewhere.
-	if _, err := s.writer.AppendTraced(s.ctx, runID, m, sc); err != nil {
+	var err error
+	if mustFlush(m, s.rerunnable) {
+		_, err = s.writer.AppendTraced(s.ctx, runID, m, sc)
+	} else {
+		err = s.writer.Buffer(s.ctx, history.Record{RunID: runID, Message: m, Trace: sc})
+	}
+	if err != nil {
 		return s.fenced(err)
 	}
 	return nil
@@ -344,7 +351,9 @@ func (s *session) summarized(runID string, sum *agentfleet.ContextSummary) error
 	return nil
 }
 
-// ended stores the end of a run.
+// ended stores the end of a run, with the records that wait in the
+// writer's buffer (the final message among them), before its answer goes
+// out and its input is acknowledged.
 func (s *session) ended(final *agentfleet.AssistantMessage) error {
 	if s.writer != nil {
 		if _, err := s.writer.AppendRunEnd(s.ctx, final.RunID, final); err != nil {
@@ -406,6 +415,9 @@ func (s *session) suspended(runID string, err error) {
 // no store of it goes on, and the deliveries waiting on it are left for the
 // next owner as mode says.
 func (s *session) suspend(why error, mode inputpolicy.Mode) {
+	if mode == inputpolicy.HandOver {
+		s.keep()
+	}
 	s.cancel(why)
 	s.mu.Lock()
 	if s.stopped == nil {
@@ -430,6 +442,31 @@ func (s *session) suspend(why error, mode inputpolicy.Mode) {
 		for _, a := range inputpolicy.Suspended(delivery(in, false), mode, bus.Temporary(why)) {
 			s.perform(in, a)
 		}
+	}
+}
+
+// handoverFlush bounds the store of what waits in a session's history
+// writer when the session is handed over.
+const handoverFlush = 2 * time.Second
+
+// keep stores what waits in the session's history writer before the session
+// is handed over while this orchestrator still may write it, so that the
+// next owner resumes the run from there instead of making it again. It
+// stores nothing past the shutdown grace, nor once the fence no longer
+// holds (the writer's own check); a flush that fails leaves the run to be
+// made again from its input, as after a crash.
+func (s *session) keep() {
+	s.mu.Lock()
+	w := s.writer // set by load before loaded
+	loaded := s.loaded
+	s.mu.Unlock()
+	if !loaded || w == nil || w.Buffered() == 0 || s.holds() != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, handoverFlush)
+	defer cancel()
+	if _, err := w.Flush(ctx); err != nil {
+		s.o.log.Info("records of a session handed over not stored: its run is made again", "agent", s.agent.profile.Name, "session", s.name, "err", err)
 	}
 }
 
