@@ -69,7 +69,7 @@ func (s *session) stepLocked(in *input.Inbound, scanned, loading bool) bool {
 		case inputpolicy.Hold:
 			s.backlog = append(s.backlog, in)
 		case inputpolicy.Gate:
-			s.gate.Decide(in.Decision, s.answerDecision(in, d))
+			s.gateLocked().Decide(in.Decision, s.answerDecision(in, d))
 		case inputpolicy.AbortRun:
 			for _, a := range inputpolicy.Aborted(d, s.loop.Abort(a.Reason)) {
 				s.perform(in, a)

@@ -18,8 +18,6 @@ import (
 	"github.com/agentfleet/agentfleet/internal/inputpolicy"
 	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
-	"github.com/agentfleet/agentfleet/internal/tracing"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -52,7 +50,7 @@ type session struct {
 	resumed int              // interrupted runs load resumed, for the recovery summary
 	backlog []*input.Inbound // input that arrived while loading
 	loop    *loop.Session
-	gate    *approval.Gate // the calls that wait for approval
+	gate    *approval.Gate // the calls that wait for approval; nil until one may (gateLocked)
 	writer  *history.Writer
 	msgs    map[string]*msgInfo // by message id
 	runs    map[string]*runInfo // by run id
@@ -163,13 +161,16 @@ func (s *session) load(loads chan struct{}) {
 		}
 		return
 	}
-	s.gate = s.newGate()
+	if pol := s.agent.profile.Approval(); pol.Enabled() {
+		s.gate = s.newGate()
+	}
 	entries, summary := s.restore(st)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cfg := s.config(entries)
-	cfg.Summary = summary
-	s.loop = loop.New(cfg)
+	tmpl := s.agent.template(o)
+	own := s.own(entries)
+	own.Summary = summary
+	s.loop = tmpl.New(own)
 	// A session suspended while it loaded (its partition released, its
 	// lease lost) resumes nothing: its next owner does.
 	for _, runID := range loop.Interrupted(entries, s.hasEnded) {
@@ -244,7 +245,7 @@ func (s *session) restore(st *history.Loaded) ([]loop.Entry, *agentfleet.Context
 			id = r.Decision.ToolCallID
 		}
 		if !s.hasEnded(r.RunID) && !results[id] {
-			s.gate.Restore(r.RunID, r.Approval, r.Decision)
+			s.gateLocked().Restore(r.RunID, r.Approval, r.Decision)
 		}
 	}
 	s.writer = nil
@@ -254,36 +255,24 @@ func (s *session) restore(st *history.Loaded) ([]loop.Entry, *agentfleet.Context
 	return entries, summary
 }
 
-func (s *session) config(entries []loop.Entry) loop.Config {
-	a, o := s.agent, s.o
-	p := &a.profile
-	before := o.cfg.Before
-	var nested func([]*agentfleet.Tool) (allowed, gated []string)
-	if pol := p.Approval(); pol.Enabled() {
+// own is what the session's loop has of its own beside its agent's
+// template (agent.template, made first): its name, store, sink and executor, the gate's
+// hook when the agent's calls may need approval, and its history.
+func (s *session) own(entries []loop.Entry) loop.Own {
+	o := s.o
+	own := loop.Own{
+		Session:  s.name,
+		Executor: fleetexec.Executor{Client: o.client, Fence: s.fence, Fenced: s.toolFenced},
+		Store:    loopStore{s},
+		Sink:     loopSink{EventSink: s.agent.events, s: s},
+		History:  entries,
+	}
+	if pol := s.agent.profile.Approval(); pol.Enabled() {
 		// The orchestrator's own hook decides first: a call it blocks is
 		// not put to a person.
-		before = pipeline.Chain(o.cfg.Before, s.gate.Hook)
-		// A scripted tool's call_tool has no decision to wait for: it
-		// reaches only the tools that need none.
-		nested = pol.Nested
+		own.Before = pipeline.Chain(o.cfg.Before, s.gate.Hook)
 	}
-	return loop.Config{
-		Agent: p.Name, Session: s.name, Model: a.model, ModelName: p.Model,
-		SystemPrompt: p.SystemPrompt, Tools: a.store, MaxTurns: p.MaxTurns,
-		Context: p.Context(o.window(p.Model)), Budget: p.Budget(),
-		Pipeline: pipeline.Config{
-			Mode: pipeline.Mode(p.Mode), MaxParallel: p.MaxParallel, DefaultTimeout: p.toolTimeout,
-			Executor: fleetexec.Executor{Client: o.client, Fence: s.fence, Fenced: s.toolFenced}, Before: before, After: o.cfg.After,
-			TraceContent: o.cfg.TraceContent, Nested: nested,
-			MaxProgressBytes: maxProgressBytes(o.cfg.DurableConfig.EventsMaxBytes),
-		},
-		Tracer:          o.cfg.Tracer,
-		TraceAttributes: []attribute.KeyValue{tracing.Orchestrator.String(o.id)},
-		Store:           loopStore{s},
-		Recover:         o.recoverer(p.toolTimeout),
-		Sink:            loopSink{EventSink: o.sink(), s: s},
-		History:         entries,
-	}
+	return own
 }
 
 // window returns the context window of model by Config.ContextWindow, 0
