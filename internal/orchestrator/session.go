@@ -52,8 +52,8 @@ type session struct {
 	loop    *loop.Session
 	gate    *approval.Gate // the calls that wait for approval; nil until one may (gateLocked)
 	writer  *history.Writer
-	msgs    map[string]*msgInfo // by message id
-	runs    map[string]*runInfo // by run id
+	msgs    index[msgInfo] // by message id
+	runs    index[runInfo] // by run id
 	waiting int                 // deliveries waiting on runs, over all msgs
 	stopped error               // why the session was suspended
 }
@@ -81,13 +81,10 @@ type runInfo struct {
 // msg returns the session's record of message id, making it if need be.
 // Call it with s.mu held.
 func (s *session) msg(id string) *msgInfo {
-	if s.msgs == nil {
-		s.msgs = map[string]*msgInfo{}
-	}
-	m := s.msgs[id]
+	m := s.msgs.get(id)
 	if m == nil {
 		m = &msgInfo{}
-		s.msgs[id] = m
+		s.msgs.put(id, m)
 	}
 	return m
 }
@@ -95,20 +92,17 @@ func (s *session) msg(id string) *msgInfo {
 // run returns the session's record of run id, making it if need be. Call it
 // with s.mu held.
 func (s *session) run(id string) *runInfo {
-	if s.runs == nil {
-		s.runs = map[string]*runInfo{}
-	}
-	r := s.runs[id]
+	r := s.runs.get(id)
 	if r == nil {
 		r = &runInfo{}
-		s.runs[id] = r
+		s.runs.put(id, r)
 	}
 	return r
 }
 
 // hasEnded reports whether run id has ended; s.mu held.
 func (s *session) hasEnded(id string) bool {
-	r := s.runs[id]
+	r := s.runs.get(id)
 	return r != nil && r.final != nil
 }
 
@@ -340,7 +334,7 @@ func (s *session) answer(final *agentfleet.AssistantMessage) {
 	r.final = final
 	var waiting []*input.Inbound
 	for _, id := range r.ids {
-		if m := s.msgs[id]; m != nil {
+		if m := s.msgs.get(id); m != nil {
 			waiting = append(waiting, m.tickets...)
 			s.waiting -= len(m.tickets)
 			m.tickets = nil
@@ -389,7 +383,7 @@ func (s *session) suspend(why error, mode inputpolicy.Mode) {
 	}
 	l := s.loop
 	var waiting []*input.Inbound
-	for _, m := range s.msgs {
+	for m := range s.msgs.values() {
 		waiting = append(waiting, m.tickets...)
 		m.tickets = nil
 	}
