@@ -54,8 +54,8 @@ type session struct {
 	writer  *history.Writer
 	msgs    index[msgInfo] // by message id
 	runs    index[runInfo] // by run id
-	waiting int                 // deliveries waiting on runs, over all msgs
-	stopped error               // why the session was suspended
+	waiting int            // deliveries waiting on runs, over all msgs
+	stopped error          // why the session was suspended
 }
 
 // msgInfo is what a session knows of one message id.
