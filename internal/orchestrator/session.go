@@ -56,6 +56,10 @@ type session struct {
 	runs    index[runInfo] // by run id
 	waiting int            // deliveries waiting on runs, over all msgs
 	stopped error          // why the session was suspended
+
+	// loadCancel ends the load of the stored history while it goes on;
+	// s.mu held.
+	loadCancel context.CancelFunc
 }
 
 // msgInfo is what a session knows of one message id.
@@ -134,11 +138,23 @@ func (s *session) load(loads chan struct{}) {
 	)
 	if o.history != nil {
 		loads <- struct{}{}
-		ctx, cancel := context.WithTimeout(s.ctx, o.cfg.LoadTimeout)
+		// Not a child of s.ctx: a child leaves s.ctx a map of children
+		// and a channel for as long as the session lives. suspend
+		// cancels it instead (loadCancel).
+		ctx, cancel := context.WithTimeout(context.Background(), o.cfg.LoadTimeout)
+		s.mu.Lock()
+		s.loadCancel = cancel
+		s.mu.Unlock()
+		if s.ctx.Err() != nil {
+			cancel()
+		}
 		st, err = o.history.Load(ctx, s.agent.profile.Name, s.name)
 		if err == nil && o.dinput() != nil {
 			pending, err = o.dinput().Pending(ctx, s.agent.profile.Name, s.name)
 		}
+		s.mu.Lock()
+		s.loadCancel = nil
+		s.mu.Unlock()
 		cancel()
 		<-loads
 	}
@@ -380,6 +396,9 @@ func (s *session) suspend(why error, mode inputpolicy.Mode) {
 	s.mu.Lock()
 	if s.stopped == nil {
 		s.stopped = why
+	}
+	if s.loadCancel != nil {
+		s.loadCancel()
 	}
 	l := s.loop
 	var waiting []*input.Inbound
