@@ -80,7 +80,10 @@ func (s *session) stepLocked(in *input.Inbound, scanned, loading bool) bool {
 			s.waiting++
 		case inputpolicy.Start:
 			m := s.msg(d.ID)
-			m.trace = in.Trace
+			if in.Trace.IsValid() {
+				sc := in.Trace
+				m.trace = &sc
+			}
 			ctx := context.Background()
 			if in.Trace.IsValid() {
 				ctx = trace.ContextWithRemoteSpanContext(ctx, in.Trace)

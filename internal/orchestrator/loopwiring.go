@@ -39,13 +39,15 @@ func (l loopStore) Unexecuted(callID string) bool {
 // loopSink is the loop.Sink of one session: events go to the orchestrator's
 // event sink (sink.go), the end of a run answers the deliveries waiting on
 // it, and a suspension is logged. It is made once, when the session's loop
-// is built.
-type loopSink struct {
-	agentfleet.EventSink
-	s *session
-}
+// is built, and is the session's pointer alone, so that it costs nothing
+// more per session.
+type loopSink struct{ s *session }
 
 var _ loop.Sink = loopSink{}
+
+// Emit implements agentfleet.EventSink: the agent's sink, shared by its
+// sessions.
+func (l loopSink) Emit(e *agentfleet.Event) { l.s.agent.events.Emit(e) }
 
 // RunEnded implements loop.Sink (session.answer).
 func (l loopSink) RunEnded(final *agentfleet.AssistantMessage) { l.s.answer(final) }

@@ -64,10 +64,10 @@ type session struct {
 
 // msgInfo is what a session knows of one message id.
 type msgInfo struct {
-	run     string            // the run that took it; "" while it is queued
-	seq     uint64            // its input stream sequence, if known
-	trace   trace.SpanContext // the trace context it was sent with
-	tickets []*input.Inbound  // deliveries waiting on its run
+	run     string             // the run that took it; "" while it is queued
+	seq     uint64             // its input stream sequence, if known
+	trace   *trace.SpanContext // the trace context it was sent with, if valid
+	tickets []*input.Inbound   // deliveries waiting on its run
 	// delivered: a delivery of it (not a copy read from the stream at load)
 	// reached this process, so the next one is a duplicate.
 	delivered bool
@@ -274,7 +274,7 @@ func (s *session) own(entries []loop.Entry) loop.Own {
 		Session:  s.name,
 		Executor: fleetexec.Executor{Client: o.client, Fence: s.fence, Fenced: s.toolFenced},
 		Store:    loopStore{s},
-		Sink:     loopSink{EventSink: s.agent.events, s: s},
+		Sink:     loopSink{s},
 		History:  entries,
 	}
 	if pol := s.agent.profile.Approval(); pol.Enabled() {
@@ -308,7 +308,9 @@ func (s *session) stored(runID string, m agentfleet.Message) error {
 			r := s.run(runID)
 			r.ids = append(r.ids, u.ID)
 		}
-		sc = info.trace
+		if info.trace != nil {
+			sc = *info.trace
+		}
 		s.mu.Unlock()
 	}
 	if s.writer == nil {
