@@ -157,6 +157,10 @@ type agent struct {
 	model   loop.Model
 	mu      sync.Mutex
 	remote  map[string]agentfleet.ToolDef // fleet tools in store
+	// The loop template and event sink its sessions share (loopwiring.go).
+	tmplOnce sync.Once
+	tmpl     *loop.Template
+	events   agentfleet.EventSink
 }
 
 // New checks cfg and prepares an orchestrator on nc; Start begins serving.
