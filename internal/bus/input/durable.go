@@ -199,6 +199,7 @@ func NewDurableInput(ctx context.Context, js jetstream.JetStream, in *Input, cfg
 		return nil, err
 	}
 	d.stop, d.done = make(chan struct{}), make(chan struct{})
+	d.restoreOnReconnect(js.Conn())
 	go d.keepAlive()
 	return d, nil
 }
@@ -212,69 +213,6 @@ func (d *DurableInput) Fenced(by ownership.Checker) {
 }
 
 func consumerName(p int) string { return "partition-" + strconv.Itoa(p) }
-
-// Serve begins consuming partition p: it creates the partition's consumer
-// if need be, unpins whoever consumed it before (a deposed owner), and
-// consumes it pinned.
-func (d *DurableInput) Serve(ctx context.Context, p int) error {
-	name := consumerName(p)
-	cc := jetstream.ConsumerConfig{
-		Durable: name, Description: "agentfleet: the input of partition " + strconv.Itoa(p),
-		FilterSubject: d.in.subjects.StoredPartition(p),
-		AckPolicy:     jetstream.AckExplicitPolicy, AckWait: d.cfg.AckWait,
-		// Failed handlings are bounded by the orchestrator itself, which
-		// says so in an error event; redeliveries after a crash or a
-		// handover are not failures, so the server does not count them.
-		MaxDeliver:     -1,
-		MaxAckPending:  10_000,
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
-		PriorityPolicy: jetstream.PriorityPolicyPinned, PriorityGroups: []string{ownerGroup}, PinnedTTL: d.cfg.PinnedTTL,
-	}
-	var cons jetstream.Consumer
-	err := bus.RetryJS(ctx, func(ctx context.Context) (err error) {
-		// Looked up first: the consumer exists but after the first start,
-		// and parallel creates of one consumer can go unanswered.
-		cons, err = d.stream.Consumer(ctx, name)
-		if errors.Is(err, jetstream.ErrConsumerNotFound) || err == nil && !sameConsumer(cons.CachedInfo().Config, cc) {
-			cons, err = d.stream.CreateOrUpdateConsumer(ctx, cc)
-		}
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("input consumer %s: %w", name, err)
-	}
-	if err := d.stream.UnpinConsumer(ctx, name, ownerGroup); err != nil {
-		d.log.Debug("unpin input consumer", "consumer", name, "err", err)
-	}
-	consuming, err := cons.Consume(d.receive, jetstream.PullPriorityGroup(ownerGroup), jetstream.PullExpiry(5*time.Second),
-		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			if errors.Is(err, jetstream.ErrPinIDMismatch) {
-				// The pin moved: a handover, and the consumer pulls again.
-				d.log.Debug("input consumer", "consumer", name, "err", err)
-				return
-			}
-			d.log.Warn("input consumer", "consumer", name, "err", err)
-		}))
-	if err != nil {
-		return fmt.Errorf("input consumer %s: %w", name, err)
-	}
-	d.mu.Lock()
-	old := d.serving[p]
-	d.serving[p] = consuming
-	d.mu.Unlock()
-	if old != nil {
-		old.Stop()
-	}
-	return nil
-}
-
-// sameConsumer reports whether the server's consumer has the settings that
-// Serve gives it.
-func sameConsumer(have, want jetstream.ConsumerConfig) bool {
-	return have.FilterSubject == want.FilterSubject && have.AckWait == want.AckWait && have.MaxDeliver == want.MaxDeliver &&
-		have.MaxAckPending == want.MaxAckPending && have.PriorityPolicy == want.PriorityPolicy && have.PinnedTTL == want.PinnedTTL &&
-		have.Description == want.Description
-}
 
 // Unserve stops consuming partition p. Its messages being handled stay
 // unacknowledged until their Done, or are delivered again after AckWait.
