@@ -88,8 +88,8 @@ type serverProc struct {
 }
 
 // startServerProcess builds nats-server from the module's dependency into a
-// temporary directory, starts it on a free loopback port with JetStream off,
-// and waits until it accepts clients.
+// temporary directory, starts it on a free loopback port with JetStream off
+// (on for sessions --durable), and waits until it accepts clients.
 func (m *Main) startServerProcess(ctx context.Context) error {
 	dir, err := os.MkdirTemp("", "fleetbench-nats-")
 	if err != nil {
@@ -107,7 +107,17 @@ func (m *Main) startServerProcess(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p.cmd = exec.Command(filepath.Join(dir, "nats-server"), "-a", "127.0.0.1", "-p", strconv.Itoa(port))
+	args := []string{"-a", "127.0.0.1", "-p", strconv.Itoa(port)}
+	if m.Command == cmdSessions && m.Sessions.Durable {
+		// The durable round stores input and history: JetStream on, in
+		// the binary's directory, synced as --sync says.
+		conf, err := writeJetStreamConf(dir, m.Sync)
+		if err != nil {
+			return err
+		}
+		args = append(args, "-c", conf)
+	}
+	p.cmd = exec.Command(filepath.Join(dir, "nats-server"), args...)
 	p.cmd.Stdout, p.cmd.Stderr = &p.log, &p.log
 	if err := p.cmd.Start(); err != nil {
 		return fmt.Errorf("starting nats-server: %w", err)

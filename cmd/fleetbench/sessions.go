@@ -122,6 +122,9 @@ type SessionsReport struct {
 	RSSPerSessionMarginal  float64  `json:"rss_per_session_marginal_bytes"`
 	SessionsHeld           int      `json:"sessions_held"`
 	Targets                []Target `json:"targets"`
+
+	// Server is the NATS server child's memory (--server process only).
+	Server *ServerMem `json:"server,omitempty"`
 	// Durable is the same benchmark with JetStream input and history, run
 	// right after this one (--durable).
 	Durable *SessionsReport `json:"durable,omitempty"`
@@ -271,6 +274,8 @@ func (m *Main) sessionsRound(ctx context.Context, children []*child, names []str
 		rep.Sync = m.Sync.String()
 	}
 	rep.Before = measureMem()
+	var srv ServerMem
+	srv.Before, _ = m.serverRSS()
 	half := c.Sessions / 2
 	meter := cpuMeter{children}
 	self0, workers0 := meter.read()
@@ -280,6 +285,7 @@ func (m *Main) sessionsRound(ctx context.Context, children []*child, names []str
 	}
 	self1, workers1 := meter.read()
 	rep.Half = measureMem()
+	srv.Half, _ = m.serverRSS()
 	self2, workers2 := meter.read()
 	lat2, d2, err := m.drive(ctx, dnc, orch, half, c.Sessions)
 	if err != nil {
@@ -287,6 +293,10 @@ func (m *Main) sessionsRound(ctx context.Context, children []*child, names []str
 	}
 	self3, workers3 := meter.read()
 	rep.After = measureMem()
+	if rss, ok := m.serverRSS(); ok {
+		srv.After, rep.Server = rss, &srv
+		srv.per(c.Sessions, c.Sessions-half)
+	}
 	if m.ProfileDir != "" {
 		name := "fleetbench-sessions.heap.pprof"
 		if durable {
@@ -464,6 +474,10 @@ func (r *SessionsReport) writeTables(w io.Writer) {
 	tw.Flush()
 	fmt.Fprintf(w, "per idle session (%d held): heap %.1f KB (marginal %.1f KB), RSS %.1f KB (marginal %.1f KB)\n",
 		r.SessionsHeld, r.HeapPerSession/1000, r.HeapPerSessionMarginal/1000, r.RSSPerSession/1000, r.RSSPerSessionMarginal/1000)
+	if s := r.Server; s != nil {
+		fmt.Fprintf(w, "NATS server process: RSS %.1f MB before, %.1f MB after; per idle session %.1f KB (marginal %.1f KB)\n",
+			mb(s.Before), mb(s.After), s.RSSPerSession/1000, s.RSSPerSessionMarginal/1000)
+	}
 	writeTargets(w, r.Targets)
 	if d := r.Durable; d != nil {
 		fmt.Fprintln(w, "\nThe same with JetStream input and history on (durable), right after:")

@@ -137,7 +137,8 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.DurationVar(&m.Streams.AckWait, "ack-wait", 30*time.Second, "redeliver input not acknowledged (nor kept alive) for this long")
 	fs.IntVar(&m.Streams.MaxDeliver, "max-deliver", 5, "failed handlings of one input message (a session that could not be loaded, say) before it is dropped with an error event; redeliveries after a crash or a handover do not count")
 	fs.DurationVar(&m.Streams.EventsMaxAge, "events-max-age", 24*time.Hour, "how long the event stream keeps events for late observers")
-	fs.Int64Var(&m.Streams.EventsMaxBytes, "events-max-bytes", 1<<30, "size bound of the event stream")
+	fs.Int64Var(&m.Streams.EventsMaxBytes, "events-max-bytes", 0, "size bound of the event stream (0: 128 MiB in memory, 1 GiB in files)")
+	eventsStorage := fs.String("events-storage", string(input.EventsMemory), "where the event stream keeps events for late observers: memory (no disk write per event; a restart of a lone server forgets them) or file; an event stream that exists keeps its storage until it is deleted")
 	fs.DurationVar(&m.Streams.HistoryMaxAge, "history-max-age", 0, "how long session histories are kept (0: forever)")
 	fs.IntVar(&m.Streams.Replicas, "stream-replicas", 1, "replicas of the JetStream streams (3 in a cluster)")
 	fs.DurationVar(&m.LeaseTTL, "lease-ttl", partition.DefaultTTL, "with JetStream, how long the session partitions of an orchestrator that died stay its own before the others take them over")
@@ -155,6 +156,9 @@ func (m *Main) ParseFlags(args []string) error {
 		return fmt.Errorf("--%w", err)
 	}
 	m.Sync = sync
+	if m.Streams.EventsStorage, err = input.ParseEventsStorage(*eventsStorage); err != nil {
+		return fmt.Errorf("--%w", err)
+	}
 	switch m.Durable {
 	case "auto", "true", "false":
 	default:

@@ -2,18 +2,17 @@ package chaos
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus/history"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/chaos/check"
 	"github.com/agentfleet/agentfleet/internal/chaos/ledger"
 	"github.com/agentfleet/agentfleet/internal/chaos/proc"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -64,24 +63,36 @@ func readHistory(ctx context.Context, js jetstream.JetStream) ([]*check.Record, 
 		if err != nil {
 			return fmt.Errorf("history record: %w", err)
 		}
-		r := &check.Record{
-			Seq: meta.Sequence.Stream, Time: meta.Timestamp,
-			Session: strings.TrimPrefix(m.Subject(), prefix),
-			Run:     m.Headers().Get(toolrpc.HeaderRunID), Writer: m.Headers().Get(history.HeaderWriter),
-			End: m.Headers().Get(history.HeaderRecord) == history.RecordRunEnd,
-		}
-		if r.End {
-			r.Final = new(agentfleet.AssistantMessage)
-			if err := json.Unmarshal(m.Data(), r.Final); err != nil {
-				r.Bad = err.Error()
-			}
-		} else if r.Msg, err = agentfleet.UnmarshalMessage(m.Data()); err != nil {
-			r.Bad = err.Error()
-		}
-		recs = append(recs, r)
+		session := strings.TrimPrefix(m.Subject(), prefix)
+		recs = append(recs, checkRecords(meta.Sequence.Stream, meta.Timestamp, session, m.Headers(), m.Data())...)
 		return nil
 	})
 	return recs, err
+}
+
+// checkRecords turns one stored message of a session's history into the
+// records it holds (several for an envelope), decoded as the orchestrator
+// decodes them (history.Decode). A record that does not decode, or is not a
+// message nor a run end, is kept with Bad saying why.
+func checkRecords(seq uint64, at time.Time, session string, h nats.Header, data []byte) []*check.Record {
+	decoded, skipped := history.Decode(seq, h, data)
+	out := make([]*check.Record, 0, len(decoded)+len(skipped))
+	// Both come in the envelope's order: merge them by index.
+	for len(decoded) > 0 || len(skipped) > 0 {
+		if len(skipped) > 0 && (len(decoded) == 0 || skipped[0].Index < decoded[0].Index) {
+			out = append(out, &check.Record{Seq: seq, Time: at, Session: session, Run: h.Get(toolrpc.HeaderRunID), Writer: h.Get(history.HeaderWriter), Bad: skipped[0].Err.Error()})
+			skipped = skipped[1:]
+			continue
+		}
+		d := decoded[0]
+		decoded = decoded[1:]
+		r := &check.Record{Seq: seq, Time: at, Session: session, Run: d.RunID, Writer: d.Writer, Msg: d.Message, Final: d.Final, End: d.Final != nil}
+		if r.Msg == nil && r.Final == nil {
+			r.Bad = fmt.Sprintf("history record %d of run %s is neither a message nor a run end", seq, d.RunID)
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // readLedger reads every execution of the ledger tool.

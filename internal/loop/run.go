@@ -66,7 +66,7 @@ func (r *run) store(m agentfleet.Message) bool {
 	if r.suspended() != nil {
 		return false
 	}
-	if err := r.s.cfg.Store.Append(r.id, m); err != nil {
+	if err := r.s.store.Append(r.id, m); err != nil {
 		r.suspend(err)
 		return false
 	}
@@ -155,24 +155,24 @@ func (r *run) execute(first []*pending) *agentfleet.AssistantMessage {
 			final.Timestamp = time.Now().UTC()
 		}
 		// The end is stored before run.end says so.
-		if err := r.s.cfg.Store.EndRun(final); err != nil {
+		if err := r.s.store.EndRun(final); err != nil {
 			r.suspend(err)
 		}
 	}
 	if err := r.suspended(); err != nil {
 		r.emit(&agentfleet.Event{Type: agentfleet.EventRunSuspended, ErrorMessage: err.Error()})
 		r.endSpan(nil, err)
-		r.s.cfg.Sink.RunSuspended(r.id, err)
+		r.s.sink.RunSuspended(r.id, err)
 		return nil
 	}
 	r.emit(&agentfleet.Event{Type: agentfleet.EventRunEnd, StopReason: final.StopReason, Message: final})
 	r.endSpan(final, nil)
-	r.s.cfg.Sink.RunEnded(final)
+	r.s.sink.RunEnded(final)
 	return final
 }
 
 func (r *run) steps(first []*pending) *agentfleet.AssistantMessage {
-	cfg := &r.s.cfg
+	cfg := r.s.cfg
 	r.take(first)
 	if r.resumed {
 		if final := r.settle(); final != nil {
@@ -245,9 +245,9 @@ func finalOf(msg *agentfleet.AssistantMessage) *agentfleet.AssistantMessage {
 // cannot go on. A request the model refuses as longer than its context
 // window is prepared again, shorter, and sent once more.
 func (r *run) callModel() (*agentfleet.AssistantMessage, []agentfleet.ToolCall, *agentfleet.AssistantMessage) {
-	cfg := &r.s.cfg
+	cfg := r.s.cfg
 	st := &State{
-		Agent: cfg.Agent, Session: cfg.Session, RunID: r.id, SystemPrompt: cfg.SystemPrompt,
+		Agent: cfg.Agent, Session: r.s.session, RunID: r.id, SystemPrompt: cfg.SystemPrompt,
 		Model: cfg.ModelName, Tools: cfg.Tools, Messages: r.s.view(),
 		RunStart: r.s.runStart(r.id), Tokens: &r.s.tokens,
 	}
@@ -298,7 +298,7 @@ func (r *run) callModel() (*agentfleet.AssistantMessage, []agentfleet.ToolCall, 
 // request runs the prepare-context and format hooks on st, and emits
 // context.compacted, for reason, when the hook left something out.
 func (r *run) request(st *State, reason string) (*Request, *agentfleet.AssistantMessage) {
-	cfg := &r.s.cfg
+	cfg := r.s.cfg
 	st.Compaction = nil
 	prepare := cfg.PrepareContext
 	if prepare == nil {
@@ -353,9 +353,9 @@ func (r *run) runTools(msg *agentfleet.AssistantMessage, calls []agentfleet.Tool
 // in front of the configured one. Each result is stored as its call ends,
 // and added to the history in call order once the batch is done.
 func (r *run) runBatch(msg *agentfleet.AssistantMessage, calls []agentfleet.ToolCall, first pipeline.BeforeHook) *pipeline.Batch {
-	cfg := &r.s.cfg
-	pc := cfg.Pipeline
-	pc.Sink, pc.Agent, pc.Session, pc.RunID = r, cfg.Agent, cfg.Session, r.id
+	cfg := r.s.cfg
+	pc := r.s.pipelineConfig()
+	pc.Sink, pc.Agent, pc.Session, pc.RunID = r, cfg.Agent, r.s.session, r.id
 	pc.OnOutcome = func(o *pipeline.Outcome) { r.store(o.Message()) }
 	pc.Before = pipeline.Chain(first, pc.Before)
 	pctx := &pipeline.Context{SystemPrompt: cfg.SystemPrompt, Messages: r.s.view(), Tools: cfg.Tools}
@@ -500,7 +500,7 @@ func (r *run) settle() *agentfleet.AssistantMessage {
 		return finalOf(msg)
 	}
 	if len(missing) > 0 {
-		tools, store := r.s.cfg.Tools, r.s.cfg.Store
+		tools, store := r.s.cfg.Tools, r.s.store
 		batch := r.runBatch(msg, missing, func(ctx context.Context, in *pipeline.BeforeContext) (*pipeline.BeforeResult, error) {
 			if store.Unexecuted(in.Call.ID) {
 				return nil, nil

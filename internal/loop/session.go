@@ -116,7 +116,13 @@ const DefaultSystemPrompt = "You are a helpful assistant."
 // lost or reordered. A Session is safe for concurrent use; it holds no
 // goroutine while idle.
 type Session struct {
-	cfg Config
+	cfg *Config // shared by the sessions of one Template; never written
+	// What the session has of its own (Own).
+	session string
+	store   Store
+	sink    Sink
+	exec    pipeline.Executor
+	before  pipeline.BeforeHook
 
 	emitMu sync.Mutex
 	seq    uint64
@@ -160,32 +166,37 @@ var ErrAborted = errors.New("run aborted")
 
 // New returns an idle session.
 func New(cfg Config) *Session {
-	if cfg.SystemPrompt == "" {
-		cfg.SystemPrompt = DefaultSystemPrompt
+	return NewTemplate(cfg).New(cfg.own())
+}
+
+// closedIdle is the idle channel of every session that is idle and has no
+// one waiting on it: an idle session holds no channel of its own.
+var closedIdle = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// New returns an idle session of the template's agent with what own gives.
+func (t *Template) New(own Own) *Session {
+	if own.Store == nil {
+		own.Store = memoryStore{}
 	}
-	if cfg.Tools == nil {
-		cfg.Tools = tools.NewStore(cfg.Agent)
+	if own.Sink == nil {
+		own.Sink = discard{}
 	}
-	if cfg.MaxTurns <= 0 {
-		cfg.MaxTurns = DefaultMaxTurns
+	s := &Session{
+		cfg: &t.cfg, session: own.Session, store: own.Store, sink: own.Sink, exec: own.Executor, before: own.Before,
+		idle: closedIdle, lastIdle: time.Now(), summary: own.Summary,
 	}
-	if cfg.Format == nil {
-		cfg.Format = DefaultFormat
+	if own.Summary != nil {
+		s.spentTok += window.TokensOf(own.Summary.Usage)
 	}
-	if cfg.Store == nil {
-		cfg.Store = memoryStore{}
+	entries := orderResults(slices.Clone(own.History))
+	if len(entries) > 0 {
+		s.history = make([]agentfleet.Message, 0, len(entries))
+		s.runOf = make([]string, 0, len(entries))
 	}
-	if cfg.Sink == nil {
-		cfg.Sink = discard{}
-	}
-	s := &Session{cfg: cfg, idle: make(chan struct{}), lastIdle: time.Now(), summary: cfg.Summary}
-	if cfg.Summary != nil {
-		s.spentTok += window.TokensOf(cfg.Summary.Usage)
-	}
-	for _, e := range orderResults(slices.Clone(cfg.History)) {
+	for _, e := range entries {
 		s.history = append(s.history, e.Message)
 		s.runOf = append(s.runOf, e.RunID)
-		if e.Trace.IsValid() && cfg.Tracer != nil {
+		if e.Trace.IsValid() && t.cfg.Tracer != nil {
 			if s.parents == nil {
 				s.parents = map[string]trace.SpanContext{}
 			}
@@ -197,7 +208,6 @@ func New(cfg Config) *Session {
 			s.spentTok += window.TokensOf(a.Usage)
 		}
 	}
-	close(s.idle)
 	return s
 }
 
@@ -442,6 +452,7 @@ func (s *Session) serve() {
 			s.abort = nil
 			s.lastIdle = time.Now()
 			close(s.idle)
+			s.compactLocked()
 			s.mu.Unlock()
 			return
 		}
@@ -515,11 +526,11 @@ func (s *Session) emit(runID string, turn int, traceID string, e *agentfleet.Eve
 	s.emitMu.Lock()
 	defer s.emitMu.Unlock()
 	s.seq++
-	e.Agent, e.Session, e.RunID, e.Turn, e.Seq, e.TraceID = s.cfg.Agent, s.cfg.Session, runID, turn, s.seq, traceID
+	e.Agent, e.Session, e.RunID, e.Turn, e.Seq, e.TraceID = s.cfg.Agent, s.session, runID, turn, s.seq, traceID
 	if e.Time.IsZero() {
 		e.Time = time.Now().UTC()
 	}
-	s.cfg.Sink.Emit(e)
+	s.sink.Emit(e)
 }
 
 // orderResults puts the tool results that follow each assistant message in the

@@ -16,8 +16,11 @@ import "github.com/agentfleet/agentfleet"
 type Store interface {
 	// Append stores m, appended to the history by run runID, in order; tool
 	// results are appended as each call ends. It returns once m is
-	// stored. An error means it never will be (another orchestrator owns
-	// the session, this one is stopping): the run is suspended.
+	// stored, or kept to be stored with a later record where a crash
+	// that loses it loses only what the run makes again (a store that
+	// buffers: the orchestrator's history writer). An error means it
+	// never will be (another orchestrator owns the session, this one is
+	// stopping): the run is suspended.
 	Append(runID string, m agentfleet.Message) error
 	// AppendSummary stores a summary the model wrote for run runID, before
 	// any request uses it; an error means it is not used.

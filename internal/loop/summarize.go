@@ -42,7 +42,7 @@ func (r *run) applySummary(ctx context.Context, st *State) {
 	if plan.Write() {
 		next, err := r.writeSummary(ctx, st, text, hist[covered:plan.Cut], plan.Cut)
 		if err == nil {
-			err = r.s.cfg.Store.AppendSummary(r.id, next)
+			err = r.s.store.AppendSummary(r.id, next)
 		}
 		if err != nil {
 			r.emit(&agentfleet.Event{Type: agentfleet.EventError, ErrorMessage: "context summary not written: " + err.Error()})
@@ -63,7 +63,7 @@ func (r *run) applySummary(ctx context.Context, st *State) {
 // writeSummary asks the model for a summary of msgs, following the
 // earlier summary prev.
 func (r *run) writeSummary(ctx context.Context, st *State, prev string, msgs []agentfleet.Message, covers int) (*agentfleet.ContextSummary, error) {
-	cfg := &r.s.cfg
+	cfg := r.s.cfg
 	if cfg.Model == nil {
 		return nil, errors.New("no model configured")
 	}
@@ -72,7 +72,7 @@ func (r *run) writeSummary(ctx context.Context, st *State, prev string, msgs []a
 		model = st.Model
 	}
 	transcript := cfg.Context.Transcript(prev, msgs, st.Tokens)
-	req := &Request{Model: model, SystemPrompt: window.SummaryPrompt, Messages: []agentfleet.Message{agentfleet.NewUserMessage(transcript)}, Agent: cfg.Agent, Session: cfg.Session}
+	req := &Request{Model: model, SystemPrompt: window.SummaryPrompt, Messages: []agentfleet.Message{agentfleet.NewUserMessage(transcript)}, Agent: cfg.Agent, Session: r.s.session}
 	cctx, span := r.chatSpan(ctx, req)
 	if span != nil {
 		span.SetAttributes(tracing.Summary.Bool(true))

@@ -23,7 +23,7 @@ func (r *run) startSpan(first []*pending) {
 	if t == nil {
 		return
 	}
-	cfg := &r.s.cfg
+	cfg := r.s.cfg
 	ctx := r.ctx
 	var links []trace.Link
 	for _, p := range first {
@@ -40,7 +40,7 @@ func (r *run) startSpan(first []*pending) {
 		trace.WithAttributes(
 			tracing.GenAIOperationName.String(tracing.OpInvokeAgent),
 			tracing.GenAIAgentName.String(cfg.Agent),
-			tracing.GenAIConversationID.String(cfg.Session),
+			tracing.GenAIConversationID.String(r.s.session),
 			tracing.GenAIRequestModel.String(cfg.ModelName),
 			tracing.RunID.String(r.id),
 			tracing.RunResumed.Bool(r.resumed),

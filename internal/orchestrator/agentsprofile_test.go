@@ -1,11 +1,14 @@
 package orchestrator
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentfleet/agentfleet"
 )
 
 // TestAgentsProfile: the agents a profile may ask, and the errors that name
@@ -36,5 +39,31 @@ func TestAgentsProfile(t *testing.T) {
 	os.WriteFile(file, []byte("agents:\n  - name: boss\n    agents: [ghost]\n"), 0o644)
 	if _, err := LoadProfiles(file); err == nil || !strings.Contains(err.Error(), file+`: agent "boss": agents entry 1: no agent "ghost"`) {
 		t.Errorf("LoadProfiles = %v, want the file, the agent and the entry named", err)
+	}
+}
+
+// TestAsksAgent: an assistant message that calls an ask tool is stored
+// before its calls go out; other messages are left to the flush rule.
+func TestAsksAgent(t *testing.T) {
+	asks := map[string]string{"ask_r": "r"}
+	call := func(name string) agentfleet.Content {
+		return agentfleet.Content{Type: agentfleet.ContentToolCall, ID: "c1", Name: name, Arguments: json.RawMessage(`{}`)}
+	}
+	for _, tc := range []struct {
+		name string
+		m    agentfleet.Message
+		asks map[string]string
+		want bool
+	}{
+		{"a call of an ask tool", &agentfleet.AssistantMessage{Content: []agentfleet.Content{call("echo"), call("ask_r")}, StopReason: agentfleet.StopReasonToolUse}, asks, true},
+		{"other calls only", &agentfleet.AssistantMessage{Content: []agentfleet.Content{call("echo")}, StopReason: agentfleet.StopReasonToolUse}, asks, false},
+		{"cut off: its calls never run", &agentfleet.AssistantMessage{Content: []agentfleet.Content{call("ask_r")}, StopReason: agentfleet.StopReasonLength}, asks, false},
+		{"an agent that asks none", &agentfleet.AssistantMessage{Content: []agentfleet.Content{call("ask_r")}, StopReason: agentfleet.StopReasonToolUse}, nil, false},
+		{"the call's result", &agentfleet.ToolResultMessage{ToolName: "ask_r"}, asks, false},
+		{"a user message", agentfleet.NewUserMessage("ask_r"), asks, false},
+	} {
+		if got := asksAgent(tc.m, tc.asks); got != tc.want {
+			t.Errorf("%s: asksAgent = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

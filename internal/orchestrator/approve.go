@@ -10,6 +10,17 @@ import (
 	"github.com/agentfleet/agentfleet/internal/inputpolicy"
 )
 
+// gateLocked returns the session's approval gate, made at the first need
+// of it: a session of an agent whose calls need no approval has none until
+// a decision or a stored request names one of its calls. s.mu held, or
+// the session still loading.
+func (s *session) gateLocked() *approval.Gate {
+	if s.gate == nil {
+		s.gate = s.newGate()
+	}
+	return s.gate
+}
+
 // newGate returns the session's approval gate: its requests and decisions
 // are stored in the session's history, fenced like every other record, and
 // an edit is validated against the tool's schema.

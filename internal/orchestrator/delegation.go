@@ -28,6 +28,26 @@ func (a *agent) registerAsks() error {
 	return nil
 }
 
+// asksAgent reports whether m is an assistant message with a call of an
+// ask tool (asks, by tool name) that may go out: it must be stored before
+// the call does, although the call may run again, so that a run resumed
+// after a crash asks again with the same tool call id (the same child
+// session and message id) instead of having the model make a new call
+// that would run a second child. The result of such a call may wait: the
+// call run again is answered from the child's history.
+func asksAgent(m agentfleet.Message, asks map[string]string) bool {
+	a, ok := m.(*agentfleet.AssistantMessage)
+	if !ok || len(asks) == 0 || a.StopReason == agentfleet.StopReasonLength {
+		return false
+	}
+	for _, c := range a.ToolCalls() {
+		if _, ok := asks[c.Name]; ok {
+			return true
+		}
+	}
+	return false
+}
+
 // originLocked records that run answers parent's call; s.mu held (or the
 // session not yet visible, as in restore).
 func (s *session) originLocked(run string, parent *agentfleet.Parent) {

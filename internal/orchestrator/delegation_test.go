@@ -429,3 +429,35 @@ func TestAskToolCalledDirectly(t *testing.T) {
 		t.Errorf("direct call: error %v, %q", out.IsError, got)
 	}
 }
+
+// TestAskStoredBeforeTheChild: with JetStream, the parent's message that
+// calls an ask tool is in its stored history by the time the child runs,
+// although the tool may run again: a resumed parent must ask again with the
+// same call id, not have its model make a new call (and a second child).
+func TestAskStoredBeforeTheChild(t *testing.T) {
+	f, _ := teamFleet(t, true, orchestrator.Profile{Name: "boss", Agents: []string{"researcher"}}, orchestrator.Profile{Name: "researcher"})
+	go f.nc.Request("agent.ask.boss.stored", []byte(`{"content":"via researcher: hang"}`), 15*time.Second)
+	f.events.wait(t, "the child's model call", func(e agentfleet.Event) bool {
+		return e.Type == agentfleet.EventMessageStart && e.Agent == "researcher" && e.Parent != nil && e.Parent.Session == "stored"
+	})
+	found := false
+	for _, m := range loadHistory(t, f.nc, "boss", "stored").Messages() {
+		if a, ok := m.(*agentfleet.AssistantMessage); ok {
+			for _, c := range a.ToolCalls() {
+				found = found || c.Name == "ask_researcher"
+			}
+		}
+	}
+	if !found {
+		t.Errorf("the parent's call of ask_researcher is not stored while its child runs")
+	}
+	if _, err := f.nc.Request("agent.abort.boss.stored", nil, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	f.events.wait(t, "the child's run.end", func(e agentfleet.Event) bool {
+		return e.Type == agentfleet.EventRunEnd && e.Agent == "researcher"
+	})
+	for _, e := range f.events.list(func(e agentfleet.Event) bool { return e.Type == agentfleet.EventError }) {
+		t.Logf("error event %s/%s: %s", e.Agent, e.Session, e.ErrorMessage)
+	}
+}

@@ -150,7 +150,10 @@ func TestDurableDeduplicates(t *testing.T) {
 // and starts another on the same NATS: the input is delivered again, the run
 // resumes from the stored history, the idempotent call runs again, and the
 // final message is published once; the history holds the user message once
-// and each tool result once.
+// and each tool result once. The batch also calls a tool with side effects,
+// so that its assistant message is stored before the calls run (a batch of
+// idempotent calls alone waits in the writer's buffer, and is made again
+// from the input).
 func TestRestartResumesRun(t *testing.T) {
 	var calls atomic.Int32
 	inCall := make(chan struct{})
@@ -162,8 +165,8 @@ func TestRestartResumesRun(t *testing.T) {
 		}
 		return agentfleet.TextResult("found it"), nil
 	})
-	first := newScript().on("r", use(`lookup {"q":"x"}`))
-	f := startFleet(t, orchestrator.Config{Model: first, Durable: true}, toolrpc.ServerConfig{Tools: []*agentfleet.Tool{pay}})
+	first := newScript().on("r", use(`note {}`, `lookup {"q":"x"}`))
+	f := startFleet(t, orchestrator.Config{Model: first, Durable: true}, toolrpc.ServerConfig{Tools: []*agentfleet.Tool{pay, noted()}})
 	out := outs(t, f.nc, "default", "r")
 	publish(t, f.nc, "agent.in.default.r", "", `{"content":"find x","id":"u1"}`)
 	<-inCall
@@ -183,7 +186,7 @@ func TestRestartResumesRun(t *testing.T) {
 	}
 	defer o2.Close(context.Background())
 	final := next(t, out)
-	if got, want := agentfleet.JoinText(final.Content), "lookup=found it"; got != want {
+	if got, want := agentfleet.JoinText(final.Content), "note=noted; lookup=found it"; got != want {
 		t.Errorf("final = %q (%s %s), want %q", got, final.StopReason, final.ErrorMessage, want)
 	}
 	if calls.Load() != 2 {
@@ -194,7 +197,7 @@ func TestRestartResumesRun(t *testing.T) {
 	for _, m := range st.Messages() {
 		roles = append(roles, m.MessageRole())
 	}
-	if got, want := strings.Join(roles, " "), "user assistant tool assistant"; got != want {
+	if got, want := strings.Join(roles, " "), "user assistant tool tool assistant"; got != want {
 		t.Errorf("stored history = %s, want %s", got, want)
 	}
 	if st.Ended()[final.RunID] != 1 {

@@ -41,7 +41,7 @@ func (s *session) stateLocked(d inputpolicy.Delivery, loading bool) inputpolicy.
 	if !st.Loaded || d.Kind == inputpolicy.Abort || d.Kind == inputpolicy.Decision {
 		return st
 	}
-	if m := s.msgs[d.ID]; m != nil {
+	if m := s.msgs.get(d.ID); m != nil {
 		st.Msg = inputpolicy.Message{Seen: true, Run: m.run, Ended: m.run != "" && s.hasEnded(m.run), Seq: m.seq, Delivered: m.delivered, Answered: m.answered, Replied: m.replied}
 	}
 	// The facts that cost a lock are asked only when Step reads them: the
@@ -69,7 +69,7 @@ func (s *session) stepLocked(in *input.Inbound, scanned, loading bool) bool {
 		case inputpolicy.Hold:
 			s.backlog = append(s.backlog, in)
 		case inputpolicy.Gate:
-			s.gate.Decide(in.Decision, s.answerDecision(in, d))
+			s.gateLocked().Decide(in.Decision, s.answerDecision(in, d))
 		case inputpolicy.AbortRun:
 			for _, a := range inputpolicy.Aborted(d, s.loop.Abort(a.Reason)) {
 				s.perform(in, a)
@@ -80,7 +80,10 @@ func (s *session) stepLocked(in *input.Inbound, scanned, loading bool) bool {
 			s.waiting++
 		case inputpolicy.Start:
 			m := s.msg(d.ID)
-			m.trace = in.Trace
+			if in.Trace.IsValid() {
+				sc := in.Trace
+				m.trace = &sc
+			}
 			ctx := context.Background()
 			if in.Trace.IsValid() {
 				ctx = trace.ContextWithRemoteSpanContext(ctx, in.Trace)
@@ -91,9 +94,9 @@ func (s *session) stepLocked(in *input.Inbound, scanned, loading bool) bool {
 				s.loop.SendContext(ctx, in.Message)
 			}
 		case inputpolicy.Answer:
-			in.Reply(s.runs[a.Run].final)
+			in.Reply(s.runs.get(a.Run).final)
 		case inputpolicy.Publish:
-			s.o.pub.PublishOut(s.agent.profile.Name, s.name, s.runs[a.Run].final)
+			s.o.pub.PublishOut(s.agent.profile.Name, s.name, s.runs.get(a.Run).final)
 		default:
 			s.perform(in, a)
 		}

@@ -3,6 +3,9 @@ package orchestrator
 import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/loop"
+	"github.com/agentfleet/agentfleet/internal/pipeline"
+	"github.com/agentfleet/agentfleet/internal/tracing"
+	"go.opentelemetry.io/otel/attribute"
 )
 
 // loopStore is the loop.Store of one session: the session's history writer,
@@ -26,21 +29,60 @@ func (l loopStore) EndRun(final *agentfleet.AssistantMessage) error { return l.s
 
 // Unexecuted implements loop.Store: a call that waits for a person's
 // approval, or was refused, never ran.
-func (l loopStore) Unexecuted(callID string) bool { return l.s.gate.Unexecuted(callID) }
+func (l loopStore) Unexecuted(callID string) bool {
+	l.s.mu.Lock()
+	g := l.s.gate
+	l.s.mu.Unlock()
+	return g != nil && g.Unexecuted(callID)
+}
 
 // loopSink is the loop.Sink of one session: events go to the orchestrator's
 // event sink (sink.go), the end of a run answers the deliveries waiting on
 // it, and a suspension is logged. It is made once, when the session's loop
-// is built.
-type loopSink struct {
-	agentfleet.EventSink
-	s *session
-}
+// is built, and is the session's pointer alone, so that it costs nothing
+// more per session.
+type loopSink struct{ s *session }
 
 var _ loop.Sink = loopSink{}
+
+// Emit implements agentfleet.EventSink: the agent's sink, shared by its
+// sessions.
+func (l loopSink) Emit(e *agentfleet.Event) { l.s.agent.events.Emit(e) }
 
 // RunEnded implements loop.Sink (session.answer).
 func (l loopSink) RunEnded(final *agentfleet.AssistantMessage) { l.s.answer(final) }
 
 // RunSuspended implements loop.Sink (session.suspended).
 func (l loopSink) RunSuspended(runID string, err error) { l.s.suspended(runID, err) }
+
+// template returns the loop template of the agent's sessions, made at the
+// first session (after Start: it holds the recoverer of the fleet's
+// outcomes): what a session's loop has in common with every other session
+// of its agent is held once, not a million times.
+func (a *agent) template(o *Orchestrator) *loop.Template {
+	a.tmplOnce.Do(func() {
+		p := &a.profile
+		var nested func([]*agentfleet.Tool) (allowed, gated []string)
+		if pol := p.Approval(); pol.Enabled() {
+			// A scripted tool's call_tool has no decision to wait for:
+			// it reaches only the tools that need none.
+			nested = pol.Nested
+		}
+		a.events = o.sink()
+		a.tmpl = loop.NewTemplate(loop.Config{
+			Agent: p.Name, Model: a.model, ModelName: p.Model,
+			SystemPrompt: p.SystemPrompt, Tools: a.store, MaxTurns: p.MaxTurns,
+			Context: p.Context(o.window(p.Model)), Budget: p.Budget(),
+			Pipeline: pipeline.Config{
+				Mode: pipeline.Mode(p.Mode), MaxParallel: p.MaxParallel, DefaultTimeout: p.toolTimeout,
+				Before: o.cfg.Before, After: o.cfg.After,
+				TraceContent: o.cfg.TraceContent, Nested: nested,
+				MaxProgressBytes: maxProgressBytes(o.cfg.DurableConfig.EventsMaxBytes),
+			},
+			Tracer:          o.cfg.Tracer,
+			TraceAttributes: []attribute.KeyValue{tracing.Orchestrator.String(o.id)},
+			Recover:         o.recoverer(p.toolTimeout),
+		})
+	})
+	return a.tmpl
+}

@@ -164,6 +164,10 @@ type agent struct {
 	mu      sync.Mutex
 	remote  map[string]agentfleet.ToolDef // fleet tools in store
 	asks    map[string]string             // ask tool name → the agent it asks
+	// The loop template and event sink its sessions share (loopwiring.go).
+	tmplOnce sync.Once
+	tmpl     *loop.Template
+	events   agentfleet.EventSink
 }
 
 // New checks cfg and prepares an orchestrator on nc; Start begins serving.

@@ -29,6 +29,8 @@ import (
 // whole ack wait), and sends the session a second message. The next
 // orchestrator resumes the interrupted run at once, from the store, before
 // the second message; each answer is built from its own message's results.
+// The interrupted batch also calls a tool with side effects, so that its
+// assistant message is stored before the calls run.
 func TestInterruptedRunResumesBeforeLaterInput(t *testing.T) {
 	var calls atomic.Int32
 	inCall := make(chan struct{})
@@ -40,8 +42,8 @@ func TestInterruptedRunResumesBeforeLaterInput(t *testing.T) {
 		}
 		return agentfleet.TextResult("found " + string(c.Arguments["q"].(string))), nil
 	})
-	first := newScript().on("o", use(`lookup {"q":"a"}`))
-	f := startFleet(t, orchestrator.Config{Model: first, Durable: true}, toolrpc.ServerConfig{Tools: []*agentfleet.Tool{lookup}})
+	first := newScript().on("o", use(`note {}`, `lookup {"q":"a"}`))
+	f := startFleet(t, orchestrator.Config{Model: first, Durable: true}, toolrpc.ServerConfig{Tools: []*agentfleet.Tool{lookup, noted()}})
 	out := outs(t, f.nc, "default", "o")
 	publish(t, f.nc, "agent.in.default.o", "", `{"content":"find a","id":"a"}`)
 	<-inCall
@@ -78,14 +80,14 @@ func TestInterruptedRunResumesBeforeLaterInput(t *testing.T) {
 			t.Errorf("log lacks %s:\n%s", want, logs)
 		}
 	}
-	if got := agentfleet.JoinText(a.Content); got != "lookup=found a" {
+	if got := agentfleet.JoinText(a.Content); got != "note=noted; lookup=found a" {
 		t.Errorf("first answer = %q, want the interrupted run's own result", got)
 	}
 	if got := agentfleet.JoinText(b.Content); got != "lookup=found b" {
 		t.Errorf("second answer = %q", got)
 	}
 	st := loadHistory(t, f.nc, "default", "o")
-	if got, want := roleList(st.Messages()), "user:find a assistant tool assistant user:find b assistant tool assistant"; got != want {
+	if got, want := roleList(st.Messages()), "user:find a assistant tool tool assistant user:find b assistant tool assistant"; got != want {
 		t.Errorf("stored history = %s\nwant %s", got, want)
 	}
 	if e := st.Ended(); e[a.RunID] != 1 || e[b.RunID] != 1 || len(e) != 2 {

@@ -60,12 +60,20 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 		return errors.Join(fmt.Errorf("orchestrator: %w", err), o.services.Close(), o.fleet.Close(), o.client.Close())
 	}
 	if o.cfg.Durable {
-		o.durable, err = businput.OpenDurable(ctx, o.nc, o.subjects, o.cfg.DurableConfig)
+		dc := o.cfg.DurableConfig
+		if dc.Logger == nil {
+			dc.Logger = o.log
+		}
+		o.durable, err = businput.OpenDurable(ctx, o.nc, o.subjects, dc)
 		if errors.Is(err, businput.ErrNoJetStream) && o.cfg.DurableOptional {
 			o.log.Warn("the NATS server has no JetStream: input is not durable and sessions are kept in memory only", "err", err)
 			o.durable, o.cfg.Durable = nil, false
 		} else if err != nil {
 			return fail(err)
+		} else {
+			// The bound of a call's progress is a share of the event
+			// stream as it is (its default size follows its storage).
+			o.cfg.DurableConfig.EventsMaxBytes = o.durable.Config().EventsMaxBytes
 		}
 	}
 	o.bg.Add(1)

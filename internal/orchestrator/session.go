@@ -18,8 +18,6 @@ import (
 	"github.com/agentfleet/agentfleet/internal/inputpolicy"
 	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
-	"github.com/agentfleet/agentfleet/internal/tracing"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -52,23 +50,28 @@ type session struct {
 	resumed int              // interrupted runs load resumed, for the recovery summary
 	backlog []*input.Inbound // input that arrived while loading
 	loop    *loop.Session
-	gate    *approval.Gate // the calls that wait for approval
+	gate    *approval.Gate // the calls that wait for approval; nil until one may (gateLocked)
 	writer  *history.Writer
-	msgs    map[string]*msgInfo // by message id
-	runs    map[string]*runInfo // by run id
-	waiting int                 // deliveries waiting on runs, over all msgs
-	stopped error               // why the session was suspended
+	msgs    index[msgInfo] // by message id
+	runs    index[runInfo] // by run id
+	waiting int            // deliveries waiting on runs, over all msgs
+	stopped error          // why the session was suspended
 	// origins holds the parent of each run that answers another agent's
-	// ask tool, from the run's stored user message (delegation.go).
+	// ask tool, from the run's stored user message (delegation.go); nil
+	// until there is one.
 	origins map[string]*agentfleet.Parent
+
+	// loadCancel ends the load of the stored history while it goes on;
+	// s.mu held.
+	loadCancel context.CancelFunc
 }
 
 // msgInfo is what a session knows of one message id.
 type msgInfo struct {
-	run     string            // the run that took it; "" while it is queued
-	seq     uint64            // its input stream sequence, if known
-	trace   trace.SpanContext // the trace context it was sent with
-	tickets []ticket          // deliveries waiting on its run
+	run     string             // the run that took it; "" while it is queued
+	seq     uint64             // its input stream sequence, if known
+	trace   *trace.SpanContext // the trace context it was sent with, if valid
+	tickets []ticket           // deliveries waiting on its run
 	// delivered: a delivery of it (not a copy read from the stream at load)
 	// reached this process, so the next one is a duplicate.
 	delivered bool
@@ -97,13 +100,10 @@ type runInfo struct {
 // msg returns the session's record of message id, making it if need be.
 // Call it with s.mu held.
 func (s *session) msg(id string) *msgInfo {
-	if s.msgs == nil {
-		s.msgs = map[string]*msgInfo{}
-	}
-	m := s.msgs[id]
+	m := s.msgs.get(id)
 	if m == nil {
 		m = &msgInfo{}
-		s.msgs[id] = m
+		s.msgs.put(id, m)
 	}
 	return m
 }
@@ -111,20 +111,17 @@ func (s *session) msg(id string) *msgInfo {
 // run returns the session's record of run id, making it if need be. Call it
 // with s.mu held.
 func (s *session) run(id string) *runInfo {
-	if s.runs == nil {
-		s.runs = map[string]*runInfo{}
-	}
-	r := s.runs[id]
+	r := s.runs.get(id)
 	if r == nil {
 		r = &runInfo{}
-		s.runs[id] = r
+		s.runs.put(id, r)
 	}
 	return r
 }
 
 // hasEnded reports whether run id has ended; s.mu held.
 func (s *session) hasEnded(id string) bool {
-	r := s.runs[id]
+	r := s.runs.get(id)
 	return r != nil && r.final != nil
 }
 
@@ -156,11 +153,23 @@ func (s *session) load(loads chan struct{}) {
 	)
 	if o.history != nil {
 		loads <- struct{}{}
-		ctx, cancel := context.WithTimeout(s.ctx, o.cfg.LoadTimeout)
+		// Not a child of s.ctx: a child leaves s.ctx a map of children
+		// and a channel for as long as the session lives. suspend
+		// cancels it instead (loadCancel).
+		ctx, cancel := context.WithTimeout(context.Background(), o.cfg.LoadTimeout)
+		s.mu.Lock()
+		s.loadCancel = cancel
+		s.mu.Unlock()
+		if s.ctx.Err() != nil {
+			cancel()
+		}
 		st, err = o.history.Load(ctx, s.agent.profile.Name, s.name)
 		if err == nil && o.dinput() != nil {
 			pending, err = o.dinput().Pending(ctx, s.agent.profile.Name, s.name)
 		}
+		s.mu.Lock()
+		s.loadCancel = nil
+		s.mu.Unlock()
 		cancel()
 		<-loads
 	}
@@ -177,13 +186,16 @@ func (s *session) load(loads chan struct{}) {
 		}
 		return
 	}
-	s.gate = s.newGate()
+	if pol := s.agent.profile.Approval(); pol.Enabled() {
+		s.gate = s.newGate()
+	}
 	entries, summary := s.restore(st)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cfg := s.config(entries)
-	cfg.Summary = summary
-	s.loop = loop.New(cfg)
+	tmpl := s.agent.template(o)
+	own := s.own(entries)
+	own.Summary = summary
+	s.loop = tmpl.New(own)
 	// A session suspended while it loaded (its partition released, its
 	// lease lost) resumes nothing: its next owner does.
 	for _, runID := range loop.Interrupted(entries, s.hasEnded) {
@@ -261,7 +273,7 @@ func (s *session) restore(st *history.Loaded) ([]loop.Entry, *agentfleet.Context
 			id = r.Decision.ToolCallID
 		}
 		if !s.hasEnded(r.RunID) && !results[id] {
-			s.gate.Restore(r.RunID, r.Approval, r.Decision)
+			s.gateLocked().Restore(r.RunID, r.Approval, r.Decision)
 		}
 	}
 	s.writer = nil
@@ -271,36 +283,24 @@ func (s *session) restore(st *history.Loaded) ([]loop.Entry, *agentfleet.Context
 	return entries, summary
 }
 
-func (s *session) config(entries []loop.Entry) loop.Config {
-	a, o := s.agent, s.o
-	p := &a.profile
-	before := o.cfg.Before
-	var nested func([]*agentfleet.Tool) (allowed, gated []string)
-	if pol := p.Approval(); pol.Enabled() {
+// own is what the session's loop has of its own beside its agent's
+// template (agent.template, made first): its name, store, sink and executor, the gate's
+// hook when the agent's calls may need approval, and its history.
+func (s *session) own(entries []loop.Entry) loop.Own {
+	o := s.o
+	own := loop.Own{
+		Session:  s.name,
+		Executor: delegating{s: s, next: fleetexec.Executor{Client: o.client, Fence: s.fence, Fenced: s.toolFenced}},
+		Store:    loopStore{s},
+		Sink:     loopSink{s},
+		History:  entries,
+	}
+	if pol := s.agent.profile.Approval(); pol.Enabled() {
 		// The orchestrator's own hook decides first: a call it blocks is
 		// not put to a person.
-		before = pipeline.Chain(o.cfg.Before, s.gate.Hook)
-		// A scripted tool's call_tool has no decision to wait for: it
-		// reaches only the tools that need none.
-		nested = pol.Nested
+		own.Before = pipeline.Chain(o.cfg.Before, s.gate.Hook)
 	}
-	return loop.Config{
-		Agent: p.Name, Session: s.name, Model: a.model, ModelName: p.Model,
-		SystemPrompt: p.SystemPrompt, Tools: a.store, MaxTurns: p.MaxTurns,
-		Context: p.Context(o.window(p.Model)), Budget: p.Budget(),
-		Pipeline: pipeline.Config{
-			Mode: pipeline.Mode(p.Mode), MaxParallel: p.MaxParallel, DefaultTimeout: p.toolTimeout,
-			Executor: delegating{s: s, next: fleetexec.Executor{Client: o.client, Fence: s.fence, Fenced: s.toolFenced}}, Before: before, After: o.cfg.After,
-			TraceContent: o.cfg.TraceContent, Nested: nested,
-			MaxProgressBytes: maxProgressBytes(o.cfg.DurableConfig.EventsMaxBytes),
-		},
-		Tracer:          o.cfg.Tracer,
-		TraceAttributes: []attribute.KeyValue{tracing.Orchestrator.String(o.id)},
-		Store:           loopStore{s},
-		Recover:         o.recoverer(p.toolTimeout),
-		Sink:            loopSink{EventSink: o.sink(), s: s},
-		History:         entries,
-	}
+	return own
 }
 
 // window returns the context window of model by Config.ContextWindow, 0
@@ -314,8 +314,9 @@ func (o *Orchestrator) window(model string) int {
 
 // stored records an appended message: which run took each user message, and
 // the record in the history store when durable. It returns once the record
-// is stored, retrying errors that can pass; an error means the session is
-// no longer this orchestrator's to write.
+// is stored, retrying errors that can pass, or, when mustFlush allows, once
+// it waits in the writer's buffer for the next record that is stored; an
+// error means the session is no longer this orchestrator's to write.
 func (s *session) stored(runID string, m agentfleet.Message) error {
 	var sc trace.SpanContext
 	if u, ok := m.(*agentfleet.UserMessage); ok && u.ID != "" {
@@ -326,7 +327,9 @@ func (s *session) stored(runID string, m agentfleet.Message) error {
 			r := s.run(runID)
 			r.ids = append(r.ids, u.ID)
 		}
-		sc = info.trace
+		if info.trace != nil {
+			sc = *info.trace
+		}
 		if u.Parent != nil {
 			s.originLocked(runID, u.Parent)
 		}
@@ -337,7 +340,13 @@ func (s *session) stored(runID string, m agentfleet.Message) error {
 	}
 	// A user message keeps the trace context it came with, for a run
 	// resumed elsewhere.
-	if _, err := s.writer.AppendTraced(s.ctx, runID, m, sc); err != nil {
+	var err error
+	if mustFlush(m, s.rerunnable) || asksAgent(m, s.agent.asks) {
+		_, err = s.writer.AppendTraced(s.ctx, runID, m, sc)
+	} else {
+		err = s.writer.Buffer(s.ctx, history.Record{RunID: runID, Message: m, Trace: sc})
+	}
+	if err != nil {
 		return s.fenced(err)
 	}
 	return nil
@@ -353,7 +362,9 @@ func (s *session) summarized(runID string, sum *agentfleet.ContextSummary) error
 	return nil
 }
 
-// ended stores the end of a run.
+// ended stores the end of a run, with the records that wait in the
+// writer's buffer (the final message among them), before its answer goes
+// out and its input is acknowledged.
 func (s *session) ended(final *agentfleet.AssistantMessage) error {
 	if s.writer != nil {
 		if _, err := s.writer.AppendRunEnd(s.ctx, final.RunID, final); err != nil {
@@ -371,7 +382,7 @@ func (s *session) answer(final *agentfleet.AssistantMessage) {
 	r.final = final
 	var waiting []ticket
 	for _, id := range r.ids {
-		if m := s.msgs[id]; m != nil {
+		if m := s.msgs.get(id); m != nil {
 			waiting = append(waiting, m.tickets...)
 			s.waiting -= len(m.tickets)
 			m.tickets = nil
@@ -415,14 +426,20 @@ func (s *session) suspended(runID string, err error) {
 // no store of it goes on, and the deliveries waiting on it are left for the
 // next owner as mode says.
 func (s *session) suspend(why error, mode inputpolicy.Mode) {
+	if mode == inputpolicy.HandOver {
+		s.keep()
+	}
 	s.cancel(why)
 	s.mu.Lock()
 	if s.stopped == nil {
 		s.stopped = why
 	}
+	if s.loadCancel != nil {
+		s.loadCancel()
+	}
 	l := s.loop
 	var waiting []*input.Inbound
-	for _, m := range s.msgs {
+	for m := range s.msgs.values() {
 		for _, t := range m.tickets {
 			waiting = append(waiting, t.in)
 		}
@@ -439,6 +456,31 @@ func (s *session) suspend(why error, mode inputpolicy.Mode) {
 		for _, a := range inputpolicy.Suspended(delivery(in, false), mode, bus.Temporary(why)) {
 			s.perform(in, a)
 		}
+	}
+}
+
+// handoverFlush bounds the store of what waits in a session's history
+// writer when the session is handed over.
+const handoverFlush = 2 * time.Second
+
+// keep stores what waits in the session's history writer before the session
+// is handed over while this orchestrator still may write it, so that the
+// next owner resumes the run from there instead of making it again. It
+// stores nothing past the shutdown grace, nor once the fence no longer
+// holds (the writer's own check); a flush that fails leaves the run to be
+// made again from its input, as after a crash.
+func (s *session) keep() {
+	s.mu.Lock()
+	w := s.writer // set by load before loaded
+	loaded := s.loaded
+	s.mu.Unlock()
+	if !loaded || w == nil || w.Buffered() == 0 || s.holds() != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, handoverFlush)
+	defer cancel()
+	if _, err := w.Flush(ctx); err != nil {
+		s.o.log.Info("records of a session handed over not stored: its run is made again", "agent", s.agent.profile.Name, "session", s.name, "err", err)
 	}
 }
 

@@ -28,7 +28,9 @@ func TestWorkerFencedSessionStepsDown(t *testing.T) {
 		ran.Add(1)
 		return agentfleet.TextResult("done"), nil
 	})
-	model := newScript().on("z", use(`effect {}`), sayResults())
+	// The model asks for the call again when the session comes back: with
+	// an idempotent call, nothing of the first try was stored.
+	model := newScript().on("z", use(`effect {}`), use(`effect {}`), sayResults())
 	f := startFleet(t, orchestrator.Config{Model: model, Durable: true}, toolrpc.ServerConfig{
 		Tools: []*agentfleet.Tool{effect},
 		Observe: func(tool, outcome string, _ time.Duration) {

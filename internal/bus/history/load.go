@@ -17,8 +17,12 @@ import (
 // Record is one stored entry of a session: a message of a run, or the end of
 // a run with its final message.
 type Record struct {
-	// Seq is the record's stream sequence.
-	Seq uint64
+	// Seq is the stream sequence of the stored message that holds the
+	// record; Index its place in that message: 0 for a plain record, 0 to
+	// n-1 for the n records of an envelope (RecordBatch). Seq and Index
+	// together name a record.
+	Seq   uint64
+	Index int
 	// RunID names the run the record belongs to.
 	RunID string
 	// Writer names the orchestrator that wrote it ("" for records written
@@ -40,10 +44,13 @@ type Record struct {
 	Trace trace.SpanContext
 }
 
-// Skipped is a record that could not be decoded.
+// Skipped is a record that could not be decoded: Seq names its stored
+// message, Index its place in an envelope (0 for a plain record, -1 when
+// the envelope itself did not decode, and every record of it is skipped).
 type Skipped struct {
-	Seq uint64
-	Err error
+	Seq   uint64
+	Index int
+	Err   error
 }
 
 // Loaded is a session's history as stored.
@@ -145,58 +152,109 @@ func (st *Loaded) add(m jetstream.Msg) {
 
 func (st *Loaded) addRecord(seq uint64, h nats.Header, data []byte) {
 	st.LastSeq = seq
-	r, err := decode(seq, h.Get(HeaderRunID), h.Get(HeaderRecord), data)
-	if err != nil {
-		st.Skipped = append(st.Skipped, Skipped{Seq: seq, Err: err})
-		return
-	}
-	r.Writer = h.Get(HeaderWriter)
-	if _, ok := r.Message.(*agentfleet.UserMessage); ok {
-		r.Trace = tracing.Remote(h)
-	}
-	st.Records = append(st.Records, r)
+	recs, skipped := Decode(seq, h, data)
+	st.Records = append(st.Records, recs...)
+	st.Skipped = append(st.Skipped, skipped...)
 }
 
-// decode turns one stored record into a Record; its error names the record's
-// stream sequence and what is wrong with it.
-func decode(seq uint64, runID, kind string, data []byte) (Record, error) {
-	r := Record{Seq: seq, RunID: runID}
+// Decode turns one stored message of a session's history (its stream
+// sequence seq, headers h and data) into its records: one for a plain
+// record, several for an envelope (RecordBatch). A record that does not
+// decode is returned as Skipped, its error naming the sequence, the place
+// in the envelope and what is wrong; an envelope that does not decode is one
+// Skipped with Index -1. Readers of the raw stream use it, so that they read
+// envelopes as Load does.
+func Decode(seq uint64, h nats.Header, data []byte) ([]Record, []Skipped) {
+	writer := h.Get(HeaderWriter)
+	kind := h.Get(HeaderRecord)
+	if kind != RecordBatch {
+		r, err := decode(place{seq: seq}, h.Get(HeaderRunID), kind, data)
+		if err != nil {
+			return nil, []Skipped{{Seq: seq, Err: err}}
+		}
+		r.Seq, r.Writer = seq, writer
+		if _, ok := r.Message.(*agentfleet.UserMessage); ok {
+			r.Trace = tracing.Remote(h)
+		}
+		return []Record{r}, nil
+	}
+	es, err := decodeEnvelope(data)
+	if err != nil {
+		return nil, []Skipped{{Seq: seq, Index: -1, Err: fmt.Errorf("history record %d: %w", seq, err)}}
+	}
+	var (
+		recs    = make([]Record, 0, len(es))
+		skipped []Skipped
+	)
+	for i, e := range es {
+		r, err := decode(place{seq: seq, index: i, of: len(es)}, e.runID, e.kind, e.data)
+		if err != nil {
+			skipped = append(skipped, Skipped{Seq: seq, Index: i, Err: err})
+			continue
+		}
+		r.Seq, r.Index, r.Writer = seq, i, writer
+		if _, ok := r.Message.(*agentfleet.UserMessage); ok {
+			r.Trace = e.trace
+		}
+		recs = append(recs, r)
+	}
+	return recs, skipped
+}
+
+// place names a record in its errors: the stream sequence of its stored
+// message, and its index among the of records of an envelope.
+type place struct {
+	seq       uint64
+	index, of int
+}
+
+func (p place) String() string {
+	if p.of == 0 {
+		return fmt.Sprintf("history record %d", p.seq)
+	}
+	return fmt.Sprintf("history record %d (entry %d of %d of its envelope)", p.seq, p.index, p.of)
+}
+
+// decode turns one stored record into a Record; its error begins with
+// where, which names the record, and says what is wrong with it.
+func decode(where place, runID, kind string, data []byte) (Record, error) {
+	r := Record{RunID: runID}
 	if runID == "" {
-		return r, fmt.Errorf("history record %d has no %s header", seq, HeaderRunID)
+		return r, fmt.Errorf("%s has no %s header", where, HeaderRunID)
 	}
 	switch kind {
 	case RecordRunEnd:
 		var final agentfleet.AssistantMessage
 		if err := json.Unmarshal(data, &final); err != nil {
-			return r, fmt.Errorf("history record %d (end of run %s): %w", seq, runID, err)
+			return r, fmt.Errorf("%s (end of run %s): %w", where, runID, err)
 		}
 		r.Final = &final
 	case RecordApproval:
 		var a agentfleet.ApprovalRequest
 		if err := json.Unmarshal(data, &a); err != nil || a.ToolCallID == "" {
-			return r, fmt.Errorf("history record %d (approval request of run %s): %w", seq, runID, errors.Join(err, errNoCallID(a.ToolCallID)))
+			return r, fmt.Errorf("%s (approval request of run %s): %w", where, runID, errors.Join(err, errNoCallID(a.ToolCallID)))
 		}
 		r.Approval = &a
 	case RecordDecision:
 		var d agentfleet.ApprovalDecision
 		if err := json.Unmarshal(data, &d); err != nil || d.ToolCallID == "" {
-			return r, fmt.Errorf("history record %d (approval decision of run %s): %w", seq, runID, errors.Join(err, errNoCallID(d.ToolCallID)))
+			return r, fmt.Errorf("%s (approval decision of run %s): %w", where, runID, errors.Join(err, errNoCallID(d.ToolCallID)))
 		}
 		r.Decision = &d
 	case RecordSummary:
 		var sum agentfleet.ContextSummary
 		if err := json.Unmarshal(data, &sum); err != nil || sum.Covers <= 0 {
-			return r, fmt.Errorf("history record %d (summary of run %s): %w", seq, runID, errors.Join(err, errNoCovers(sum.Covers)))
+			return r, fmt.Errorf("%s (summary of run %s): %w", where, runID, errors.Join(err, errNoCovers(sum.Covers)))
 		}
 		r.Summary = &sum
 	case "", "message":
 		m, err := agentfleet.UnmarshalMessage(data)
 		if err != nil {
-			return r, fmt.Errorf("history record %d (run %s): %w", seq, runID, err)
+			return r, fmt.Errorf("%s (run %s): %w", where, runID, err)
 		}
 		r.Message = m
 	default:
-		return r, fmt.Errorf("history record %d: unknown %s %q", seq, HeaderRecord, kind)
+		return r, fmt.Errorf("%s: unknown %s %q", where, HeaderRecord, kind)
 	}
 	return r, nil
 }

@@ -1,6 +1,8 @@
 // Package history keeps the conversation of every session in a JetStream
-// stream, one record per entry on <prefix>.history.<agent>.<session>, and is
-// the one place that writes it. Every append is conditional on the last
+// stream, on <prefix>.history.<agent>.<session>, and is the one place that
+// writes it: each stored message is one record, or an envelope of several
+// that a Writer buffered and flushed together (envelope.go); Load and Decode
+// read both. Every append is conditional on the last
 // stream sequence its writer saw for the session (JetStream's
 // Nats-Expected-Last-Subject-Sequence), so that an orchestrator that was
 // deposed, paused or partitioned cannot write a session another one has
@@ -31,7 +33,8 @@ import (
 const (
 	// HeaderRecord says what a record is: absent for a message, RecordRunEnd
 	// for the end of a run, RecordApproval and RecordDecision for a call
-	// that waits for approval and its decision.
+	// that waits for approval and its decision; RecordBatch for an
+	// envelope of several records.
 	HeaderRecord = "Agentfleet-Record"
 	// HeaderWriter names the orchestrator instance that wrote the record.
 	HeaderWriter = "Agentfleet-Writer"

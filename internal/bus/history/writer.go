@@ -2,6 +2,7 @@ package history
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,6 +27,11 @@ import (
 // first append of anyone else ends this writer's turn at the store. Either
 // fence ends the writer for good (ErrFenced). A Writer is safe for
 // concurrent use; appends are serialised.
+//
+// Records may wait in the writer's buffer (Buffer) and be stored together by
+// the next Flush, as one stored message: one record alone is stored as a
+// plain record, several as an envelope (RecordBatch). The Append methods
+// buffer their record and flush.
 type Writer struct {
 	s       *Store
 	subject string
@@ -33,9 +39,11 @@ type Writer struct {
 	by      ownership.Checker
 	fence   ownership.Fence
 
-	mu   sync.Mutex
-	last uint64
-	err  error // sticky: ErrFenced once fenced
+	mu      sync.Mutex
+	last    uint64
+	err     error   // sticky: ErrFenced once fenced
+	buf     []entry // records waiting for the next flush
+	bufSize int     // what buf takes in an envelope, at most
 }
 
 // Writer returns a writer for the session whose last record has stream
@@ -55,7 +63,8 @@ func (w *Writer) Fence() ownership.Fence { return w.fence }
 // Append stores one message of run runID and returns its stream sequence.
 // Errors that can pass (a server restarting, a lost connection, a timeout)
 // are retried with backoff until ctx ends; the append returns only once the
-// record is stored, ctx ended, or the writer is fenced.
+// record is stored, ctx ended, or the writer is fenced. Records buffered
+// before it are stored with it, in one stored message.
 func (w *Writer) Append(ctx context.Context, runID string, m agentfleet.Message) (uint64, error) {
 	return w.AppendTraced(ctx, runID, m, trace.SpanContext{})
 }
@@ -64,48 +73,116 @@ func (w *Writer) Append(ctx context.Context, runID string, m agentfleet.Message)
 // sc (a user message sent with a traceparent): the record keeps it, so
 // that a run resumed from the history stays in the sender's trace.
 func (w *Writer) AppendTraced(ctx context.Context, runID string, m agentfleet.Message, sc trace.SpanContext) (uint64, error) {
-	b, err := json.Marshal(m)
-	if err != nil {
-		return 0, fmt.Errorf("history: encode %s message: %w", m.MessageRole(), err)
-	}
-	return w.writeTraced(ctx, runID, "", b, sc)
+	return w.appendFlush(ctx, Record{RunID: runID, Message: m, Trace: sc})
 }
 
 // AppendRunEnd records that run runID ended with final.
 func (w *Writer) AppendRunEnd(ctx context.Context, runID string, final *agentfleet.AssistantMessage) (uint64, error) {
-	b, err := json.Marshal(final)
-	if err != nil {
-		return 0, fmt.Errorf("history: encode final message: %w", err)
-	}
-	return w.write(ctx, runID, RecordRunEnd, b)
+	return w.appendFlush(ctx, Record{RunID: runID, Final: final})
 }
 
 // AppendApproval records that a call of run runID waits for a decision.
 func (w *Writer) AppendApproval(ctx context.Context, runID string, req *agentfleet.ApprovalRequest) (uint64, error) {
-	b, err := json.Marshal(req)
-	if err != nil {
-		return 0, fmt.Errorf("history: encode approval request: %w", err)
-	}
-	return w.write(ctx, runID, RecordApproval, b)
+	return w.appendFlush(ctx, Record{RunID: runID, Approval: req})
 }
 
 // AppendDecision records the decision on a call of run runID that waited.
 func (w *Writer) AppendDecision(ctx context.Context, runID string, d *agentfleet.ApprovalDecision) (uint64, error) {
-	b, err := json.Marshal(d)
-	if err != nil {
-		return 0, fmt.Errorf("history: encode approval decision: %w", err)
-	}
-	return w.write(ctx, runID, RecordDecision, b)
+	return w.appendFlush(ctx, Record{RunID: runID, Decision: d})
 }
 
 // AppendSummary records a summary of the oldest part of the history,
 // written during run runID.
 func (w *Writer) AppendSummary(ctx context.Context, runID string, sum *agentfleet.ContextSummary) (uint64, error) {
-	b, err := json.Marshal(sum)
-	if err != nil {
-		return 0, fmt.Errorf("history: encode summary: %w", err)
+	return w.appendFlush(ctx, Record{RunID: runID, Summary: sum})
+}
+
+func (w *Writer) appendFlush(ctx context.Context, r Record) (uint64, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.bufferLocked(ctx, r); err != nil {
+		return 0, err
 	}
-	return w.write(ctx, runID, RecordSummary, b)
+	return w.flushLocked(ctx)
+}
+
+// Buffer adds record r (its RunID, and one of Message with its Trace, Final,
+// Approval, Decision or Summary; Seq, Index and Writer are ignored) to the
+// records waiting for the next Flush. It stores nothing, unless the buffer
+// is full (MaxEnvelopeRecords, or half a megabyte): then what waits is
+// flushed first, and an error is that flush's. A fenced writer buffers
+// nothing and returns ErrFenced.
+func (w *Writer) Buffer(ctx context.Context, r Record) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.bufferLocked(ctx, r)
+}
+
+// Buffered returns how many records wait for the next Flush.
+func (w *Writer) Buffered() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.buf)
+}
+
+// Flush stores the records that wait in the buffer as one stored message,
+// conditional on the last sequence this writer saw, and returns its stream
+// sequence (Last, with nothing buffered). It retries as Append does; on
+// ErrFenced the buffer is dropped, for nothing of it may be stored.
+func (w *Writer) Flush(ctx context.Context) (uint64, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.flushLocked(ctx)
+}
+
+func (w *Writer) bufferLocked(ctx context.Context, r Record) error {
+	if w.err != nil {
+		return w.err
+	}
+	e, err := encodeRecord(r)
+	if err != nil {
+		return err
+	}
+	if n := len(w.buf); n > 0 && (n >= MaxEnvelopeRecords || w.bufSize+e.size() > maxEnvelopeBytes) {
+		if _, err := w.flushLocked(ctx); err != nil {
+			return err
+		}
+	}
+	w.buf = append(w.buf, e)
+	w.bufSize += e.size()
+	return nil
+}
+
+// encodeRecord turns r into its stored kind and payload.
+func encodeRecord(r Record) (entry, error) {
+	e := entry{runID: r.RunID}
+	var (
+		v    any
+		what string
+	)
+	switch {
+	case r.Message != nil:
+		v, what, e.trace = r.Message, r.Message.MessageRole()+" message", r.Trace
+	case r.Final != nil:
+		v, what, e.kind = r.Final, "final message", RecordRunEnd
+	case r.Approval != nil:
+		v, what, e.kind = r.Approval, "approval request", RecordApproval
+	case r.Decision != nil:
+		v, what, e.kind = r.Decision, "approval decision", RecordDecision
+	case r.Summary != nil:
+		v, what, e.kind = r.Summary, "summary", RecordSummary
+	default:
+		return e, fmt.Errorf("history: record of run %s holds nothing to store", r.RunID)
+	}
+	if r.RunID == "" || len(r.RunID) > maxRunIDBytes {
+		return e, fmt.Errorf("history: %s: run id of %d bytes (1 to %d allowed)", what, len(r.RunID), maxRunIDBytes)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return e, fmt.Errorf("history: encode %s: %w", what, err)
+	}
+	e.data = b
+	return e, nil
 }
 
 // Last returns the stream sequence of the last record this writer knows.
@@ -130,16 +207,14 @@ const attemptMax = 5 * time.Second
 // ends.
 var writeRetry = retry.Policy{Base: 25 * time.Millisecond, Max: 2 * time.Second, Jitter: retry.EqualJitter}
 
-func (w *Writer) write(ctx context.Context, runID, kind string, data []byte) (uint64, error) {
-	return w.writeTraced(ctx, runID, kind, data, trace.SpanContext{})
-}
-
-func (w *Writer) writeTraced(ctx context.Context, runID, kind string, data []byte, sc trace.SpanContext) (uint64, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+func (w *Writer) flushLocked(ctx context.Context) (uint64, error) {
 	if w.err != nil {
 		return 0, w.err
 	}
+	if len(w.buf) == 0 {
+		return w.last, nil
+	}
+	msg := w.message()
 	// One id for every attempt, so that an attempt whose ack was lost is
 	// recognised as stored.
 	id := uuid.NewString()
@@ -157,7 +232,7 @@ func (w *Writer) writeTraced(ctx context.Context, runID, kind string, data []byt
 		case err != nil:
 			return retry.Permanent(fmt.Errorf("%w: session %s: %w", ErrFenced, w.session, err))
 		}
-		seq, err = w.attempt(ctx, id, runID, kind, data, sc)
+		seq, err = w.attempt(ctx, id, msg)
 		if errors.Is(err, ErrFenced) {
 			return retry.Permanent(err)
 		}
@@ -166,28 +241,48 @@ func (w *Writer) writeTraced(ctx context.Context, runID, kind string, data []byt
 	switch {
 	case err == nil:
 		w.last = seq
+		w.drop()
 		return seq, nil
 	case errors.Is(err, ErrFenced):
 		w.err = err
+		w.drop()
 		return 0, err
 	}
-	return 0, fmt.Errorf("history: store record of run %s in session %s: %w", runID, w.session, err)
+	return 0, fmt.Errorf("history: store %d records of session %s: %w", len(w.buf), w.session, err)
 }
 
-// attempt publishes the record once, conditional on w.last.
-func (w *Writer) attempt(ctx context.Context, id, runID, kind string, data []byte, sc trace.SpanContext) (uint64, error) {
+// drop empties the buffer. It keeps no array: an idle session holds
+// nothing of its last flush.
+func (w *Writer) drop() {
+	w.buf, w.bufSize = nil, 0
+}
+
+// message is the stored message of what the buffer holds: the record alone
+// if it is one, else an envelope.
+func (w *Writer) message() *nats.Msg {
 	msg := nats.NewMsg(w.subject)
-	msg.Data = data
-	msg.Header.Set(HeaderRunID, runID)
-	if sc.IsValid() {
-		tracing.Inject(trace.ContextWithRemoteSpanContext(context.Background(), sc), msg.Header)
-	}
-	if kind != "" {
-		msg.Header.Set(HeaderRecord, kind)
-	}
 	if w.s.writer != "" {
 		msg.Header.Set(HeaderWriter, w.s.writer)
 	}
+	if len(w.buf) == 1 {
+		e := &w.buf[0]
+		msg.Data = e.data
+		msg.Header.Set(HeaderRunID, e.runID)
+		if e.trace.IsValid() {
+			tracing.Inject(trace.ContextWithRemoteSpanContext(context.Background(), e.trace), msg.Header)
+		}
+		if e.kind != "" {
+			msg.Header.Set(HeaderRecord, e.kind)
+		}
+		return msg
+	}
+	msg.Data = appendEnvelope(make([]byte, 0, w.bufSize+binary.MaxVarintLen64+1), w.buf)
+	msg.Header.Set(HeaderRecord, RecordBatch)
+	return msg
+}
+
+// attempt publishes msg once, conditional on w.last.
+func (w *Writer) attempt(ctx context.Context, id string, msg *nats.Msg) (uint64, error) {
 	actx, cancel := context.WithTimeout(ctx, attemptMax)
 	defer cancel()
 	ack, err := w.s.js.PublishMsg(actx, msg, jetstream.WithMsgID(id), jetstream.WithExpectLastSequencePerSubject(w.last))

@@ -35,9 +35,14 @@ type DurableConfig struct {
 	// drop duplicates; default 2m.
 	DuplicateWindow time.Duration
 	// EventsMaxAge and EventsMaxBytes bound the events kept for late
-	// observers; default 24h and 1 GiB.
+	// observers; default 24h, and a size by EventsStorage: 128 MiB in
+	// memory, 1 GiB in files (DefaultEventsMaxBytes).
 	EventsMaxAge   time.Duration
 	EventsMaxBytes int64
+	// EventsStorage is where the event stream keeps them; default
+	// EventsMemory. An event stream that exists keeps its storage
+	// (SetupEventStream).
+	EventsStorage EventsStorage
 	// Replicas of every stream; default 1 (use 3 in a cluster).
 	Replicas int
 	// HistoryMaxAge bounds how long session histories are kept; default
@@ -46,6 +51,9 @@ type DurableConfig struct {
 	// PinnedTTL is how long a partition consumer stays pinned to an owner
 	// that stopped pulling; default 5s. (A new owner unpins at once.)
 	PinnedTTL time.Duration
+	// Logger hears of what the streams' setup decided on its own (an event
+	// stream that keeps its storage); default slog.Default().
+	Logger *slog.Logger
 }
 
 // Durable is the JetStream side of an orchestrator's transport: the event
@@ -76,9 +84,11 @@ func HasJetStream(ctx context.Context, nc *nats.Conn) bool {
 }
 
 // OpenDurable checks that nc's server has JetStream and creates the event
-// stream.
+// stream. Config then says the event stream's storage and size as the
+// stream has them. With the events in memory, the event stream is created
+// again whenever nc reconnects, since a server that restarts forgets a
+// memory stream (one in a cluster keeps it).
 func OpenDurable(ctx context.Context, nc *nats.Conn, subjects bus.Subjects, cfg DurableConfig) (*Durable, error) {
-	cfg.defaults()
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, err
@@ -86,10 +96,14 @@ func OpenDurable(ctx context.Context, nc *nats.Conn, subjects bus.Subjects, cfg 
 	if _, err := js.AccountInfo(ctx); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoJetStream, err)
 	}
-	if err := SetupEventStream(ctx, js, subjects, cfg); err != nil {
+	if cfg, err = SetupEventStream(ctx, js, subjects, cfg); err != nil {
 		return nil, err
 	}
-	return &Durable{js: js, cfg: cfg}, nil
+	d := &Durable{js: js, cfg: cfg}
+	if cfg.EventsStorage == EventsMemory {
+		d.recreateEventsOnReconnect(nc, subjects)
+	}
+	return d, nil
 }
 
 // Input returns a durable input for in's handler.
@@ -110,8 +124,11 @@ func (c *DurableConfig) defaults() {
 	if c.EventsMaxAge <= 0 {
 		c.EventsMaxAge = 24 * time.Hour
 	}
+	if c.EventsStorage == "" {
+		c.EventsStorage = EventsMemory
+	}
 	if c.EventsMaxBytes <= 0 {
-		c.EventsMaxBytes = 1 << 30
+		c.EventsMaxBytes = DefaultEventsMaxBytes(c.EventsStorage)
 	}
 	if c.Replicas <= 0 {
 		c.Replicas = 1
@@ -119,23 +136,9 @@ func (c *DurableConfig) defaults() {
 	if c.PinnedTTL <= 0 {
 		c.PinnedTTL = 5 * time.Second
 	}
-}
-
-// SetupEventStream creates (or updates) the stream that keeps recent events
-// for observers that connect late.
-func SetupEventStream(ctx context.Context, js jetstream.JetStream, subjects bus.Subjects, cfg DurableConfig) error {
-	cfg.defaults()
-	name := subjects.StreamName("EVENTS")
-	_, err := bus.EnsureStream(ctx, js, jetstream.StreamConfig{
-		Name: name, Description: "agentfleet lifecycle events, kept for late observers",
-		Subjects: []string{subjects.Events()}, Storage: jetstream.FileStorage,
-		MaxAge: cfg.EventsMaxAge, MaxBytes: cfg.EventsMaxBytes, Discard: jetstream.DiscardOld,
-		Replicas: cfg.Replicas, AllowDirect: true,
-	})
-	if err != nil {
-		return fmt.Errorf("event stream %s: %w", name, err)
+	if c.Logger == nil {
+		c.Logger = slog.Default()
 	}
-	return nil
 }
 
 // DurableInput consumes the input stream: in and steer as clients publish
@@ -196,6 +199,7 @@ func NewDurableInput(ctx context.Context, js jetstream.JetStream, in *Input, cfg
 		return nil, err
 	}
 	d.stop, d.done = make(chan struct{}), make(chan struct{})
+	d.restoreOnReconnect(js.Conn())
 	go d.keepAlive()
 	return d, nil
 }
@@ -209,69 +213,6 @@ func (d *DurableInput) Fenced(by ownership.Checker) {
 }
 
 func consumerName(p int) string { return "partition-" + strconv.Itoa(p) }
-
-// Serve begins consuming partition p: it creates the partition's consumer
-// if need be, unpins whoever consumed it before (a deposed owner), and
-// consumes it pinned.
-func (d *DurableInput) Serve(ctx context.Context, p int) error {
-	name := consumerName(p)
-	cc := jetstream.ConsumerConfig{
-		Durable: name, Description: "agentfleet: the input of partition " + strconv.Itoa(p),
-		FilterSubject: d.in.subjects.StoredPartition(p),
-		AckPolicy:     jetstream.AckExplicitPolicy, AckWait: d.cfg.AckWait,
-		// Failed handlings are bounded by the orchestrator itself, which
-		// says so in an error event; redeliveries after a crash or a
-		// handover are not failures, so the server does not count them.
-		MaxDeliver:     -1,
-		MaxAckPending:  10_000,
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
-		PriorityPolicy: jetstream.PriorityPolicyPinned, PriorityGroups: []string{ownerGroup}, PinnedTTL: d.cfg.PinnedTTL,
-	}
-	var cons jetstream.Consumer
-	err := bus.RetryJS(ctx, func(ctx context.Context) (err error) {
-		// Looked up first: the consumer exists but after the first start,
-		// and parallel creates of one consumer can go unanswered.
-		cons, err = d.stream.Consumer(ctx, name)
-		if errors.Is(err, jetstream.ErrConsumerNotFound) || err == nil && !sameConsumer(cons.CachedInfo().Config, cc) {
-			cons, err = d.stream.CreateOrUpdateConsumer(ctx, cc)
-		}
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("input consumer %s: %w", name, err)
-	}
-	if err := d.stream.UnpinConsumer(ctx, name, ownerGroup); err != nil {
-		d.log.Debug("unpin input consumer", "consumer", name, "err", err)
-	}
-	consuming, err := cons.Consume(d.receive, jetstream.PullPriorityGroup(ownerGroup), jetstream.PullExpiry(5*time.Second),
-		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			if errors.Is(err, jetstream.ErrPinIDMismatch) {
-				// The pin moved: a handover, and the consumer pulls again.
-				d.log.Debug("input consumer", "consumer", name, "err", err)
-				return
-			}
-			d.log.Warn("input consumer", "consumer", name, "err", err)
-		}))
-	if err != nil {
-		return fmt.Errorf("input consumer %s: %w", name, err)
-	}
-	d.mu.Lock()
-	old := d.serving[p]
-	d.serving[p] = consuming
-	d.mu.Unlock()
-	if old != nil {
-		old.Stop()
-	}
-	return nil
-}
-
-// sameConsumer reports whether the server's consumer has the settings that
-// Serve gives it.
-func sameConsumer(have, want jetstream.ConsumerConfig) bool {
-	return have.FilterSubject == want.FilterSubject && have.AckWait == want.AckWait && have.MaxDeliver == want.MaxDeliver &&
-		have.MaxAckPending == want.MaxAckPending && have.PriorityPolicy == want.PriorityPolicy && have.PinnedTTL == want.PinnedTTL &&
-		have.Description == want.Description
-}
 
 // Unserve stops consuming partition p. Its messages being handled stay
 // unacknowledged until their Done, or are delivered again after AckWait.
