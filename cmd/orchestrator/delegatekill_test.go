@@ -146,9 +146,10 @@ func TestDelegationKilled(t *testing.T) {
 			if m, err := out.NextMsg(time.Second); err == nil {
 				t.Errorf("a second final message on %s: %s", m.Subject, m.Data)
 			}
-			if m, err := childStart.NextMsg(100 * time.Millisecond); err == nil {
-				t.Errorf("a second run.start of a child: %s", m.Data)
-			}
+			// A child whose owner died before it stored anything of its run
+			// (its calls all run again, so nothing had to be) starts again
+			// from its input, with a run.start: the store, below, holds one
+			// run of it.
 
 			subjects, _ := bus.NewSubjects("")
 			h, err := history.Open(context.Background(), js, subjects, "", history.Config{})
