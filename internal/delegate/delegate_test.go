@@ -17,8 +17,8 @@ func TestIDs(t *testing.T) {
 	if got, want := delegate.ChildSession(&base), delegate.ChildSession(&agentfleet.Parent{Agent: "boss", Session: "s1", RunID: "r1", ToolCallID: "call_1", Chain: []string{"boss"}}); got != want {
 		t.Errorf("the chain changed the child session: %s, %s", got, want)
 	}
-	if err := bus.CheckToken("session", delegate.ChildSession(&base)); err != nil {
-		t.Error(err)
+	if err := bus.CheckToken("session", delegate.ChildSession(&base)); err != nil || !delegate.IsChildSession(delegate.ChildSession(&base)) {
+		t.Errorf("child session %s: %v, IsChildSession %v", delegate.ChildSession(&base), err, delegate.IsChildSession(delegate.ChildSession(&base)))
 	}
 	seen := map[string]string{delegate.ChildSession(&base): "base", delegate.MsgID(&base): "base msg"}
 	for _, tc := range []struct {
@@ -160,7 +160,10 @@ func TestArgs(t *testing.T) {
 		want string // "message|session" or a part of the error
 	}{
 		{"message", map[string]any{"message": "find x"}, "find x|"},
-		{"with session", map[string]any{"message": "more", "session": "d-1"}, "more|d-1"},
+		{"with session", map[string]any{"message": "more", "session": "d-0123456789abcdef01234567"}, "more|d-0123456789abcdef01234567"},
+		{"a client's session", map[string]any{"message": "more", "session": "alice"}, `Tool ask_r: argument session "alice" is not a session that an earlier call returned`},
+		{"almost a child session", map[string]any{"message": "more", "session": "d-0123456789ABCDEF01234567"}, "is not a session that an earlier call returned"},
+		{"empty session", map[string]any{"message": "m", "session": ""}, "m|"},
 		{"null session", map[string]any{"message": "m", "session": nil}, "m|"},
 		{"no message", map[string]any{}, "Tool ask_r: argument message must be a non-empty string"},
 		{"blank message", map[string]any{"message": "  "}, "argument message must be a non-empty string"},

@@ -16,6 +16,20 @@ func ChildSession(p *agentfleet.Parent) string {
 	return "d-" + digest("session", p)[:24]
 }
 
+// IsChildSession reports whether session has the form of ChildSession's:
+// "d-" and 24 lowercase hex digits.
+func IsChildSession(session string) bool {
+	if len(session) != 26 || session[:2] != "d-" {
+		return false
+	}
+	for i := 2; i < len(session); i++ {
+		if c := session[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // MsgID returns the message id of the ask of a call: the Nats-Msg-Id that
 // the child session de-duplicates on, so that the call run again is
 // answered from the child's stored history (or waits for its run) instead

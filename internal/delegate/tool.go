@@ -45,8 +45,11 @@ func Tool(agent string, timeout time.Duration) *agentfleet.Tool {
 }
 
 // Args reads the arguments of a call of tool: the message, and the session
-// to continue ("" for the call's own). The error names the tool and the
-// argument.
+// to continue ("" for the call's own). A session to continue must be a
+// child session (IsChildSession), as an earlier call's result names it:
+// the model may not reach into a session of the asked agent that a client,
+// or another parent, made, whose name it could guess. The error names the
+// tool and the argument.
 func Args(tool string, args map[string]any) (message, session string, err error) {
 	m, ok := args["message"].(string)
 	if !ok || strings.TrimSpace(m) == "" {
@@ -60,6 +63,9 @@ func Args(tool string, args map[string]any) (message, session string, err error)
 		if s != "" {
 			if err := bus.CheckToken("session", s); err != nil {
 				return "", "", fmt.Errorf("Tool %s: argument session: %w", tool, err)
+			}
+			if !IsChildSession(s) {
+				return "", "", fmt.Errorf("Tool %s: argument session %q is not a session that an earlier call returned (d- and 24 hex digits, in the result's details); leave it out for a new one", tool, s)
 			}
 		}
 		session = s

@@ -25,6 +25,7 @@ import (
 //   - "via a b: text" asks agent a "via b: text" (ask_a), and so on down
 //     the list; "via : text" or "text" is the last agent's own;
 //   - "fan a b: text" asks a and b the text in one batch;
+//   - "continue s: text" asks researcher the text in its session s;
 //   - "fail" fails the model call;
 //   - "hang" blocks until the call is canceled;
 //   - "meet" blocks until two calls meet, or the call is canceled;
@@ -84,6 +85,11 @@ func (tm *team) Complete(ctx context.Context, req *loop.Request, onDelta loop.De
 			}), nil
 		}
 		text = msg
+	}
+	if rest, ok := strings.CutPrefix(text, "continue "); ok {
+		session, msg, _ := strings.Cut(rest, ": ")
+		b, _ := json.Marshal(map[string]string{"message": msg, "session": session})
+		return use("ask_researcher " + string(b))(req), nil
 	}
 	if rest, ok := strings.CutPrefix(text, "fan "); ok {
 		list, msg, _ := strings.Cut(rest, ": ")
@@ -181,10 +187,21 @@ func TestAgentAsTool(t *testing.T) {
 			if end.IsError || end.Result == nil || end.Result.Details["session"] != childEnd.Session || end.Result.Details["run_id"] != childEnd.RunID {
 				t.Errorf("tool.end = error %v, result %+v", end.IsError, end.Result)
 			}
-			// Given a session, the call continues it.
-			final = f.ask(t, "boss", "s2", `{"content":"via researcher: again"}`)
+			// Given a session an earlier call returned, the call continues
+			// it, from another parent session too; given one of a client's,
+			// it is refused.
+			final = f.ask(t, "boss", "s2", `{"content":"continue `+childEnd.Session+`: again"}`)
 			if got := agentfleet.JoinText(final.Content); got != "ask_researcher=researcher heard: again" {
-				t.Errorf("second ask: %q", got)
+				t.Errorf("continued: %q", got)
+			}
+			bustest.Eventually(t, "the second run of the child session", func() bool {
+				return len(f.events.list(func(e agentfleet.Event) bool {
+					return e.Type == agentfleet.EventRunStart && e.Session == childEnd.Session && e.Parent != nil && e.Parent.Session == "s2"
+				})) == 1
+			})
+			final = f.ask(t, "boss", "s3", `{"content":"continue alice: hello"}`)
+			if got := agentfleet.JoinText(final.Content); !strings.HasPrefix(got, `ask_researcher!Tool ask_researcher: argument session "alice" is not a session that an earlier call returned`) {
+				t.Errorf("a client's session: %q", got)
 			}
 		})
 	}
