@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -58,11 +59,19 @@ func AskAgent(ctx context.Context, nc *bus.Conn, subjects bus.Subjects, a *Agent
 	}
 	t := time.NewTimer(every)
 	defer t.Stop()
-	resend := true
+	resend, first := true, true
 	for {
 		if resend {
 			if err := send(); err != nil {
 				return nil, fmt.Errorf("ask %s: %w", subject, err)
+			}
+			if first {
+				// A refusal by the server's permissions would otherwise
+				// look like an agent that never answers.
+				if err := checkDenied(nc, subject, inbox); err != nil {
+					return nil, fmt.Errorf("ask %s: %w", subject, err)
+				}
+				first = false
 			}
 			t.Reset(every)
 			resend = false
@@ -95,4 +104,22 @@ func AskAgent(ctx context.Context, nc *bus.Conn, subjects bus.Subjects, a *Agent
 			return &final, nil
 		}
 	}
+}
+
+// checkDenied makes a round trip to the server and reports a permission
+// violation on one of subjects (Conn.CheckDenied, for a plain connection).
+func checkDenied(nc *bus.Conn, subjects ...string) error {
+	if err := nc.FlushTimeout(FlushTimeout); err != nil {
+		return fmt.Errorf("NATS: %w", err)
+	}
+	err := nc.LastError()
+	if !errors.Is(err, nats.ErrPermissionViolation) {
+		return nil
+	}
+	for _, s := range subjects {
+		if strings.Contains(err.Error(), `"`+s+`"`) {
+			return fmt.Errorf("this NATS user lacks the permission: %w (see deploy/nats/README.md for what each role may do)", err)
+		}
+	}
+	return nil
 }
