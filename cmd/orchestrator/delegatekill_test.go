@@ -127,6 +127,7 @@ func TestDelegationKilled(t *testing.T) {
 				kill = owner("boss", "k0")
 				t.Logf("every parent runs beside its child; killing the owner of k0")
 			}
+			killed := time.Now()
 			if err := procs[kill].Process.Signal(syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
@@ -143,6 +144,7 @@ func TestDelegationKilled(t *testing.T) {
 					t.Errorf("final on %s = %s %q", m.Subject, final.StopReason, got)
 				}
 			}
+			t.Logf("%d final messages %v after the kill (lease TTL 1s, the children's sleep 3s)", sessions, time.Since(killed).Round(time.Millisecond))
 			if m, err := out.NextMsg(time.Second); err == nil {
 				t.Errorf("a second final message on %s: %s", m.Subject, m.Data)
 			}
