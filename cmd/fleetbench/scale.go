@@ -166,8 +166,9 @@ func (m *Main) runScaleFleet(ctx context.Context, specs []scaleWorkerSpec) (_ *S
 	defer client.Close()
 	subjects, _ := bus.NewSubjects("")
 	// As the orchestrator does: no more calls in flight than the fleet
-	// advertises slots, the rest waiting in the client.
-	fleet, err := busfleet.WatchFleet(ctx, nc, subjects, busfleet.FleetConfig{OnCapacity: client.SetCapacity, Logger: m.logger})
+	// advertises slots, the rest waiting in the client, and each call to
+	// the worker with the most free slots.
+	fleet, err := busfleet.WatchFleet(ctx, nc, subjects, busfleet.FleetConfig{OnCapacity: client.SetCapacity, OnWorkers: client.SetWorkers, Logger: m.logger})
 	if err != nil {
 		return nil, err
 	}
