@@ -78,6 +78,7 @@ func (c *ToolClient) attempt(ctx context.Context, call *inflight, deadline time.
 		if fx.end == endNoResponders && picked != "" {
 			// The chosen worker is gone: not delivered, so sent to the
 			// queue group at once.
+			c.observe(req.Name, fx.outcome, picked)
 			c.picks.Gone(picked)
 			counted, picked, subject = "", "", c.toolSubject(req.Name)
 			if err := send(); err != nil {
