@@ -3,6 +3,7 @@ package slots
 import (
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 )
 
 // Offer is a worker of a tool as the fleet knows it: one that takes calls
@@ -21,6 +22,9 @@ type Offer struct {
 // is safe for concurrent use; its zero value knows no worker, and Pick then
 // returns "".
 type Table struct {
+	// any is whether some tool has workers: a client without them (no
+	// fleet watched, a fleet of older workers) picks without the lock.
+	any     atomic.Bool
 	mu      sync.Mutex
 	workers map[string]*known   // by instance id
 	tools   map[string][]string // ids of the workers of each tool
@@ -67,6 +71,7 @@ func (t *Table) Set(offers map[string][]Offer) {
 		}
 	}
 	t.workers = workers
+	t.any.Store(len(t.tools) > 0)
 }
 
 // Pick chooses the worker a call of tool goes to and counts the call on
@@ -74,6 +79,9 @@ func (t *Table) Set(offers map[string][]Offer) {
 // when no known worker of the tool has a free slot: the call then goes to
 // the tool's queue group.
 func (t *Table) Pick(tool string) string {
+	if !t.any.Load() {
+		return ""
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	ids := t.tools[tool]
