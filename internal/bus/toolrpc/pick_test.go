@@ -322,9 +322,9 @@ func TestOldWorkerServedByQueueGroup(t *testing.T) {
 
 // TestWorkerSubjectRefusesBadRequests sends hostile requests to a worker's
 // own subject: garbage, a request naming another tool, a request without a
-// reply subject. Each is answered (or dropped) as on the queue group's
-// subject: an error frame that says what was wrong, or nothing, and no
-// call runs.
+// reply subject or with one outside inbox space (the reply guard). Each is
+// answered (or dropped) as on the queue group's subject: an error frame
+// that says what was wrong, or nothing, and no call runs.
 func TestWorkerSubjectRefusesBadRequests(t *testing.T) {
 	srv := bustest.MustRunNATS(t)
 	w := startPickWorker(t, srv, 2, nil, toolrpc.ServerConfig{})
@@ -359,6 +359,12 @@ func TestWorkerSubjectRefusesBadRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	bustest.Eventually(t, "the request without a reply subject to be refused", func() bool { return w.NoReply() == 1 })
+	// A reply subject outside inbox space: the frames would go there with
+	// the worker's rights.
+	if err := nc.PublishRequest(direct, "agent.in.default.victim", good); err != nil {
+		t.Fatal(err)
+	}
+	bustest.Eventually(t, "the request with a reply outside inbox space to be refused", func() bool { return w.NoReply() == 2 })
 	if got := w.calls.Load(); got != 0 {
 		t.Errorf("%d calls ran, want none", got)
 	}
