@@ -4,7 +4,14 @@ import (
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
+	"time"
 )
+
+// RefusalMemory is how long what a refusal taught of the other callers'
+// calls on a worker holds (Worker.Others, and that the worker is not
+// chosen): those calls end too, and a caller with no call of its own there
+// would otherwise never learn that they did.
+const RefusalMemory = 250 * time.Millisecond
 
 // Offer is a worker of a tool as the fleet knows it: one that takes calls
 // on a subject of its own, with the concurrency it declares.
@@ -24,8 +31,10 @@ type Offer struct {
 type Table struct {
 	// any is whether some tool has workers: a client without them (no
 	// fleet watched, a fleet of older workers) picks without the lock.
-	any     atomic.Bool
-	mu      sync.Mutex
+	any atomic.Bool
+	mu  sync.Mutex
+	// clock is time.Now, unless a test sets it.
+	clock   func() time.Time
 	workers map[string]*known   // by instance id
 	tools   map[string][]string // ids of the workers of each tool
 	scratch []Worker
@@ -43,6 +52,8 @@ type known struct {
 	gone bool
 	// grown counts the calls it ended since Ceiling last grew.
 	grown int
+	// refusedAt is when it last refused a call of this caller.
+	refusedAt time.Time
 }
 
 // Set replaces the workers of every tool with offers, keeping what is
@@ -89,8 +100,17 @@ func (t *Table) Pick(tool string) string {
 		return ""
 	}
 	t.scratch = t.scratch[:0]
+	var now time.Time
 	for _, id := range ids {
 		k := t.workers[id]
+		if k.refused || k.Others > 0 {
+			if now.IsZero() {
+				now = t.now()
+			}
+			if now.Sub(k.refusedAt) >= RefusalMemory {
+				k.refused, k.Others = false, 0
+			}
+		}
 		w := k.Worker
 		if k.refused || k.gone {
 			w.Limit = 0
@@ -147,8 +167,9 @@ func (t *Table) Ended(id string) {
 
 // Refused ends a call counted on worker id that it refused as busy,
 // holding inFlight calls as its busy frame says (0: says none). The
-// worker is not chosen again until a call of this caller on it ends; when
-// it refused below its declared limit, that load is its Ceiling.
+// worker is not chosen again until a call of this caller on it ends, or
+// RefusalMemory passed; when it refused below its declared limit, that
+// load is its Ceiling.
 func (t *Table) Refused(id string, inFlight int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -162,7 +183,7 @@ func (t *Table) Refused(id string, inFlight int) {
 		k.Ceiling, k.grown = max(load, 1), 0
 	}
 	k.Others = max(load-k.Mine, 0)
-	k.refused = true
+	k.refused, k.refusedAt = true, t.now()
 }
 
 // Gone ends a call counted on worker id whose subject had no subscriber:
@@ -174,6 +195,13 @@ func (t *Table) Gone(id string) {
 		k.Mine = max(k.Mine-1, 0)
 		k.gone = true
 	}
+}
+
+func (t *Table) now() time.Time {
+	if t.clock != nil {
+		return t.clock()
+	}
+	return time.Now()
 }
 
 // Workers returns what the table knows of the workers of tool, for tests

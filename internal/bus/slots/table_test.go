@@ -1,11 +1,15 @@
 package slots
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // TestTable walks one caller's table through what its calls see: picks
 // fill the freest worker first; a refusal takes a worker out until a call
 // of it ends and teaches a lying limit, and counts the others' calls;
-// a gone worker is not chosen until the fleet lists it again.
+// what a refusal taught is forgotten after RefusalMemory; a gone worker is
+// not chosen until the fleet lists it again.
 func TestTable(t *testing.T) {
 	var tb Table
 	if got := tb.Pick("sleep"); got != "" {
@@ -82,6 +86,26 @@ func TestTable(t *testing.T) {
 		t.Fatalf("after Took: %+v; want 1 mine", w)
 	}
 	tb.Ended("x")
+
+	// What a refusal taught of the others' calls is forgotten after
+	// RefusalMemory, when no call of this caller's there ended to tell.
+	at := time.Unix(1000, 0)
+	tb.clock = func() time.Time { return at }
+	tb.Set(map[string][]Offer{"sleep": {{ID: "y", Limit: 2}}})
+	if got := tb.Pick("sleep"); got != "y" {
+		t.Fatalf("picked %q, want y", got)
+	}
+	tb.Refused("y", 2) // full of others' calls; none of ours left there
+	if got := tb.Pick("sleep"); got != "" {
+		t.Fatalf("picked %q right after the refusal, want the queue group", got)
+	}
+	at = at.Add(RefusalMemory)
+	if got := tb.Pick("sleep"); got != "y" {
+		t.Fatalf("picked %q after RefusalMemory, want y again", got)
+	}
+	tb.Ended("y")
+	tb.clock = nil
+	tb.Set(map[string][]Offer{"sleep": {{ID: "x", Limit: 4}}})
 
 	// A worker whose subject has no subscriber.
 	if got := tb.Pick("sleep"); got != "x" {

@@ -369,3 +369,59 @@ func TestWorkerSubjectRefusesBadRequests(t *testing.T) {
 		t.Errorf("%d calls ran, want none", got)
 	}
 }
+
+// TestTwoClientsShareTheFleet: two orchestrators' clients keep a fleet of
+// two workers of two slots saturated; each counts only its own calls, so
+// the workers refuse some, but every call completes, neither client
+// starves, no worker runs more than its limit, and refusals stay below one
+// a call.
+func TestTwoClientsShareTheFleet(t *testing.T) {
+	srv := bustest.MustRunNATS(t)
+	var running, peak atomic.Int64
+	hold := func(context.Context) {
+		n := running.Add(1)
+		defer running.Add(-1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		time.Sleep(2 * time.Millisecond) // the tool's work, not a wait
+	}
+	workers := []*pickWorker{
+		startPickWorker(t, srv, 2, hold, toolrpc.ServerConfig{Name: "a"}),
+		startPickWorker(t, srv, 2, hold, toolrpc.ServerConfig{Name: "b"}),
+	}
+	clients := []*toolrpc.ToolClient{pickingClient(t, srv, 4, toolrpc.ClientConfig{}), pickingClient(t, srv, 4, toolrpc.ClientConfig{})}
+	const callers, each = 4, 25 // per client
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*callers)
+	for ci, client := range clients {
+		for i := range callers {
+			wg.Go(func() {
+				for j := range each {
+					if _, err := client.Execute(context.Background(), workCall(fmt.Sprintf("c%d-%d-%d", ci, i, j)), func(any) {}); err != nil {
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	var calls, refusals int64
+	for _, w := range workers {
+		calls, refusals = calls+w.calls.Load(), refusals+w.refusals.Load()
+	}
+	if want := int64(2 * callers * each); calls != want {
+		t.Errorf("the workers ran %d calls, want %d", calls, want)
+	}
+	if got := peak.Load(); got > 4 {
+		t.Errorf("%d calls ran at once on a fleet of 4 slots", got)
+	}
+	if refusals >= calls {
+		t.Errorf("%d refusals for %d calls, want fewer than one a call", refusals, calls)
+	}
+	t.Logf("%d refusals for %d calls", refusals, calls)
+}
