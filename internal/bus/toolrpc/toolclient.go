@@ -278,10 +278,11 @@ type lostError struct {
 func (e *lostError) Error() string { return e.err.Error() }
 func (e *lostError) Unwrap() error { return e.err }
 
-// Execute runs req on the fleet. It sends the call to a worker,
+// Execute runs req on the fleet. It sends the call to a worker (the one
+// with the most free slots, see SetWorkers, else the queue group's pick),
 // streams its progress, and returns its result. A busy worker's refusal
-// sends the call again, after a backoff (see BusyBackoff), to whichever
-// worker the queue group picks; a call still refused when its timeout ends
+// sends the call again, after a backoff (see BusyBackoff), to the worker
+// chosen then; a call still refused when its timeout ends
 // never ran, and is not retried. Each
 // attempt is bounded by the call's timeout; an attempt that times out or
 // whose worker is lost is retried, with backoff, up to MaxAttempts when the
