@@ -25,9 +25,9 @@ type Offer struct {
 // see (Took, Ended, Refused, Gone). It trusts its own count of its calls
 // on each worker, and a worker's count only in a refusal: the frames of
 // different calls are handled in no set order, so a count a result or an
-// ack carried would be out of date as often as not. Pick chooses with Choose. It
-// is safe for concurrent use; its zero value knows no worker, and Pick then
-// returns "".
+// ack carried would be out of date as often as not. Pick chooses with
+// Choose. It is safe for concurrent use; its zero value knows no worker,
+// and Pick then returns "".
 type Table struct {
 	// any is whether some tool has workers: a client without them (no
 	// fleet watched, a fleet of older workers) picks without the lock.
@@ -44,8 +44,8 @@ type Table struct {
 type known struct {
 	Worker
 	// refused: the worker refused a call of this caller since the last
-	// one it ended; it is not chosen until one ends, or a frame of it
-	// reports room.
+	// one it ended; it is not chosen until one ends, or RefusalMemory
+	// passed.
 	refused bool
 	// gone: its subject had no subscriber; not chosen until the fleet
 	// lists it again.
