@@ -426,12 +426,14 @@ func (f *Fleet) publish() {
 
 // directOffers returns, by tool, the workers serving it (as resolve chose
 // them) that take calls on their own subjects and declare a concurrency,
-// sorted by id. Under mu.
+// sorted by id. An id that is not one subject token ("a.b", "*", ">")
+// would make that subject another one: such a worker is not offered.
+// Under mu.
 func directOffers(members map[string]*member, tools map[string]*FleetTool) map[string][]slots.Offer {
 	out := map[string][]slots.Offer{}
 	for name, t := range tools {
 		for _, id := range t.Workers { // sorted
-			if m := members[id]; m != nil && m.direct && m.concurrency > 0 {
+			if m := members[id]; m != nil && m.direct && m.concurrency > 0 && bus.ValidToken(id) {
 				out[name] = append(out[name], slots.Offer{ID: id, Limit: m.concurrency})
 			}
 		}

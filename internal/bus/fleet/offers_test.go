@@ -11,9 +11,10 @@ import (
 )
 
 // TestDirectOffers: only a worker whose metadata says direct "true" (not
-// "yes", "1" or "TRUE") and declares a concurrency is offered to the
-// client's choice, and only for the tools it is not refused for (a lower
-// kind's claim on a built-in tool's name is no offer).
+// "yes", "1" or "TRUE"), declares a concurrency and has an id that is one
+// subject token (not "I.>", which would aim its subject elsewhere) is
+// offered to the client's choice, and only for the tools it is not
+// refused for (a lower kind's claim on a built-in tool's name is no offer).
 func TestDirectOffers(t *testing.T) {
 	subjects, _ := bus.NewSubjects("")
 	info := func(id, kind, direct, concurrency string, tools ...string) *micro.Info {
@@ -35,6 +36,8 @@ func TestDirectOffers(t *testing.T) {
 		info("F", KindBuiltin, "true", "none", "echo"),
 		info("G", KindBuiltin, "true", "-3", "echo"),
 		info("H", KindForeign, "true", "1000000", "echo", "rogue"),
+		info("I.>", KindBuiltin, "true", "8", "echo"),
+		info("J*", KindBuiltin, "true", "8", "echo"),
 	} {
 		m, _ := memberFromInfo(in, subjects)
 		members[m.id] = m
