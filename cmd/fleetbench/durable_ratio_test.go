@@ -123,7 +123,9 @@ func TestDurableRatioServerCPU(t *testing.T) {
 			false, 800.0 / 190, Compared{}, Compared{}, false},
 	}
 	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
-	same := func(a, b Compared) bool { return near(a.InMemory, b.InMemory) && near(a.Durable, b.Durable) && near(a.Ratio, b.Ratio) }
+	same := func(a, b Compared) bool {
+		return near(a.InMemory, b.InMemory) && near(a.Durable, b.Durable) && near(a.Ratio, b.Ratio)
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := durableRatio(tt.mem, tt.dur)
