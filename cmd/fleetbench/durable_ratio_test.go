@@ -97,3 +97,66 @@ func TestDurableRatioTables(t *testing.T) {
 		}
 	}
 }
+
+func TestDurableRatioServerCPU(t *testing.T) {
+	// round is a round whose server CPU per run is srv, measured or not.
+	round := func(self, srv float64, measured bool) *SessionsReport {
+		return &SessionsReport{RunsPerSec: 1000, CPUPerRunSelf: self, CPUPerRunServer: srv, ServerCPU: measured}
+	}
+	tests := []struct {
+		name     string
+		mem, dur *SessionsReport
+		apart    bool
+		self     float64 // ratio of this process, the target's figure
+		srv, sum Compared
+		cpuMet   bool
+	}{
+		{"embedded: the server is in this process, nothing apart", round(190, 0, false), round(800, 0, false),
+			false, 800.0 / 190, Compared{}, Compared{}, false},
+		{"process: the target is on the orchestrator and driver, the server beside it", round(190, 60, true), round(280, 400, true),
+			true, 280.0 / 190, Compared{60, 400, 400.0 / 60}, Compared{250, 680, 680.0 / 250}, true},
+		{"process: a costly orchestrator misses though the server is cheap", round(190, 60, true), round(400, 70, true),
+			true, 400.0 / 190, Compared{60, 70, 70.0 / 60}, Compared{250, 470, 470.0 / 250}, false},
+		{"an in-memory server that used no CPU gives no server ratio", round(190, 0, true), round(250, 300, true),
+			true, 250.0 / 190, Compared{0, 300, 0}, Compared{190, 550, 550.0 / 190}, true},
+		{"measured in one round only: not apart", round(190, 60, true), round(800, 0, false),
+			false, 800.0 / 190, Compared{}, Compared{}, false},
+	}
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+	same := func(a, b Compared) bool {
+		return near(a.InMemory, b.InMemory) && near(a.Durable, b.Durable) && near(a.Ratio, b.Ratio)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := durableRatio(tt.mem, tt.dur)
+			if r.ServerCPU != tt.apart {
+				t.Fatalf("server CPU measured apart = %v, want %v", r.ServerCPU, tt.apart)
+			}
+			if !near(r.CPUPerRunSelf.Ratio, tt.self) {
+				t.Errorf("CPU ratio of this process = %v, want %v", r.CPUPerRunSelf.Ratio, tt.self)
+			}
+			if got := r.Targets[1]; got.Met != tt.cpuMet || !near(got.Measured, tt.self) || got.Name != cpuTargetName(tt.apart) {
+				t.Errorf("CPU target = %+v, want met %v at %v named %q", got, tt.cpuMet, tt.self, cpuTargetName(tt.apart))
+			}
+			if !tt.apart {
+				if r.CPUPerRunServer != nil || r.CPUPerRunSelfAndServer != nil {
+					t.Errorf("server figures %+v, %+v; want none", r.CPUPerRunServer, r.CPUPerRunSelfAndServer)
+				}
+				return
+			}
+			if r.CPUPerRunServer == nil || !same(*r.CPUPerRunServer, tt.srv) {
+				t.Errorf("server CPU per run = %+v, want %+v", r.CPUPerRunServer, tt.srv)
+			}
+			if r.CPUPerRunSelfAndServer == nil || !same(*r.CPUPerRunSelfAndServer, tt.sum) {
+				t.Errorf("CPU per run of both = %+v, want %+v", r.CPUPerRunSelfAndServer, tt.sum)
+			}
+			var b strings.Builder
+			r.writeTables(&b)
+			for _, want := range []string{"orchestrator + driver", "CPU/run µs, NATS server", "CPU/run µs, both", "NATS server apart"} {
+				if !strings.Contains(b.String(), want) {
+					t.Errorf("tables lack %q:\n%s", want, b.String())
+				}
+			}
+		})
+	}
+}

@@ -105,9 +105,14 @@ type SessionsReport struct {
 	UnloadedRunLatency Latency `json:"unloaded_run_latency"`
 	BusyRefusals       uint64  `json:"worker_busy_refusals"`
 	// CPU per run while the runs were driven: this process (orchestrator,
-	// driver and NATS server) and the worker processes, in microseconds.
+	// driver and, with the embedded server, the NATS server) and the worker
+	// processes, in microseconds.
 	CPUPerRunSelf    float64 `json:"cpu_per_run_self_us"`
 	CPUPerRunWorkers float64 `json:"cpu_per_run_workers_us"`
+	// CPUPerRunServer is the NATS server child's CPU per run, in
+	// microseconds (--server process only; ServerCPU says it was measured).
+	CPUPerRunServer float64 `json:"cpu_per_run_server_us,omitempty"`
+	ServerCPU       bool    `json:"server_cpu_measured"`
 	// Memory of this process (orchestrator, driver and, unless --nats-url
 	// was given, the NATS server) after a GC, before any session, after
 	// half of them ran and after all ran and went idle.
@@ -279,19 +284,23 @@ func (m *Main) sessionsRound(ctx context.Context, children []*child, names []str
 	half := c.Sessions / 2
 	meter := cpuMeter{children}
 	self0, workers0 := meter.read()
+	srv0, _ := m.serverCPU()
 	lat1, d1, err := m.drive(ctx, dnc, orch, 0, half)
 	if err != nil {
 		return nil, err
 	}
 	self1, workers1 := meter.read()
+	srv1, _ := m.serverCPU()
 	rep.Half = measureMem()
 	srv.Half, _ = m.serverRSS()
 	self2, workers2 := meter.read()
+	srv2, _ := m.serverCPU()
 	lat2, d2, err := m.drive(ctx, dnc, orch, half, c.Sessions)
 	if err != nil {
 		return nil, err
 	}
 	self3, workers3 := meter.read()
+	srv3, serverCPU := m.serverCPU()
 	rep.After = measureMem()
 	if rss, ok := m.serverRSS(); ok {
 		srv.After, rep.Server = rss, &srv
@@ -309,6 +318,9 @@ func (m *Main) sessionsRound(ctx context.Context, children []*child, names []str
 	runs := float64(c.Sessions * c.RunsPerSession)
 	rep.CPUPerRunSelf = us(self1-self0+self3-self2) / runs
 	rep.CPUPerRunWorkers = us(workers1-workers0+workers3-workers2) / runs
+	if rep.ServerCPU = serverCPU; serverCPU {
+		rep.CPUPerRunServer = us(srv1-srv0+srv3-srv2) / runs
+	}
 	rep.SessionsHeld = orch.Sessions()
 
 	rep.Runs = len(lat1) + len(lat2)
@@ -458,9 +470,13 @@ func (r *SessionsReport) writeTables(w io.Writer) {
 	fmt.Fprintf(w, "%d sessions, %d run(s) each: %d turns of %d tool calls, then an answer; zero-latency scripted model; %s sessions driven at once; %d worker process(es) of concurrency %d\n",
 		c.Sessions, c.RunsPerSession, c.Turns, c.CallsPerTurn, conc, c.Workers, c.WorkerConcurrency)
 	tw := table(w)
-	fmt.Fprintln(tw, "\nruns\tseconds\truns/s\ttool calls/s\tmodel calls/s\trun p50 ms\trun p99 ms\tCPU/run µs (this + workers)\tbusy refusals\t")
-	fmt.Fprintf(tw, "%d\t%.2f\t%.0f\t%.0f\t%.0f\t%.2f\t%.2f\t%.0f + %.0f\t%d\t\n", r.Runs, r.Seconds, r.RunsPerSec, r.CallsPerSec,
-		float64(r.ModelCalls)/r.Seconds, r.RunLatency.P50/1e3, r.RunLatency.P99/1e3, r.CPUPerRunSelf, r.CPUPerRunWorkers, r.BusyRefusals)
+	cpuHead, cpu := "CPU/run µs (this + workers)", fmt.Sprintf("%.0f + %.0f", r.CPUPerRunSelf, r.CPUPerRunWorkers)
+	if r.ServerCPU {
+		cpuHead, cpu = "CPU/run µs (this + workers + NATS server)", cpu+fmt.Sprintf(" + %.0f", r.CPUPerRunServer)
+	}
+	fmt.Fprintf(tw, "\nruns\tseconds\truns/s\ttool calls/s\tmodel calls/s\trun p50 ms\trun p99 ms\t%s\tbusy refusals\t\n", cpuHead)
+	fmt.Fprintf(tw, "%d\t%.2f\t%.0f\t%.0f\t%.0f\t%.2f\t%.2f\t%s\t%d\t\n", r.Runs, r.Seconds, r.RunsPerSec, r.CallsPerSec,
+		float64(r.ModelCalls)/r.Seconds, r.RunLatency.P50/1e3, r.RunLatency.P99/1e3, cpu, r.BusyRefusals)
 	tw.Flush()
 	fmt.Fprintln(w, "\nMemory of the orchestrator's process (after GC)")
 	tw = table(w)

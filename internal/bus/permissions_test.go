@@ -16,7 +16,9 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/fleet"
 	"github.com/agentfleet/agentfleet/internal/bus/input"
 	busserver "github.com/agentfleet/agentfleet/internal/bus/server"
+	"github.com/agentfleet/agentfleet/internal/bus/slots"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
+	"github.com/agentfleet/agentfleet/internal/bus/wire"
 	"github.com/agentfleet/agentfleet/internal/fleetexec"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/nats-io/nats-server/v2/server"
@@ -164,6 +166,7 @@ func TestDeployConfDenies(t *testing.T) {
 		{"dashboard", "Publish", "agent.events.default.demo.error"},
 		{"dashboard", "Publish", "agent.out.default.demo"},
 		{"dashboard", "Publish", "agent.tool.echo"},
+		{"dashboard", "Publish", "agent.tool.echo.w1"}, // a worker's own subject
 		{"dashboard", "Publish", "agent.worker.w1.cancel"},
 		{"dashboard", "Publish", "agent.fleet"},
 		{"dashboard", "Publish", "_INBOX.somebody.else"},
@@ -183,10 +186,12 @@ func TestDeployConfDenies(t *testing.T) {
 		// A client talks to agents, never to tools or workers.
 		{"client", "Subscription", "agent.tool.>"},
 		{"client", "Subscription", "agent.tool.echo"},
+		{"client", "Subscription", "agent.tool.echo.w1"},
 		{"client", "Subscription", "agent.worker.*.cancel"},
 		{"client", "Subscription", "agent.in.>"},
 		{"client", "Subscription", ">"},
 		{"client", "Publish", "agent.tool.echo"},
+		{"client", "Publish", "agent.tool.echo.w1"},
 		{"client", "Publish", "agent.events.default.demo.run.end"},
 		{"client", "Publish", "agent.out.default.demo"},
 		{"client", "Publish", "agent.worker.w1.cancel"},
@@ -329,6 +334,23 @@ func TestDeployConfFleet(t *testing.T) {
 	}
 	if got, want := fmt.Sprint(progress), "[1 2 3]"; got != want {
 		t.Errorf("progress = %s, want %s", got, want)
+	}
+
+	// A call the client sends to the worker's own subject,
+	// agent.tool.<name>.<id>, which the roles allow as they allow
+	// agent.tool.>.
+	client.SetWorkers(map[string][]slots.Offer{"count": {{ID: ts.ID(), Limit: 64}}})
+	res, err = fleetexec.Executor{Client: client}.Execute(ctx, &pipeline.Prepared{
+		Tool: &agentfleet.Tool{}, Call: agentfleet.ToolCall{ID: "c1d", Name: "count"}, Args: map[string]any{}, Timeout: 10 * time.Second,
+	}, func(any) {})
+	if err != nil || res.Worker != ts.Name() {
+		t.Errorf("call on the worker's own subject: worker %v, err %v; want %s", res, err, ts.Name())
+	}
+	direct, _ := wire.EncodeRequest(&wire.CallRequest{V: wire.ProtocolVersion, ID: "c1e", Tool: "count"})
+	if m, err := orch.Request(subjects.WorkerTool("count", ts.ID()), direct, 10*time.Second); err != nil {
+		t.Errorf("request on the worker's own subject: %v", err)
+	} else if f, err := wire.DecodeFrame(m.Data); err != nil || f.T != wire.FrameAck {
+		t.Errorf("first answer on the worker's own subject = %+v (%v), want its ack", f, err)
 	}
 
 	// An aborted call is cancelled on the worker through

@@ -116,6 +116,11 @@ func (s Subjects) Events() string { return s.Prefix + ".events.>" }
 // Tool returns the subject of a tool's endpoint.
 func (s Subjects) Tool(name string) string { return s.Prefix + ".tool." + name }
 
+// WorkerTool returns the subject on which only the worker of instance id
+// takes calls of tool name (fleet.MetaDirect), beside the tool's queue
+// group.
+func (s Subjects) WorkerTool(name, id string) string { return s.Prefix + ".tool." + name + "." + id }
+
 // Cancel returns the subject a worker listens on for cancellations.
 func (s Subjects) Cancel(workerID string) string { return s.Prefix + ".worker." + workerID + ".cancel" }
 

@@ -44,6 +44,9 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 	// The client keeps no more calls of a tool in flight than the fleet
 	// has slots for, and follows the fleet as workers join and leave.
 	dc.OnCapacity = o.client.SetCapacity
+	// Each call goes to the worker with the most free slots, of those
+	// that take calls on their own subjects.
+	dc.OnWorkers = o.client.SetWorkers
 	if o.fleet, err = busfleet.WatchFleet(ctx, o.nc, o.subjects, dc); err != nil {
 		return errors.Join(fmt.Errorf("orchestrator: %w", err), o.client.Close())
 	}

@@ -165,7 +165,10 @@ func (s *session) load(loads chan struct{}) {
 		}
 		st, err = o.history.Load(ctx, s.agent.profile.Name, s.name)
 		if err == nil && o.dinput() != nil {
-			pending, err = o.dinput().Pending(ctx, s.agent.profile.Name, s.name)
+			s.mu.Lock()
+			before := pendingBound(s.backlog)
+			s.mu.Unlock()
+			pending, err = o.dinput().PendingBefore(ctx, s.agent.profile.Name, s.name, before)
 		}
 		s.mu.Lock()
 		s.loadCancel = nil

@@ -4,7 +4,8 @@
 // beats, expiry), the choice among workers that serve one tool, the bounds
 // a foreign worker's tools must keep, and the fleet's status.
 //
-// It may import internal/bus (connection, subjects), internal/bus/wire, the
-// domain types and nats.go with its micro API; nothing of the tool RPC, the
+// It may import internal/bus (connection, subjects), internal/bus/wire,
+// internal/bus/slots (the offers it hands the tool client), the domain
+// types and nats.go with its micro API; nothing of the tool RPC, the
 // orchestrator or the loop.
 package fleet

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/slots"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 )
@@ -42,6 +43,12 @@ type FleetConfig struct {
 	// change of the fleet's capacity, with the Concurrency of each tool
 	// (see Capacity); typically ToolClient.SetCapacity.
 	OnCapacity func(caps map[string]int)
+	// OnWorkers, if set, is called after the first refresh and after every
+	// change of the workers that take calls on their own subjects
+	// (MetaDirect), with those of each tool and the concurrency they
+	// declare; typically ToolClient.SetWorkers. Workers refused for a
+	// tool (see Rank) are not among them.
+	OnWorkers func(offers map[string][]slots.Offer)
 	// OnSkipped, if set, is told once of each endpoint of a worker of this
 	// fleet that does not describe a tool the fleet can use, with the
 	// reason; it is logged either way.
@@ -83,6 +90,7 @@ type Fleet struct {
 	tools    map[string]*FleetTool
 	sig      string
 	caps     map[string]int
+	offers   map[string][]slots.Offer
 	chosen   map[string]string
 	clashes  map[string]bool // conflicts logged, by key, while they last
 	ready    bool
@@ -378,6 +386,7 @@ func (f *Fleet) publish() {
 	f.mu.Lock()
 	tools, conflicts := resolve(f.members)
 	chosen := chosenVersions(f.members, tools)
+	offers := directOffers(f.members, tools)
 	f.mu.Unlock()
 	clashes := make(map[string]bool, len(conflicts))
 	for _, c := range conflicts {
@@ -397,18 +406,39 @@ func (f *Fleet) publish() {
 	caps := capacities(tools)
 	changed := sig != f.sig
 	capsChanged := !f.ready || !maps.Equal(caps, f.caps)
+	offersChanged := !f.ready || !maps.EqualFunc(offers, f.offers, slices.Equal)
 	for name, c := range chosen {
 		if f.chosen[name] != c {
 			f.cfg.Logger.Info("fleet: workers serve different definitions of a tool; the newest version's is used", "tool", name, "version", c)
 		}
 	}
-	f.tools, f.sig, f.caps, f.chosen, f.clashes, f.ready = tools, sig, caps, chosen, clashes, true
+	f.tools, f.sig, f.caps, f.offers, f.chosen, f.clashes, f.ready = tools, sig, caps, offers, chosen, clashes, true
 	if changed && f.cfg.OnChange != nil {
 		f.cfg.OnChange(defsOf(tools))
 	}
 	if capsChanged && f.cfg.OnCapacity != nil {
 		f.cfg.OnCapacity(maps.Clone(caps))
 	}
+	if offersChanged && f.cfg.OnWorkers != nil {
+		f.cfg.OnWorkers(maps.Clone(offers))
+	}
+}
+
+// directOffers returns, by tool, the workers serving it (as resolve chose
+// them) that take calls on their own subjects and declare a concurrency,
+// sorted by id. An id that is not one subject token ("a.b", "*", ">")
+// would make that subject another one: such a worker is not offered.
+// Under mu.
+func directOffers(members map[string]*member, tools map[string]*FleetTool) map[string][]slots.Offer {
+	out := map[string][]slots.Offer{}
+	for name, t := range tools {
+		for _, id := range t.Workers { // sorted
+			if m := members[id]; m != nil && m.direct && m.concurrency > 0 && bus.ValidToken(id) {
+				out[name] = append(out[name], slots.Offer{ID: id, Limit: m.concurrency})
+			}
+		}
+	}
+	return out
 }
 
 // Capacity returns, by tool, the calls the fleet runs at once: the sum of

@@ -23,7 +23,9 @@ type member struct {
 	// concurrency is what the worker advertises (MetaConcurrency); 0 when
 	// it advertises none.
 	concurrency int
-	tools       map[string]agentfleet.ToolDef
+	// direct: it takes calls on its own subjects too (MetaDirect).
+	direct bool
+	tools  map[string]agentfleet.ToolDef
 	// seen is when the worker last sent a beat, an announcement or an
 	// info answer; beat is the interval it beats at, 0 for a worker that
 	// does not beat (it is kept alive by discovery rounds instead).
@@ -56,6 +58,7 @@ func memberFromInfo(info *micro.Info, subjects bus.Subjects) (*member, []skipped
 	if c, err := strconv.Atoi(info.Metadata[MetaConcurrency]); err == nil && c > 0 {
 		m.concurrency = c
 	}
+	m.direct = info.Metadata[MetaDirect] == "true"
 	if ms, err := strconv.ParseInt(info.Metadata[MetaBeat], 10, 64); err == nil && ms > 0 {
 		m.beat = clampBeat(time.Duration(ms) * time.Millisecond)
 	}

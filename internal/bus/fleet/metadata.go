@@ -31,6 +31,13 @@ const (
 // flight.
 const MetaConcurrency = "concurrency"
 
+// MetaDirect is the service metadata key that says, when "true", that the
+// worker also takes calls of each of its tools on a subject of its own,
+// <prefix>.tool.<name>.<id> (id: its instance id), so that an orchestrator
+// may choose it by its free slots; a worker without it is reached through
+// the queue group only.
+const MetaDirect = "direct"
+
 // MetaBeat is the service metadata key (optional) that says the worker beats
 // on <prefix>.fleet every so many milliseconds, so that an orchestrator that
 // found it in a discovery round knows how soon its silence means it is gone.

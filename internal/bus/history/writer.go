@@ -156,33 +156,46 @@ func (w *Writer) bufferLocked(ctx context.Context, r Record) error {
 // encodeRecord turns r into its stored kind and payload.
 func encodeRecord(r Record) (entry, error) {
 	e := entry{runID: r.RunID}
-	var (
-		v    any
-		what string
-	)
+	var v any
 	switch {
 	case r.Message != nil:
-		v, what, e.trace = r.Message, r.Message.MessageRole()+" message", r.Trace
+		v, e.trace = r.Message, r.Trace
 	case r.Final != nil:
-		v, what, e.kind = r.Final, "final message", RecordRunEnd
+		v, e.kind = r.Final, RecordRunEnd
 	case r.Approval != nil:
-		v, what, e.kind = r.Approval, "approval request", RecordApproval
+		v, e.kind = r.Approval, RecordApproval
 	case r.Decision != nil:
-		v, what, e.kind = r.Decision, "approval decision", RecordDecision
+		v, e.kind = r.Decision, RecordDecision
 	case r.Summary != nil:
-		v, what, e.kind = r.Summary, "summary", RecordSummary
+		v, e.kind = r.Summary, RecordSummary
 	default:
 		return e, fmt.Errorf("history: record of run %s holds nothing to store", r.RunID)
 	}
 	if r.RunID == "" || len(r.RunID) > maxRunIDBytes {
-		return e, fmt.Errorf("history: %s: run id of %d bytes (1 to %d allowed)", what, len(r.RunID), maxRunIDBytes)
+		return e, fmt.Errorf("history: %s: run id of %d bytes (1 to %d allowed)", r.what(), len(r.RunID), maxRunIDBytes)
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
-		return e, fmt.Errorf("history: encode %s: %w", what, err)
+		return e, fmt.Errorf("history: encode %s: %w", r.what(), err)
 	}
 	e.data = b
 	return e, nil
+}
+
+// what names r's content for an error; only errors pay for the string.
+func (r Record) what() string {
+	switch {
+	case r.Message != nil:
+		return r.Message.MessageRole() + " message"
+	case r.Final != nil:
+		return "final message"
+	case r.Approval != nil:
+		return "approval request"
+	case r.Decision != nil:
+		return "approval decision"
+	default:
+		return "summary"
+	}
 }
 
 // Last returns the stream sequence of the last record this writer knows.

@@ -308,9 +308,19 @@ func (d *DurableInput) Sessions(ctx context.Context, p int) ([][2]string, error)
 // even if its delivery went to an owner that died. Aborts, and messages
 // that do not parse, are left out: their deliveries settle them.
 func (d *DurableInput) Pending(ctx context.Context, agent, session string) ([]*Inbound, error) {
+	return d.PendingBefore(ctx, agent, session, 0)
+}
+
+// PendingBefore is Pending up to, not including, stream sequence before (0:
+// all). A session loaded for a first delivery of sequence S needs only the
+// input before S: the consumer delivers in stream order, so nothing after S
+// has been delivered to anyone yet, and the consumer brings it here; what
+// came before S may be a dead owner's delivery, waiting for its ack time,
+// and is read. The lookup for the message after the last is spared.
+func (d *DurableInput) PendingBefore(ctx context.Context, agent, session string, before uint64) ([]*Inbound, error) {
 	subject := d.in.subjects.StoredSession(agent, session)
 	var out []*Inbound
-	for seq := uint64(1); ; {
+	for seq := uint64(1); before == 0 || seq < before; {
 		m, err := d.stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return out, nil
@@ -322,6 +332,9 @@ func (d *DurableInput) Pending(ctx context.Context, agent, session string) ([]*I
 			return nil, fmt.Errorf("input of session %s: the stream answered sequence %d for the next message from %d", session, m.Sequence, seq)
 		}
 		seq = m.Sequence + 1
+		if before != 0 && m.Sequence >= before {
+			return out, nil
+		}
 		in, err := d.in.parseStored(&nats.Msg{Subject: m.Subject, Data: m.Data, Header: m.Header})
 		if err != nil || in.Message == nil {
 			continue
@@ -330,6 +343,7 @@ func (d *DurableInput) Pending(ctx context.Context, agent, session string) ([]*I
 		durableID(in)
 		out = append(out, in)
 	}
+	return out, nil
 }
 
 // durableID gives a durable message without an id the id of its stream

@@ -151,7 +151,8 @@ type Input struct {
 	// inbox space (DefaultReplyInboxes).
 	Replies bus.ReplyGuard
 
-	js jetstream.JetStream // set by Relayed
+	js     jetstream.JetStream // set by Relayed
+	relays relayWatch          // the stores of relayed messages not yet acknowledged
 }
 
 // QueueInput is the queue group of the input subscriptions, so that several

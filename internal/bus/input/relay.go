@@ -64,17 +64,7 @@ func (in *Input) relay(m *nats.Msg, msg *Inbound) {
 		in.relayFailed(m, msg, err)
 		return
 	}
-	go func() {
-		t := time.NewTimer(relayTimeout)
-		defer t.Stop()
-		select {
-		case <-f.Ok():
-		case err := <-f.Err():
-			in.relayFailed(m, msg, err)
-		case <-t.C:
-			in.relayFailed(m, msg, fmt.Errorf("no acknowledgement from the input stream in %v", relayTimeout))
-		}
-	}()
+	in.relays.add(relayWait{in: in, f: f, m: m, msg: msg, by: time.Now().Add(relayTimeout)})
 }
 
 func (in *Input) relayFailed(m *nats.Msg, msg *Inbound, err error) {

@@ -32,14 +32,22 @@ func (c *ToolClient) attempt(ctx context.Context, call *inflight, deadline time.
 			c.unregister(call)
 		}
 	}()
-	var sendErr error
-	if hdr == nil {
-		sendErr = c.nc.PublishRequest(c.toolSubject(req.Name), call.reply, data)
-	} else {
-		sendErr = c.nc.PublishMsg(&nats.Msg{Subject: c.toolSubject(req.Name), Reply: call.reply, Data: data, Header: hdr})
-		trace.SpanFromContext(ctx).AddEvent(tracing.EventAttempt, trace.WithAttributes(tracing.ToolAttempt.Int(attempt)))
+	// The worker with the most free slots, if one is known (picks); else
+	// the queue group. counted is the worker the call is counted on.
+	subject, picked := c.toolSubject(req.Name), c.picks.Pick(req.Name)
+	if picked != "" {
+		subject = c.subjects.WorkerTool(req.Name, picked)
 	}
-	if err := sendErr; err != nil {
+	counted := picked
+	send := func() error {
+		if hdr == nil {
+			return c.nc.PublishRequest(subject, call.reply, data)
+		}
+		trace.SpanFromContext(ctx).AddEvent(tracing.EventAttempt, trace.WithAttributes(tracing.ToolAttempt.Int(attempt)))
+		return c.nc.PublishMsg(&nats.Msg{Subject: subject, Reply: call.reply, Data: data, Header: hdr})
+	}
+	if err := send(); err != nil {
+		c.settle(counted, goOn, delivery{})
 		if errors.Is(err, nats.ErrMaxPayload) {
 			return nil, false, false, fmt.Errorf("Tool %s: the call's arguments of %d bytes exceed the NATS max payload of %d bytes", req.Name, len(data), c.nc.MaxPayload())
 		}
@@ -64,6 +72,22 @@ func (c *ToolClient) attempt(ctx context.Context, call *inflight, deadline time.
 		}
 		var fx attemptEffects
 		st, fx = st.step(e)
+		if f := e.frame.f; f != nil && f.T == wire.FrameAck && counted == "" && c.picks.Took(workerID(f.Worker)) {
+			counted = workerID(f.Worker)
+		}
+		if fx.end == endNoResponders && picked != "" {
+			// The chosen worker is gone: not delivered, so sent to the
+			// queue group at once.
+			c.observe(req.Name, fx.outcome, picked)
+			c.picks.Gone(picked)
+			counted, picked, subject = "", "", c.toolSubject(req.Name)
+			if err := send(); err != nil {
+				return nil, false, false, fmt.Errorf("Tool %s: sending the call: %w", req.Name, err)
+			}
+			st = newAttemptState(time.Now(), deadline, c.cfg.AckTimeout, c.cfg.HeartbeatMisses)
+			call.arm(deadline, st.last.Add(st.window))
+			continue
+		}
 		if fx.rearm {
 			call.arm(deadline, st.last.Add(st.window))
 		}
@@ -85,10 +109,29 @@ func (c *ToolClient) attempt(ctx context.Context, call *inflight, deadline time.
 		if fx.end == goOn {
 			continue
 		}
+		c.settle(counted, fx.end, e.frame)
 		res, again, err := c.attemptEnd(ctx, req, attempt, hdr != nil, st, e, fx)
 		return res, again, handedOff, err
 	}
 }
+
+// settle tells picks how a call counted on worker id ended: refused as
+// busy (with the calls in flight its busy frame reports), lost (not chosen
+// again until the fleet lists it again), or ended.
+func (c *ToolClient) settle(id string, end attemptEnd, d delivery) {
+	switch {
+	case id == "":
+	case end == endBusy:
+		c.picks.Refused(id, d.f.InFlight)
+	case end == endLost:
+		c.picks.Gone(id)
+	default:
+		c.picks.Ended(id)
+	}
+}
+
+// workerID is the instance id in a frame's worker, "name/id".
+func workerID(worker string) string { return worker[strings.LastIndexByte(worker, '/')+1:] }
 
 // attemptEnd is the outcome of an attempt that ended in state st with
 // effects fx after event e: its result, a busy refusal (again), or its

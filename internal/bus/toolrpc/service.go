@@ -133,13 +133,14 @@ func (s *service) answerable(m *nats.Msg) bool {
 	return false
 }
 
-// addEndpoint subscribes subject in the service's queue group; handle runs
-// for each request on the subscription's goroutine and returns the error
-// it answered with, if any, for the endpoint's stats.
-func (s *service) addEndpoint(name, subject string, metadata map[string]string, handle func(m *nats.Msg) (answeredErr string)) error {
+// addEndpoint subscribes subject in the service's queue group, and direct
+// (if not "") alone; handle runs for each request on the subscription's
+// goroutine and returns the error it answered with, if any, for the
+// endpoint's stats.
+func (s *service) addEndpoint(name, subject, direct string, metadata map[string]string, handle func(m *nats.Msg) (answeredErr string)) error {
 	e := &endpoint{info: micro.EndpointInfo{Name: name, Subject: subject, QueueGroup: s.queue, Metadata: metadata}}
 	e.stats.Name, e.stats.Subject, e.stats.QueueGroup = name, subject, s.queue
-	sub, err := s.nc.QueueSubscribe(subject, s.queue, func(m *nats.Msg) {
+	handler := func(m *nats.Msg) {
 		start := time.Now()
 		errDesc := handle(m)
 		d := time.Since(start)
@@ -152,12 +153,23 @@ func (s *service) addEndpoint(name, subject string, metadata map[string]string, 
 			e.stats.LastError = errDesc
 		}
 		s.mu.Unlock()
-	})
+	}
+	sub, err := s.nc.QueueSubscribe(subject, s.queue, handler)
 	if err != nil {
 		return fmt.Errorf("subscribe %s: %w", subject, err)
 	}
 	s.mu.Lock()
 	s.endpoints = append(s.endpoints, e)
+	s.subs = append(s.subs, sub)
+	s.mu.Unlock()
+	if direct == "" {
+		return nil
+	}
+	// Its own subscription: the requests of both may reach handle at once.
+	if sub, err = s.nc.Subscribe(direct, handler); err != nil {
+		return fmt.Errorf("subscribe %s: %w", direct, err)
+	}
+	s.mu.Lock()
 	s.subs = append(s.subs, sub)
 	s.mu.Unlock()
 	return nil

@@ -49,6 +49,7 @@ type call struct {
 	span    trace.Span
 	began   time.Time
 	outcome string
+	freed   bool // its slot is given back (free); of the call's goroutine
 	// admitted gives back what ServerConfig.Admit granted; nil when it
 	// granted nothing.
 	admitted func()
@@ -97,6 +98,9 @@ func (c *call) run() {
 	res, err := c.invoke()
 
 	c.stop()
+	// The tool is done: its slot is free before the final frame goes out,
+	// so that the caller's next call, sent on that frame, finds it free.
+	c.free()
 	c.outcome = c.finish(res, err)
 	c.s.observe(c.t.Name, c.outcome, time.Since(c.start))
 }
@@ -122,9 +126,17 @@ func (c *call) end() {
 		delete(s.calls, c.key)
 	}
 	s.mu.Unlock()
-	s.inFlight.Add(-1)
+	c.free()
 	c.release()
-	<-s.slots
+}
+
+// free gives the call's slot back, once.
+func (c *call) free() {
+	if !c.freed {
+		c.freed = true
+		c.s.inFlight.Add(-1)
+		<-c.s.slots
+	}
 }
 
 // nextTick returns how long from now the timer waits: until the next beat

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/slots"
 	"github.com/agentfleet/agentfleet/internal/bus/wire"
 	"github.com/agentfleet/agentfleet/internal/retry"
 	"github.com/agentfleet/agentfleet/internal/tracing"
@@ -90,8 +91,12 @@ type ToolClient struct {
 	// gates bound the calls in flight per tool to the fleet's capacity;
 	// a tool has one only while it has a capacity, or calls in its gate.
 	gatesMu  sync.Mutex
-	gates    map[string]*gate
+	gates    map[string]*slots.Gate
 	capacity map[string]int
+
+	// picks chooses the worker of each call among those that take calls
+	// on their own subjects (SetWorkers).
+	picks slots.Table
 }
 
 type delivery struct {
@@ -129,7 +134,7 @@ func NewToolClient(nc *nats.Conn, cfg ClientConfig) (*ToolClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &ToolClient{nc: nc, cfg: cfg, subjects: subjects, inbox: nc.NewRespInbox() + ".", calls: make(map[uint64]*inflight), toolSubjects: map[string]string{}, gates: map[string]*gate{}}
+	c := &ToolClient{nc: nc, cfg: cfg, subjects: subjects, inbox: nc.NewRespInbox() + ".", calls: make(map[uint64]*inflight), toolSubjects: map[string]string{}, gates: map[string]*slots.Gate{}}
 	c.sub, err = nc.Subscribe(c.inbox+"*", c.route)
 	if err != nil {
 		return nil, fmt.Errorf("tool client: subscribe: %w", err)
@@ -157,12 +162,20 @@ func (c *ToolClient) SetCapacity(caps map[string]int) {
 	defer c.gatesMu.Unlock()
 	c.capacity = maps.Clone(caps)
 	for name, g := range c.gates {
-		g.setLimit(caps[name])
-		if running, waiting, limit := g.state(); running == 0 && waiting == 0 && limit == 0 {
+		g.SetLimit(caps[name])
+		if running, waiting, limit := g.State(); running == 0 && waiting == 0 && limit == 0 {
 			delete(c.gates, name)
 		}
 	}
 }
+
+// SetWorkers sets the workers of each tool that take calls on a subject
+// of their own, <prefix>.tool.<name>.<id> (fleet.MetaDirect), with the
+// concurrency each declares (FleetConfig.OnWorkers). A call then goes to the
+// one with the most free slots as this client knows them (package slots),
+// and to the tool's queue group when none is known to have one, or the one
+// chosen is gone. It may be called at any time.
+func (c *ToolClient) SetWorkers(offers map[string][]slots.Offer) { c.picks.Set(offers) }
 
 // Queued returns the number of calls of tool that wait in the client for a
 // slot of the fleet (see SetCapacity). For metrics and tests.
@@ -173,17 +186,17 @@ func (c *ToolClient) Queued(tool string) int {
 	if g == nil {
 		return 0
 	}
-	_, waiting, _ := g.state()
+	_, waiting, _ := g.State()
 	return waiting
 }
 
 // gate returns the gate of tool name, nil when it is not limited.
-func (c *ToolClient) gate(name string) *gate {
+func (c *ToolClient) gate(name string) *slots.Gate {
 	c.gatesMu.Lock()
 	defer c.gatesMu.Unlock()
 	g := c.gates[name]
 	if g == nil && c.capacity[name] > 0 {
-		g = &gate{limit: c.capacity[name]}
+		g = slots.NewGate(c.capacity[name])
 		c.gates[name] = g
 	}
 	return g
@@ -265,10 +278,11 @@ type lostError struct {
 func (e *lostError) Error() string { return e.err.Error() }
 func (e *lostError) Unwrap() error { return e.err }
 
-// Execute runs req on the fleet. It sends the call to a worker,
+// Execute runs req on the fleet. It sends the call to a worker (the one
+// with the most free slots, see SetWorkers, else the queue group's pick),
 // streams its progress, and returns its result. A busy worker's refusal
-// sends the call again, after a backoff (see BusyBackoff), to whichever
-// worker the queue group picks; a call still refused when its timeout ends
+// sends the call again, after a backoff (see BusyBackoff), to the worker
+// chosen then; a call still refused when its timeout ends
 // never ran, and is not retried. Each
 // attempt is bounded by the call's timeout; an attempt that times out or
 // whose worker is lost is retried, with backoff, up to MaxAttempts when the
@@ -358,7 +372,7 @@ func (c *ToolClient) execute(ctx context.Context, req *Call, attempt int, progre
 		if err := c.acquire(ctx, g, deadline, req); err != nil {
 			return nil, err
 		}
-		defer g.release()
+		defer g.Release()
 	}
 	call := newInflight()
 	handedOff := false
@@ -412,8 +426,8 @@ func (c *ToolClient) execute(ctx context.Context, req *Call, attempt int, progre
 
 // acquire takes a slot of gate g for the call, waiting until its deadline
 // (if not zero) or the end of ctx.
-func (c *ToolClient) acquire(ctx context.Context, g *gate, deadline time.Time, req *Call) error {
-	if g.tryAcquire() {
+func (c *ToolClient) acquire(ctx context.Context, g *slots.Gate, deadline time.Time, req *Call) error {
+	if g.TryAcquire() {
 		return nil
 	}
 	if !deadline.IsZero() {
@@ -421,8 +435,8 @@ func (c *ToolClient) acquire(ctx context.Context, g *gate, deadline time.Time, r
 		ctx, cancel = context.WithDeadlineCause(ctx, deadline, ErrTimeout)
 		defer cancel()
 	}
-	if err := g.acquire(ctx); err != nil {
-		_, _, limit := g.state()
+	if err := g.Acquire(ctx); err != nil {
+		_, _, limit := g.State()
 		return &notSentError{c.ctxErr(ctx, req, "", fmt.Sprintf("while waiting for one of the fleet's %d slots for the tool; the call never ran", limit))}
 	}
 	return nil

@@ -74,7 +74,8 @@ type ServerConfig struct {
 }
 
 // ToolServer serves tools to the fleet as a NATS micro service: one endpoint
-// per tool on <prefix>.tool.<name>, in queue group QueueGroup.
+// per tool on <prefix>.tool.<name>, in queue group QueueGroup, which also
+// takes the calls sent to this worker alone on <prefix>.tool.<name>.<id>.
 type ToolServer struct {
 	nc       *nats.Conn
 	cfg      ServerConfig
@@ -176,6 +177,7 @@ func Serve(nc *nats.Conn, cfg ServerConfig) (*ToolServer, error) {
 			fleet.MetaConcurrency: fmt.Sprint(cfg.Concurrency),
 			fleet.MetaBeat:        fmt.Sprint(cfg.Beat.Milliseconds()),
 			fleet.MetaKind:        cfg.Kind,
+			fleet.MetaDirect:      "true",
 		},
 		Replies: s.replies,
 		// $SRV.STATS carries the worker's calls in flight (over all its
@@ -194,7 +196,7 @@ func Serve(nc *nats.Conn, cfg ServerConfig) (*ToolServer, error) {
 		return nil, errors.Join(fmt.Errorf("tool server: %w", err), s.svc.stop())
 	}
 	for _, t := range cfg.Tools {
-		if err := s.svc.addEndpoint(t.Name, subjects.Tool(t.Name), fleet.ToolMetadata(&t.ToolDef), s.handler(t)); err != nil {
+		if err := s.svc.addEndpoint(t.Name, subjects.Tool(t.Name), subjects.WorkerTool(t.Name, s.id), fleet.ToolMetadata(&t.ToolDef), s.handler(t)); err != nil {
 			return nil, errors.Join(fmt.Errorf("tool server: tool %q: %w", t.Name, err), s.svc.stop(), s.cancelSub.Unsubscribe())
 		}
 	}
@@ -338,7 +340,7 @@ func (s *ToolServer) observe(tool, outcome string, d time.Duration) {
 }
 
 // handler returns the handler of one tool's endpoint. It runs on the
-// endpoint's subscription, one request at a time, so it only checks the
+// endpoint's two subscriptions, one request at a time on each, so it only checks the
 // request and a free slot, and runs the call in a goroutine (see call). It
 // returns the error it answered with, for the endpoint's stats.
 func (s *ToolServer) handler(t *agentfleet.Tool) func(req *nats.Msg) (answeredErr string) {

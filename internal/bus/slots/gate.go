@@ -1,4 +1,4 @@
-package toolrpc
+package slots
 
 import (
 	"container/list"
@@ -6,20 +6,23 @@ import (
 	"sync"
 )
 
-// gate admits at most limit calls of one tool at once, the others waiting in
+// Gate admits at most limit calls of one tool at once, the others waiting in
 // arrival order. It keeps an orchestrator from sending a full fleet more
 // calls than it has slots: those would only be refused as busy and sent
 // again, in no order, while the calls behind them wait longer and longer.
-type gate struct {
+type Gate struct {
 	mu      sync.Mutex
 	limit   int // at most this many admitted at once; 0: no limit
 	running int
 	waiting list.List // of chan struct{}, closed when admitted
 }
 
-// acquire waits for a slot, in arrival order, until ctx ends. A nil error
-// means the caller holds a slot and must release it.
-func (g *gate) acquire(ctx context.Context) error {
+// NewGate returns a gate of limit (0: no limit).
+func NewGate(limit int) *Gate { return &Gate{limit: max(limit, 0)} }
+
+// Acquire waits for a slot, in arrival order, until ctx ends. A nil error
+// means the caller holds a slot and must Release it.
+func (g *Gate) Acquire(ctx context.Context) error {
 	g.mu.Lock()
 	if g.waiting.Len() == 0 && g.free() {
 		g.running++
@@ -47,8 +50,8 @@ func (g *gate) acquire(ctx context.Context) error {
 	}
 }
 
-// tryAcquire takes a slot if one is free and no call waits for one.
-func (g *gate) tryAcquire() bool {
+// TryAcquire takes a slot if one is free and no call waits for one.
+func (g *Gate) TryAcquire() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.waiting.Len() == 0 && g.free() {
@@ -58,34 +61,34 @@ func (g *gate) tryAcquire() bool {
 	return false
 }
 
-// release gives a slot back and admits the next call waiting.
-func (g *gate) release() {
+// Release gives a slot back and admits the next call waiting.
+func (g *Gate) Release() {
 	g.mu.Lock()
 	g.running--
 	g.admit()
 	g.mu.Unlock()
 }
 
-// setLimit changes the limit (0: none), admitting waiting calls if it grew.
+// SetLimit changes the limit (0: none), admitting waiting calls if it grew.
 // Calls already admitted keep their slots when it shrinks.
-func (g *gate) setLimit(n int) {
+func (g *Gate) SetLimit(n int) {
 	g.mu.Lock()
 	g.limit = max(n, 0)
 	g.admit()
 	g.mu.Unlock()
 }
 
-// state returns the calls admitted and waiting, and the limit.
-func (g *gate) state() (running, waiting, limit int) {
+// State returns the calls admitted and waiting, and the limit.
+func (g *Gate) State() (running, waiting, limit int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.running, g.waiting.Len(), g.limit
 }
 
-func (g *gate) free() bool { return g.limit <= 0 || g.running < g.limit }
+func (g *Gate) free() bool { return g.limit <= 0 || g.running < g.limit }
 
 // admit lets waiting calls in while there is room; under mu.
-func (g *gate) admit() {
+func (g *Gate) admit() {
 	for g.waiting.Len() > 0 && g.free() {
 		close(g.waiting.Remove(g.waiting.Front()).(chan struct{}))
 		g.running++
