@@ -122,6 +122,10 @@ type Event struct {
 	ErrorMessage string `json:"message,omitempty"`
 	Subject      string `json:"subject,omitempty"`
 	Payload      string `json:"payload,omitempty"`
+
+	// Parent, on every event of a run that answers another agent's tool
+	// call, names that call (see Parent).
+	Parent *Parent `json:"parent,omitempty"`
 }
 
 // MarshalJSON writes is_error on tool.end events, where it is always present.

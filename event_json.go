@@ -26,6 +26,9 @@ func (e *Event) AppendJSON(b []byte) ([]byte, error) {
 func (e *Event) sizeHint() int {
 	n := 192 + len(e.TraceID) + len(e.Agent) + len(e.Session) + len(e.RunID) + len(e.Delta) + len(e.ToolCallID) + len(e.ToolName) +
 		len(e.Worker) + len(e.Orchestrator) + len(e.Outcome) + len(e.Decision) + len(e.DecisionID) + len(e.Reason) + len(e.Strategy) + len(e.Budget) + len(e.ErrorMessage) + len(e.Subject) + len(e.Payload)
+	if e.Parent != nil {
+		n += 96 + len(e.Parent.Agent) + len(e.Parent.Session) + len(e.Parent.RunID) + len(e.Parent.ToolCallID) + 16*len(e.Parent.Chain)
+	}
 	for k, v := range e.Arguments {
 		n += 32 + len(k)
 		if s, ok := v.(string); ok {
@@ -145,6 +148,9 @@ func (e *Event) appendJSON(b []byte) ([]byte, error) {
 	b = appendStringField(b, `,"message":`, e.ErrorMessage)
 	b = appendStringField(b, `,"subject":`, e.Subject)
 	b = appendStringField(b, `,"payload":`, e.Payload)
+	if e.Parent != nil {
+		b = appendParent(append(b, `,"parent":`...), e.Parent)
+	}
 	if e.Type == EventToolEnd {
 		b = append(b, `,"is_error":`...)
 		b = strconv.AppendBool(b, e.IsError)

@@ -70,6 +70,7 @@ func oddEvents() []*agentfleet.Event {
 				ErrorMessage: s, Subject: s, Payload: s,
 				Strategy: s, DroppedTurns: si - 2, DroppedMessages: si * 3, ShortenedResults: -si, TokensBefore: si * 1000, TokensAfter: si,
 				Budget: s, Limit: si - 1, Used: si * 7,
+				Parent: parentOf(s, si),
 			})
 		}
 		for vi, v := range oddValues {
@@ -213,4 +214,17 @@ func FuzzEventJSON(f *testing.F) {
 			Usage: &agentfleet.Usage{InputTokens: int(n), OutputTokens: int(seq), TotalTokens: int(nanos)}}
 		checkAppendJSON(t, e)
 	})
+}
+
+// parentOf returns a parent of odd strings, with a chain of n%3 entries,
+// and none for every fourth n.
+func parentOf(s string, n int) *agentfleet.Parent {
+	if n%4 == 3 {
+		return nil
+	}
+	p := &agentfleet.Parent{Agent: s, Session: s, RunID: s, ToolCallID: s}
+	for range n % 3 {
+		p.Chain = append(p.Chain, s)
+	}
+	return p
 }

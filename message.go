@@ -45,6 +45,9 @@ type UserMessage struct {
 	// ID is the client's message id, when it gave one; it de-duplicates.
 	ID        string    `json:"id,omitempty"`
 	Timestamp time.Time `json:"timestamp"`
+	// Parent is set on the message of a run that answers another agent's
+	// tool call (see Parent); nil for a client's message.
+	Parent *Parent `json:"parent,omitempty"`
 }
 
 // NewUserMessage returns a user message holding one text block.

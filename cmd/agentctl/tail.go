@@ -75,10 +75,18 @@ func formatEvent(e *agentfleet.Event, received time.Time) string {
 		t = received
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s/%s %s", t.Local().Format("15:04:05.000"), e.Agent, e.Session, e.Type)
+	b.WriteString(t.Local().Format("15:04:05.000"))
+	if p := e.Parent; p != nil {
+		// A child run's events are indented by its depth.
+		b.WriteString(strings.Repeat("  ", min(len(p.Chain), 8)))
+	}
+	fmt.Fprintf(&b, " %s/%s %s", e.Agent, e.Session, e.Type)
 	if d := eventDetail(e); d != "" {
 		b.WriteByte(' ')
 		b.WriteString(d)
+	}
+	if p := e.Parent; p != nil && (e.Type == agentfleet.EventRunStart || e.Type == agentfleet.EventRunResumed) {
+		fmt.Fprintf(&b, " asked by %s/%s call %s", p.Agent, p.Session, p.ToolCallID)
 	}
 	return b.String()
 }

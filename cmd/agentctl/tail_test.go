@@ -2,6 +2,7 @@ package main
 
 import (
 	"testing"
+	"time"
 
 	"github.com/agentfleet/agentfleet"
 )
@@ -17,6 +18,27 @@ func TestEventDetailOfContextAndBudget(t *testing.T) {
 	} {
 		if got := eventDetail(&c.e); got != c.want {
 			t.Errorf("eventDetail(%s) = %q, want %q", c.e.Type, got, c.want)
+		}
+	}
+}
+
+// TestFormatEventOfChildRun: a child run's events are indented by its
+// depth, and its start names the call that asked it.
+func TestFormatEventOfChildRun(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.Local)
+	parent := &agentfleet.Parent{Agent: "boss", Session: "s1", RunID: "r1", ToolCallID: "call_1", Chain: []string{"lead", "boss"}}
+	for _, c := range []struct {
+		e    agentfleet.Event
+		want string
+	}{
+		{agentfleet.Event{Type: agentfleet.EventRunStart, Agent: "boss", Session: "s1", Time: at}, "03:04:05.006 boss/s1 run.start"},
+		{agentfleet.Event{Type: agentfleet.EventRunStart, Agent: "researcher", Session: "d-1", Time: at, Parent: parent},
+			"03:04:05.006     researcher/d-1 run.start asked by boss/s1 call call_1"},
+		{agentfleet.Event{Type: agentfleet.EventTurnStart, Agent: "researcher", Session: "d-1", Turn: 1, Time: at, Parent: parent},
+			"03:04:05.006     researcher/d-1 turn.start turn 1"},
+	} {
+		if got := formatEvent(&c.e, at); got != c.want {
+			t.Errorf("formatEvent = %q, want %q", got, c.want)
 		}
 	}
 }

@@ -39,7 +39,9 @@ const (
 //     seconds" or "sleep 1 minute";
 //   - list_tools {} for "list tools" or "what tools ...";
 //   - echo {"text": text} for "echo <text>", text being the rest of the
-//     message, where no other request is looked for.
+//     message, where no other request is looked for;
+//   - ask_<agent> {"message": text} for "ask <agent>: <text>", text running
+//     to the next such request or the end (offline_ask.go).
 //
 // A request to write a tool ("make a tool that doubles numbers", "write a
 // tool that adds two numbers", "create a tool that reverses text") is
@@ -205,11 +207,10 @@ func init() {
 // planOffline returns the text and the tool calls that answer a user's
 // text, given the tools on offer.
 func planOffline(text string, defs []agentfleet.ToolDef) (string, []offlineCall) {
-	var calls []offlineCall
-	scan := text
-	if loc := echoRe.FindStringSubmatchIndex(text); loc != nil {
-		scan = text[:loc[0]]
-		calls = append(calls, offlineCall{pos: loc[0], tool: "echo", args: map[string]any{"text": strings.TrimSpace(text[loc[2]:loc[3]])}})
+	scan, calls := offlineAsks(text)
+	if loc := echoRe.FindStringSubmatchIndex(scan); loc != nil {
+		calls = append(calls, offlineCall{pos: loc[0], tool: "echo", args: map[string]any{"text": strings.TrimSpace(scan[loc[2]:loc[3]])}})
+		scan = scan[:loc[0]]
 	}
 	times := timeRe.FindAllStringIndex(scan, -1)
 	for i, loc := range times {

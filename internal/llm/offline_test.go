@@ -97,6 +97,23 @@ func TestOffline(t *testing.T) {
 			tools:    []agentfleet.ToolDef{},
 			wantText: "I would need the tool sleep for this, but it is not available to me (I have no tools).",
 		},
+		{
+			name:      "ask an agent",
+			msgs:      user("Ask researcher: what is the tallest tree?"),
+			tools:     append([]agentfleet.ToolDef{{Name: "ask_researcher"}}, allTools...),
+			wantCalls: []call{{"ask_researcher", `{"message":"what is the tallest tree?"}`}},
+		},
+		{
+			name:      "ask two agents in one batch, after the time",
+			msgs:      user("time in Paris, then ask researcher: find trees; and ask coder-2: sleep 2s"),
+			tools:     append([]agentfleet.ToolDef{{Name: "ask_researcher"}, {Name: "ask_coder-2"}}, allTools...),
+			wantCalls: []call{{"get_time", `{"timezone":"Europe/Paris"}`}, {"ask_researcher", `{"message":"find trees"}`}, {"ask_coder-2", `{"message":"sleep 2s"}`}},
+		},
+		{
+			name:     "ask an agent not listed",
+			msgs:     user("ask coder: write it"),
+			wantText: "I would need the tool ask_coder for this",
+		},
 		{name: "anything else", msgs: user("Hello there"), wantText: "This is the offline model of agentfleet"},
 		{name: "no messages", msgs: nil, wantText: "This is the offline model of agentfleet"},
 		{name: "after tool results", msgs: results(false), wantText: "get_time: 2026-05-01T21:00:00+09:00; calculator: 14"},

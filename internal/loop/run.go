@@ -40,16 +40,25 @@ type run struct {
 	usage    *agentfleet.Usage
 	last     *agentfleet.AssistantMessage
 	resumed  bool
-	calls    int // tool calls the run asked for and ran, for the budget
+	// origin is the tool call of another agent's run that this run
+	// answers (origin.go); nil for a client's run. Every event of the run
+	// carries it.
+	origin *agentfleet.Parent
+	calls  int // tool calls the run asked for and ran, for the budget
 
 	mu      sync.Mutex
 	stopErr error // why the run is suspended
 }
 
 // Emit implements agentfleet.EventSink for the pipeline of the current turn.
-func (r *run) Emit(e *agentfleet.Event) { r.s.emit(r.id, r.turn, r.traceID, e) }
+func (r *run) Emit(e *agentfleet.Event) { r.emit(e) }
 
-func (r *run) emit(e *agentfleet.Event) { r.s.emit(r.id, r.turn, r.traceID, e) }
+func (r *run) emit(e *agentfleet.Event) {
+	if e.Parent == nil {
+		e.Parent = r.origin
+	}
+	r.s.emit(r.id, r.turn, r.traceID, e)
+}
 
 // store hands m to the store; false means it was not stored and the run is
 // suspended.
@@ -131,6 +140,7 @@ func (r *run) execute(first []*pending) *agentfleet.AssistantMessage {
 			break
 		}
 	}
+	r.origin = r.s.originOf(first, r.id)
 	r.startSpan(first)
 	if r.resumed {
 		r.emit(&agentfleet.Event{Type: agentfleet.EventRunResumed})

@@ -22,6 +22,9 @@ func (o *Orchestrator) Agents() []string { return slices.Sorted(maps.Keys(o.agen
 // wait for approval.
 const DirectApprovalText = "Tool %s: its calls need a person's approval, which a call outside a run cannot wait for; ask agent %s to make the call instead"
 
+// DirectAskText is the result of a direct call of an ask tool.
+const DirectAskText = "Tool %s asks agent %s on behalf of a run, and a call outside a run has none; ask agent %s directly (ask_<agent> on /mcp), or ask agent %s to make the call"
+
 // CallTool runs one call of agent's tools for a client outside any run
 // (an MCP client), through the same pipeline as the model's calls: only
 // the tools the profile allows, the arguments validated, the hooks, the
@@ -58,6 +61,16 @@ func (o *Orchestrator) CallTool(ctx context.Context, agentName, session string, 
 		before = pipeline.Chain(before, func(_ context.Context, in *pipeline.BeforeContext) (*pipeline.BeforeResult, error) {
 			if pol.Needs(in.Tool) {
 				return &pipeline.BeforeResult{Block: true, Reason: fmt.Sprintf(DirectApprovalText, in.Call.Name, p.Name)}, nil
+			}
+			return nil, nil
+		})
+	}
+	if len(a.asks) > 0 {
+		// An ask tool's child belongs to a parent run, which a direct call
+		// has none of.
+		before = pipeline.Chain(before, func(_ context.Context, in *pipeline.BeforeContext) (*pipeline.BeforeResult, error) {
+			if target, ok := a.asks[in.Call.Name]; ok {
+				return &pipeline.BeforeResult{Block: true, Reason: fmt.Sprintf(DirectAskText, in.Call.Name, target, target, p.Name)}, nil
 			}
 			return nil, nil
 		})

@@ -29,6 +29,9 @@ func (o *Orchestrator) HandleInput(in *input.Inbound) error {
 	if err := bus.CheckToken("session", in.Session); err != nil {
 		return err
 	}
+	if err := o.admit(in.Agent, in.Message); err != nil {
+		return err
+	}
 	d := delivery(in, false)
 	var st inputpolicy.State
 	if d.Durable {

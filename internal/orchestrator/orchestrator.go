@@ -103,6 +103,12 @@ type Config struct {
 	// uses the outcome of such a call found in flight instead of calling
 	// it unknown (toolrpc.OutcomeConfig's defaults).
 	Outcomes toolrpc.OutcomeConfig
+	// MaxDelegationDepth bounds how deep the asks of agents by agents (a
+	// profile's agents:) nest; default delegate.DefaultMaxDepth.
+	MaxDelegationDepth int
+	// AskAgain is how long an ask tool waits for its child's answer before
+	// it sends the same ask again (client.AgentAsk.Every); default 15s.
+	AskAgain time.Duration
 }
 
 // Observer receives measurements, for metrics. Every method may be called
@@ -157,6 +163,7 @@ type agent struct {
 	model   loop.Model
 	mu      sync.Mutex
 	remote  map[string]agentfleet.ToolDef // fleet tools in store
+	asks    map[string]string             // ask tool name → the agent it asks
 	// The loop template and event sink its sessions share (loopwiring.go).
 	tmplOnce sync.Once
 	tmpl     *loop.Template
@@ -219,6 +226,9 @@ func New(nc *bus.Conn, cfg Config) (*Orchestrator, error) {
 			}
 		}
 		if err := a.store.Register(tools.ListTool(a.store)); err != nil {
+			return nil, fmt.Errorf("orchestrator: agent %q: %w", p.Name, err)
+		}
+		if err := a.registerAsks(); err != nil {
 			return nil, fmt.Errorf("orchestrator: agent %q: %w", p.Name, err)
 		}
 		o.agents[p.Name] = a

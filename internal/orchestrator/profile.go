@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/agentfleet/agentfleet/internal/approval"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/delegate"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/window"
 	"go.yaml.in/yaml/v3"
@@ -74,8 +78,18 @@ type Profile struct {
 	// MaxToolCallsPerRun bounds the tool calls of one run; default none.
 	MaxToolCallsPerRun int `yaml:"max_tool_calls_per_run" json:"max_tool_calls_per_run"`
 
-	toolTimeout time.Duration
-	approval    approval.Policy
+	// Agents lists the agents this one may ask as tools, by name: each
+	// becomes a tool ask_<name> {message, session?} whose result is that
+	// agent's final answer (package delegate).
+	Agents []string `yaml:"agents" json:"agents"`
+	// AgentTimeout bounds the wait for one such answer, as a Go duration;
+	// default 5m. A child not done in time is aborted and the call gets
+	// an error result.
+	AgentTimeout string `yaml:"agent_timeout" json:"agent_timeout"`
+
+	toolTimeout  time.Duration
+	agentTimeout time.Duration
+	approval     approval.Policy
 }
 
 // Context returns the profile's context policy; tokens is the context
@@ -188,6 +202,32 @@ func (p *Profile) check(i int) error {
 	if err := p.approval.Check(); err != nil {
 		return fmt.Errorf("%s: %w", where, err)
 	}
+	p.agentTimeout = delegate.DefaultTimeout
+	if p.AgentTimeout != "" {
+		d, err := time.ParseDuration(p.AgentTimeout)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("%s: agent_timeout %q is not a positive duration such as \"5m\"", where, p.AgentTimeout)
+		}
+		p.agentTimeout = d
+	}
+	return nil
+}
+
+// checkAgents validates the agents p may ask, known holding every agent's
+// name: each defined, not p itself, listed once.
+func (p *Profile) checkAgents(known map[string]bool) error {
+	listed := map[string]bool{}
+	for i, name := range p.Agents {
+		switch {
+		case name == p.Name:
+			return fmt.Errorf("agent %q: agents entry %d names the agent itself: an agent may not ask itself", p.Name, i+1)
+		case !known[name]:
+			return fmt.Errorf("agent %q: agents entry %d: no agent %q is defined (the agents are %s)", p.Name, i+1, name, strings.Join(slices.Sorted(maps.Keys(known)), ", "))
+		case listed[name]:
+			return fmt.Errorf("agent %q: agents entry %d: agent %q is listed twice", p.Name, i+1, name)
+		}
+		listed[name] = true
+	}
 	return nil
 }
 
@@ -235,6 +275,11 @@ func checkProfiles(ps []Profile) ([]Profile, error) {
 			return nil, fmt.Errorf("agent %q is defined twice", ps[i].Name)
 		}
 		seen[ps[i].Name] = true
+	}
+	for i := range ps {
+		if err := ps[i].checkAgents(seen); err != nil {
+			return nil, err
+		}
 	}
 	return ps, nil
 }

@@ -151,6 +151,9 @@ func (o *Orchestrator) check(in *businput.Inbound) error {
 	if err := o.CheckAgent(in.Agent); err != nil {
 		return err
 	}
+	if err := o.admit(in.Agent, in.Message); err != nil {
+		return err
+	}
 	return bus.CheckToken("session", in.Session)
 }
 

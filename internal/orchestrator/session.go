@@ -56,6 +56,10 @@ type session struct {
 	runs    index[runInfo] // by run id
 	waiting int            // deliveries waiting on runs, over all msgs
 	stopped error          // why the session was suspended
+	// origins holds the parent of each run that answers another agent's
+	// ask tool, from the run's stored user message (delegation.go); nil
+	// until there is one.
+	origins map[string]*agentfleet.Parent
 
 	// loadCancel ends the load of the stored history while it goes on;
 	// s.mu held.
@@ -251,6 +255,9 @@ func (s *session) restore(st *history.Loaded) ([]loop.Entry, *agentfleet.Context
 		if tr, ok := r.Message.(*agentfleet.ToolResultMessage); ok {
 			results[tr.ToolCallID] = true
 		}
+		if u, ok := r.Message.(*agentfleet.UserMessage); ok && u.Parent != nil {
+			s.originLocked(r.RunID, u.Parent)
+		}
 		if u, ok := r.Message.(*agentfleet.UserMessage); ok && u.ID != "" {
 			if m := s.msg(u.ID); m.run == "" {
 				m.run = r.RunID
@@ -286,7 +293,7 @@ func (s *session) own(entries []loop.Entry) loop.Own {
 	o := s.o
 	own := loop.Own{
 		Session:  s.name,
-		Executor: fleetexec.Executor{Client: o.client, Fence: s.fence, Fenced: s.toolFenced},
+		Executor: delegating{s: s, next: fleetexec.Executor{Client: o.client, Fence: s.fence, Fenced: s.toolFenced}},
 		Store:    loopStore{s},
 		Sink:     loopSink{s},
 		History:  entries,
@@ -326,6 +333,9 @@ func (s *session) stored(runID string, m agentfleet.Message) error {
 		if info.trace != nil {
 			sc = *info.trace
 		}
+		if u.Parent != nil {
+			s.originLocked(runID, u.Parent)
+		}
 		s.mu.Unlock()
 	}
 	if s.writer == nil {
@@ -334,7 +344,7 @@ func (s *session) stored(runID string, m agentfleet.Message) error {
 	// A user message keeps the trace context it came with, for a run
 	// resumed elsewhere.
 	var err error
-	if mustFlush(m, s.rerunnable) {
+	if mustFlush(m, s.rerunnable) || asksAgent(m, s.agent.asks) {
 		_, err = s.writer.AppendTraced(s.ctx, runID, m, sc)
 	} else {
 		err = s.writer.Buffer(s.ctx, history.Record{RunID: runID, Message: m, Trace: sc})

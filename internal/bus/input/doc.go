@@ -5,6 +5,7 @@
 // of the stored input with its migration.
 //
 // It may import internal/bus (connection, subjects, reply guard, JetStream
-// ensure), internal/bus/wire, internal/bus/events, the domain types,
-// tracing and nats.go; nothing of the orchestrator or the loop.
+// ensure), internal/bus/wire, internal/bus/events, internal/delegate (the
+// parent headers of an ask sent by an agent), the domain types, tracing and
+// nats.go; nothing of the orchestrator or the loop.
 package input

@@ -14,6 +14,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/events"
 	"github.com/agentfleet/agentfleet/internal/bus/ownership"
 	"github.com/agentfleet/agentfleet/internal/bus/wire"
+	"github.com/agentfleet/agentfleet/internal/delegate"
 	"github.com/agentfleet/agentfleet/internal/tracing"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -341,7 +342,26 @@ func (in *Input) build(m *nats.Msg, kind, agent, session, reply, msgID string, e
 	default:
 		msg.Message, err = wire.ParseUserMessage(m.Data, msgID)
 	}
+	if err == nil {
+		err = parent(m, msg)
+	}
 	return msg, err
+}
+
+// parent reads the parent headers of an ask sent by another agent's ask
+// tool onto its message (package delegate); on other kinds they are
+// refused.
+func parent(m *nats.Msg, msg *Inbound) error {
+	p, err := delegate.Parse(m.Header.Get)
+	switch {
+	case err != nil:
+		return err
+	case p != nil && msg.Kind != bus.KindAsk:
+		return fmt.Errorf("header %s is for asks only, not for %s", delegate.HeaderAgent, msg.Kind)
+	case p != nil:
+		msg.Message.Parent = p
+	}
+	return nil
 }
 
 // reject publishes an error event naming what was rejected, and answers an

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/delegate"
 	"github.com/agentfleet/agentfleet/internal/tracing"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -45,6 +46,12 @@ func (in *Input) relay(m *nats.Msg, msg *Inbound) {
 	if m.Header != nil {
 		if id := m.Header.Get(nats.MsgIdHdr); id != "" {
 			h.Set(HeaderMsgID, id)
+		}
+		// The parent of an ask sent by an ask tool, checked by parse.
+		for _, k := range delegate.Headers {
+			if v := m.Header.Get(k); v != "" {
+				h.Set(k, v)
+			}
 		}
 	}
 	if msg.Trace.IsValid() {

@@ -1,0 +1,180 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/client"
+	"github.com/agentfleet/agentfleet/internal/delegate"
+	"github.com/agentfleet/agentfleet/internal/loop"
+	"github.com/agentfleet/agentfleet/internal/pipeline"
+	"github.com/agentfleet/agentfleet/internal/tracing"
+)
+
+// registerAsks adds the ask tool of every agent the profile lists.
+func (a *agent) registerAsks() error {
+	a.asks = map[string]string{}
+	for _, target := range a.profile.Agents {
+		t := delegate.Tool(target, a.profile.agentTimeout)
+		if err := a.store.Register(t); err != nil {
+			return fmt.Errorf("agents entry %s: %w", target, err)
+		}
+		a.asks[t.Name] = target
+	}
+	return nil
+}
+
+// asksAgent reports whether m is an assistant message with a call of an
+// ask tool (asks, by tool name) that may go out: it must be stored before
+// the call does, although the call may run again, so that a run resumed
+// after a crash asks again with the same tool call id (the same child
+// session and message id) instead of having the model make a new call
+// that would run a second child. The result of such a call may wait: the
+// call run again is answered from the child's history.
+func asksAgent(m agentfleet.Message, asks map[string]string) bool {
+	a, ok := m.(*agentfleet.AssistantMessage)
+	if !ok || len(asks) == 0 || a.StopReason == agentfleet.StopReasonLength {
+		return false
+	}
+	for _, c := range a.ToolCalls() {
+		if _, ok := asks[c.Name]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// originLocked records that run answers parent's call; s.mu held (or the
+// session not yet visible, as in restore).
+func (s *session) originLocked(run string, parent *agentfleet.Parent) {
+	if s.origins == nil {
+		s.origins = map[string]*agentfleet.Parent{}
+	}
+	s.origins[run] = parent
+}
+
+// origin returns the parent of run, nil for a client's run.
+func (s *session) origin(run string) *agentfleet.Parent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.origins[run]
+}
+
+// delegating is the pipeline executor of a session: the calls of its ask
+// tools go to the agents they ask, the others to the fleet (next).
+type delegating struct {
+	s    *session
+	next pipeline.Executor
+}
+
+var _ pipeline.Executor = delegating{}
+
+// Execute implements pipeline.Executor.
+func (d delegating) Execute(ctx context.Context, prep *pipeline.Prepared, progress pipeline.ProgressFunc) (*agentfleet.ToolResult, error) {
+	target, ok := d.s.agent.asks[prep.Call.Name]
+	if !ok {
+		return d.next.Execute(ctx, prep, progress)
+	}
+	return d.s.ask(ctx, prep, target, progress)
+}
+
+// ask runs one call of an ask tool: an ask of target's session, the same
+// one a client sends, so that the child runs on whichever orchestrator owns
+// that session. The call's id makes the ask's message id, so that the call
+// run again (its run resumed elsewhere after a crash) is answered from the
+// child's history, or by its run still going, and never runs the child
+// twice. The wait ends with the answer, the tool's timeout, or the parent's
+// run: an abort or a timeout aborts the child too; a suspension leaves it
+// running for the resumed call to find.
+func (s *session) ask(ctx context.Context, prep *pipeline.Prepared, target string, progress pipeline.ProgressFunc) (*agentfleet.ToolResult, error) {
+	o := s.o
+	var chain []string
+	if p := s.origin(prep.RunID); p != nil {
+		chain = p.Chain
+	}
+	next, err := delegate.Check(chain, s.agent.profile.Name, target, o.cfg.MaxDelegationDepth)
+	if err != nil {
+		return nil, fmt.Errorf("Tool %s: %w", prep.Call.Name, err)
+	}
+	message, session, err := delegate.Args(prep.Call.Name, prep.Args)
+	if err != nil {
+		return nil, err
+	}
+	parent := &agentfleet.Parent{Agent: s.agent.profile.Name, Session: s.name, RunID: prep.RunID, ToolCallID: prep.Call.ID, Chain: next}
+	if session == "" {
+		session = delegate.ChildSession(parent)
+	}
+	id := delegate.MsgID(parent)
+	data, err := json.Marshal(map[string]string{"content": message, "id": id})
+	if err != nil {
+		return nil, err
+	}
+	progress(map[string]any{"agent": target, "session": session})
+	if prep.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, prep.Timeout, pipeline.ErrTimeout)
+		defer cancel()
+	}
+	header := delegate.Encode(parent)
+	// The child's run is traced under this call's span, in whichever
+	// process runs it.
+	for k, v := range tracing.Inject(ctx, nil) {
+		if len(v) > 0 {
+			header[k] = v[0]
+		}
+	}
+	final, err := client.AskAgent(ctx, o.nc, o.subjects, &client.AgentAsk{
+		Agent: target, Session: session, Data: data, MsgID: id, Header: header, Every: o.cfg.AskAgain,
+	})
+	if err != nil {
+		cause := context.Cause(ctx)
+		if cause == nil || errors.Is(cause, loop.ErrSuspended) {
+			// The run goes on elsewhere: its call asks again there.
+			return nil, err
+		}
+		reason := fmt.Sprintf("the run %s of agent %s that asked it (call %s) was aborted", prep.RunID, parent.Agent, prep.Call.ID)
+		if errors.Is(cause, pipeline.ErrTimeout) {
+			reason = fmt.Sprintf("agent %s did not answer call %s of agent %s within %v", target, prep.Call.ID, parent.Agent, prep.Timeout)
+		}
+		o.abortChild(target, session, reason)
+		if errors.Is(cause, pipeline.ErrTimeout) {
+			return nil, fmt.Errorf("Tool %s: %w: %s; its run was aborted", prep.Call.Name, pipeline.ErrTimeout, reason)
+		}
+		return nil, err
+	}
+	res, isError := delegate.Result(target, session, final)
+	if isError {
+		return nil, &pipeline.ResultError{Result: res}
+	}
+	return res, nil
+}
+
+// abortChild asks the orchestrator of target's session to abort its run,
+// as a client does.
+func (o *Orchestrator) abortChild(target, session, reason string) {
+	b, _ := json.Marshal(map[string]string{"reason": reason})
+	if err := o.nc.Publish(o.subjects.Client(bus.KindAbort, target, session), b); err != nil {
+		o.log.Warn("abort of a child run", "agent", target, "session", session, "err", err)
+	}
+}
+
+// maxDepth is the bound of nested delegations.
+func (o *Orchestrator) maxDepth() int {
+	if o.cfg.MaxDelegationDepth > 0 {
+		return o.cfg.MaxDelegationDepth
+	}
+	return delegate.DefaultMaxDepth
+}
+
+// admit refuses an ask whose parent headers claim a delegation too deep
+// or a cycle (delegate.Admit).
+func (o *Orchestrator) admit(agent string, m *agentfleet.UserMessage) error {
+	if m == nil {
+		return nil
+	}
+	return delegate.Admit(m.Parent, agent, o.maxDepth())
+}
