@@ -1,0 +1,160 @@
+package loop
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/agentfleet/agentfleet"
+)
+
+// An idle session keeps its history packed: one byte slice instead of a Go
+// value per message, content block and string (a message as structs takes
+// two to three times its encoding). The next run, or a reader of the
+// history, decodes it. Each message, in history order:
+//
+//	kind    1 byte: 'u' user, 'a' assistant, 't' tool result
+//	run id  uvarint 0: the run of the message before; n > 0: n-1 bytes
+//	message uvarint length, then its JSON (the encoding the history store
+//	        keeps, so a packed message decodes to what a reload gives)
+//
+// Only the session writes what it reads again, but the decoder checks every
+// length against the bytes that remain all the same.
+const (
+	packUser      = 'u'
+	packAssistant = 'a'
+	packTool      = 't'
+)
+
+// packHistory appends the packed form of history, with the run of each
+// message, to b. It fails when a message has no JSON encoding (arguments a
+// model sent that are not JSON, say); the session then stays unpacked.
+func packHistory(b []byte, history []agentfleet.Message, runOf []string) ([]byte, error) {
+	for i, m := range history {
+		var kind byte
+		switch m.(type) {
+		case *agentfleet.UserMessage:
+			kind = packUser
+		case *agentfleet.AssistantMessage:
+			kind = packAssistant
+		case *agentfleet.ToolResultMessage:
+			kind = packTool
+		default:
+			return nil, fmt.Errorf("pack history: message %d is a %T", i, m)
+		}
+		b = append(b, kind)
+		if i > 0 && runOf[i] == runOf[i-1] {
+			b = append(b, 0)
+		} else {
+			b = binary.AppendUvarint(b, uint64(len(runOf[i]))+1)
+			b = append(b, runOf[i]...)
+		}
+		data, err := json.Marshal(m)
+		if err != nil {
+			return nil, fmt.Errorf("pack history: message %d: %w", i, err)
+		}
+		b = binary.AppendUvarint(b, uint64(len(data)))
+		b = append(b, data...)
+	}
+	return b, nil
+}
+
+// unpackHistory decodes what packHistory wrote: the messages and the run of
+// each, the messages of one run sharing one run id string.
+func unpackHistory(b []byte) ([]agentfleet.Message, []string, error) {
+	var (
+		history []agentfleet.Message
+		runOf   []string
+		run     string
+	)
+	for off := 0; off < len(b); {
+		at := off
+		kind := b[off]
+		off++
+		n, k := binary.Uvarint(b[off:])
+		if k <= 0 || n > uint64(len(b)-off-k)+1 {
+			return nil, nil, fmt.Errorf("unpack history: run id of message %d at offset %d: bad length", len(history), at)
+		}
+		off += k
+		if n > 0 {
+			run = string(b[off : off+int(n-1)])
+			off += int(n - 1)
+		} else if len(history) == 0 {
+			return nil, nil, fmt.Errorf("unpack history: message 0 at offset %d refers to a run before it", at)
+		}
+		n, k = binary.Uvarint(b[off:])
+		if k <= 0 || n > uint64(len(b)-off-k) {
+			return nil, nil, fmt.Errorf("unpack history: message %d at offset %d: bad length", len(history), at)
+		}
+		off += k
+		data := b[off : off+int(n)]
+		off += int(n)
+		var m agentfleet.Message
+		switch kind {
+		case packUser:
+			m = new(agentfleet.UserMessage)
+		case packAssistant:
+			m = new(agentfleet.AssistantMessage)
+		case packTool:
+			m = new(agentfleet.ToolResultMessage)
+		default:
+			return nil, nil, fmt.Errorf("unpack history: message %d at offset %d: kind %q", len(history), at, kind)
+		}
+		if err := json.Unmarshal(data, m); err != nil {
+			return nil, nil, fmt.Errorf("unpack history: message %d at offset %d: %w", len(history), at, err)
+		}
+		history = append(history, m)
+		runOf = append(runOf, run)
+	}
+	return history, runOf, nil
+}
+
+// packScratch holds the buffers histories are packed into before the
+// session keeps a copy of just their length.
+var packScratch = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// packLocked packs the history of an idle session, which keeps it as it is
+// when it cannot be packed. Call it with s.mu held.
+func (s *Session) packLocked() {
+	if s.packed != nil || len(s.history) == 0 {
+		return
+	}
+	scratch := packScratch.Get().(*[]byte)
+	defer packScratch.Put(scratch)
+	b, err := packHistory((*scratch)[:0], s.history, s.runOf)
+	if err != nil {
+		return
+	}
+	*scratch = b
+	s.packed = append(make([]byte, 0, len(b)), b...)
+	s.history, s.runOf = nil, nil
+}
+
+// unpackLocked decodes a packed history into the session for a run. A
+// packed history that does not decode is a bug of this file: it panics
+// rather than run on without the conversation. Call it with s.mu held.
+func (s *Session) unpackLocked() {
+	if s.packed == nil {
+		return
+	}
+	history, runOf, err := unpackHistory(s.packed)
+	if err != nil {
+		panic(err)
+	}
+	s.history, s.runOf, s.packed = history, runOf, nil
+}
+
+// historyLocked returns the history and the run of each message, decoding
+// a packed one without keeping what it decoded: a reader of an idle
+// session leaves it packed. Call it with s.mu held.
+func (s *Session) historyLocked() ([]agentfleet.Message, []string) {
+	if s.packed == nil {
+		return s.history, s.runOf
+	}
+	history, runOf, err := unpackHistory(s.packed)
+	if err != nil {
+		panic(err)
+	}
+	return history, runOf
+}
