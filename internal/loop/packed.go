@@ -2,7 +2,7 @@ package loop
 
 import (
 	"encoding/binary"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -16,16 +16,17 @@ import (
 //
 //	kind    1 byte: 'u' user, 'a' assistant, 't' tool result
 //	run id  uvarint 0: the run of the message before; n > 0: n-1 bytes
-//	message uvarint length, then its JSON (the encoding the history store
-//	        keeps, so a packed message decodes to what a reload gives)
+//	message uvarint length, then its packed form (packmsg.go)
 //
-// Only the session writes what it reads again, but the decoder checks every
-// length against the bytes that remain all the same.
+// Only the session reads what it wrote, but the decoder checks every length
+// against the bytes that remain all the same.
 const (
 	packUser      = 'u'
 	packAssistant = 'a'
 	packTool      = 't'
 )
+
+var errUnknownKind = errors.New("not a kind of message")
 
 // packHistory appends the packed form of history, with the run of each
 // message, to b. It fails when a message has no JSON encoding (arguments a
@@ -50,12 +51,19 @@ func packHistory(b []byte, history []agentfleet.Message, runOf []string) ([]byte
 			b = binary.AppendUvarint(b, uint64(len(runOf[i]))+1)
 			b = append(b, runOf[i]...)
 		}
-		data, err := json.Marshal(m)
+		// The length goes before the message: leave room for the longest
+		// uvarint, then move the message up to its length's end.
+		at := len(b)
+		b = append(b, make([]byte, binary.MaxVarintLen32)...)
+		var err error
+		b, err = appendPackedMessage(b, runOf[i], m)
 		if err != nil {
 			return nil, fmt.Errorf("pack history: message %d: %w", i, err)
 		}
-		b = binary.AppendUvarint(b, uint64(len(data)))
-		b = append(b, data...)
+		n := len(b) - at - binary.MaxVarintLen32
+		k := len(binary.AppendUvarint(b[at:at], uint64(n)))
+		copy(b[at+k:], b[at+binary.MaxVarintLen32:])
+		b = b[:at+k+n]
 	}
 	return b, nil
 }
@@ -90,19 +98,9 @@ func unpackHistory(b []byte) ([]agentfleet.Message, []string, error) {
 		off += k
 		data := b[off : off+int(n)]
 		off += int(n)
-		var m agentfleet.Message
-		switch kind {
-		case packUser:
-			m = new(agentfleet.UserMessage)
-		case packAssistant:
-			m = new(agentfleet.AssistantMessage)
-		case packTool:
-			m = new(agentfleet.ToolResultMessage)
-		default:
-			return nil, nil, fmt.Errorf("unpack history: message %d at offset %d: kind %q", len(history), at, kind)
-		}
-		if err := json.Unmarshal(data, m); err != nil {
-			return nil, nil, fmt.Errorf("unpack history: message %d at offset %d: %w", len(history), at, err)
+		m, err := unpackMessage(kind, run, data)
+		if err != nil {
+			return nil, nil, fmt.Errorf("unpack history: message %d at offset %d, kind %q: %w", len(history), at, kind, err)
 		}
 		history = append(history, m)
 		runOf = append(runOf, run)
