@@ -105,3 +105,32 @@ func jsonOf(t *testing.T, ms []agentfleet.Message) string {
 	}
 	return string(b)
 }
+
+// TestPackMessage packs one message and back, refuses one whose arguments
+// are not JSON (its holder keeps it as it is), and refuses bytes that hold
+// no message or two.
+func TestPackMessage(t *testing.T) {
+	final := &agentfleet.AssistantMessage{Role: agentfleet.RoleAssistant, Content: []agentfleet.Content{agentfleet.Text("done")},
+		StopReason: agentfleet.StopReasonStop, RunID: "r1", Usage: &agentfleet.Usage{InputTokens: 3}}
+	b, err := loop.PackMessage("r1", final)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := loop.UnpackMessage(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, want := jsonOf(t, []agentfleet.Message{got}), jsonOf(t, []agentfleet.Message{final}); a != want {
+		t.Errorf("unpacked %s, want %s", a, want)
+	}
+	bad := &agentfleet.AssistantMessage{Content: []agentfleet.Content{{Type: agentfleet.ContentToolCall, ID: "c", Arguments: []byte("{not json")}}}
+	if _, err := loop.PackMessage("r1", bad); err == nil {
+		t.Error("a message whose arguments are not JSON was packed")
+	}
+	if _, err := loop.UnpackMessage(nil); err == nil {
+		t.Error("no bytes unpacked as a message")
+	}
+	if _, err := loop.UnpackMessage(append(append([]byte(nil), b...), b...)); err == nil {
+		t.Error("two messages unpacked as one")
+	}
+}
