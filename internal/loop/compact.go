@@ -23,7 +23,8 @@ func (s *Session) compactLocked() {
 }
 
 // Compacted reports whether the session is idle in its compact form: no
-// run, no input queued, and a history without spare capacity. It is for
+// run, no input queued, and a history packed or without spare capacity
+// (Packed tells which). It is for
 // tests of what an idle session holds.
 func (s *Session) Compacted() bool {
 	s.mu.Lock()

@@ -112,10 +112,17 @@ func unpackHistory(b []byte) ([]agentfleet.Message, []string, error) {
 // session keeps a copy of just their length.
 var packScratch = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
+// maxPackedMessages bounds the histories that are packed. The next run
+// decodes the whole history and packs it again, a few microseconds a
+// message: worth it for the many short sessions an orchestrator holds, not
+// for a long one, whose runs would pay it for every message it ever had.
+const maxPackedMessages = 32
+
 // packLocked packs the history of an idle session, which keeps it as it is
-// when it cannot be packed. Call it with s.mu held.
+// when it cannot be packed or is longer than maxPackedMessages. Call it with
+// s.mu held.
 func (s *Session) packLocked() {
-	if s.packed != nil || len(s.history) == 0 {
+	if s.packed != nil || len(s.history) == 0 || len(s.history) > maxPackedMessages {
 		return
 	}
 	scratch := packScratch.Get().(*[]byte)

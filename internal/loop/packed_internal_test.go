@@ -38,6 +38,27 @@ func TestUnpackHistoryRejectsBadBytes(t *testing.T) {
 			t.Errorf("unpack of the first %d bytes: %v, which names no offset", n, err)
 		}
 	}
+	for _, kind := range []byte{packUser, packAssistant, packTool} {
+		var m agentfleet.Message = &agentfleet.UserMessage{Content: []agentfleet.Content{agentfleet.Text("hi")}, ID: "x", Timestamp: time.Now().UTC()}
+		switch kind {
+		case packAssistant:
+			m = &agentfleet.AssistantMessage{Content: []agentfleet.Content{agentfleet.Text("hi")}, Usage: &agentfleet.Usage{InputTokens: 1}}
+		case packTool:
+			m = &agentfleet.ToolResultMessage{ToolCallID: "c", Details: map[string]any{"k": "v"}, AddedToolNames: []string{"t"}}
+		}
+		data, err := appendPackedMessage(nil, "r", m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n := range len(data) {
+			if _, err := unpackMessage(kind, "r", data[:n]); err == nil || !strings.Contains(err.Error(), "offset") {
+				t.Errorf("kind %c, the first %d of %d bytes: %v, want an error naming the offset", kind, n, len(data), err)
+			}
+		}
+		if _, err := unpackMessage(kind, "r", append(data, 0)); err == nil {
+			t.Errorf("kind %c with a byte after the message: no error", kind)
+		}
+	}
 	for name, b := range map[string][]byte{
 		"unknown kind":             {'x', 1, 2, '{', '}'},
 		"first message, no run":    {'u', 0, 2, '{', '}'},
@@ -83,6 +104,9 @@ func TestPackedMessagesRoundTrip(t *testing.T) {
 		&agentfleet.AssistantMessage{Role: agentfleet.RoleAssistant, RunID: "run", Timestamp: now},
 		&agentfleet.ToolResultMessage{Content: []agentfleet.Content{agentfleet.Text("")}, Timestamp: time.Unix(0, 0).UTC()},
 		&agentfleet.AssistantMessage{Timestamp: time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)},
+		&agentfleet.UserMessage{Role: "-", Content: []agentfleet.Content{{Type: "tool_call", Arguments: json.RawMessage(" { \"a\" : 1 } ")}}},
+		&agentfleet.ToolResultMessage{Role: "-x", Details: map[string]any{}, AddedToolNames: []string{},
+			Content: []agentfleet.Content{{ToolCalls: []agentfleet.RawToolCall{}, Arguments: json.RawMessage{}}}},
 	}
 	for _, ms := range [][]agentfleet.Message{full, usual} {
 		runs := make([]string, len(ms))

@@ -3,6 +3,7 @@ package loop_test
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"sync"
 	"testing"
 
@@ -106,9 +107,9 @@ func jsonOf(t *testing.T, ms []agentfleet.Message) string {
 	return string(b)
 }
 
-// TestPackMessage packs one message and back, refuses one whose arguments
-// are not JSON (its holder keeps it as it is), and refuses bytes that hold
-// no message or two.
+// TestPackMessage packs one message and back, refuses one whose details
+// have no JSON encoding (its holder keeps it as it is), and refuses bytes
+// that hold no message or two.
 func TestPackMessage(t *testing.T) {
 	final := &agentfleet.AssistantMessage{Role: agentfleet.RoleAssistant, Content: []agentfleet.Content{agentfleet.Text("done")},
 		StopReason: agentfleet.StopReasonStop, RunID: "r1", Usage: &agentfleet.Usage{InputTokens: 3}}
@@ -123,14 +124,36 @@ func TestPackMessage(t *testing.T) {
 	if a, want := jsonOf(t, []agentfleet.Message{got}), jsonOf(t, []agentfleet.Message{final}); a != want {
 		t.Errorf("unpacked %s, want %s", a, want)
 	}
-	bad := &agentfleet.AssistantMessage{Content: []agentfleet.Content{{Type: agentfleet.ContentToolCall, ID: "c", Arguments: []byte("{not json")}}}
+	bad := &agentfleet.ToolResultMessage{Details: map[string]any{"x": math.Inf(1)}}
 	if _, err := loop.PackMessage("r1", bad); err == nil {
-		t.Error("a message whose arguments are not JSON was packed")
+		t.Error("a message whose details have no JSON encoding was packed")
 	}
 	if _, err := loop.UnpackMessage(nil); err == nil {
 		t.Error("no bytes unpacked as a message")
 	}
 	if _, err := loop.UnpackMessage(append(append([]byte(nil), b...), b...)); err == nil {
 		t.Error("two messages unpacked as one")
+	}
+}
+
+// TestLongHistoryStaysUnpacked runs a session past the histories that are
+// packed: it is compacted without being packed, and reads whole.
+func TestLongHistoryStaysUnpacked(t *testing.T) {
+	var steps []step
+	for range 9 {
+		steps = append(steps, use(`get {}`), say("ok"))
+	}
+	s, _ := newSession(t, &script{steps: steps}, loop.Config{}, tool("get", false, text("value")))
+	for range 9 {
+		wait(t, s.Send(agentfleet.NewUserMessage("n")))
+		if err := s.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.Packed() || !s.Compacted() {
+		t.Errorf("a session of 36 messages: packed %v, compacted %v; want false, true", s.Packed(), s.Compacted())
+	}
+	if got := len(s.History()); got != 36 {
+		t.Errorf("history has %d messages, want 36", got)
 	}
 }
