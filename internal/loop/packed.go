@@ -29,8 +29,8 @@ const (
 var errUnknownKind = errors.New("not a kind of message")
 
 // packHistory appends the packed form of history, with the run of each
-// message, to b. It fails when a message has no JSON encoding (arguments a
-// model sent that are not JSON, say); the session then stays unpacked.
+// message, to b. It fails when a message's Details or raw tool_calls have
+// no JSON encoding; the session then stays unpacked.
 func packHistory(b []byte, history []agentfleet.Message, runOf []string) ([]byte, error) {
 	for i, m := range history {
 		var kind byte
@@ -166,7 +166,8 @@ func (s *Session) historyLocked() ([]agentfleet.Message, []string) {
 
 // PackMessage returns m, a message of run runID, in the packed form of an
 // idle session's history: a third to a half of what it takes as Go values.
-// It fails for a message that has no JSON encoding.
+// It fails for a message whose Details or raw tool_calls have no JSON
+// encoding.
 func PackMessage(runID string, m agentfleet.Message) ([]byte, error) {
 	return packHistory(nil, []agentfleet.Message{m}, []string{runID})
 }

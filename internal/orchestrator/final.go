@@ -15,7 +15,7 @@ func (r *runInfo) setFinal(final *agentfleet.AssistantMessage) {
 		r.final, r.finalMsg = b, nil
 		return
 	}
-	r.final, r.finalMsg = nil, final // no JSON encoding: kept as it is
+	r.final, r.finalMsg = nil, final // cannot be packed: kept as it is
 }
 
 // ended reports whether r has ended; s.mu held.
