@@ -14,9 +14,10 @@ import (
 // (ask_researcher) on a real fleet and checks, in headless Chromium, that
 // the child run shows nested under boss's call with a link to it, that
 // the link opens the child's run, whose head links back to the call, and
-// that the link back opens boss's run with the call marked. Runs whose
-// events carry hostile parents (markup, quotes, ids that are no tokens)
-// show no parent, no link and nothing of the markup.
+// that the link back opens boss's run with the call marked; a child still
+// running shows nested as running. Runs whose events carry hostile parents
+// (markup, quotes, ids that are no tokens) show no parent, no link and
+// nothing of the markup.
 func TestDashboardDelegation(t *testing.T) {
 	f := startFleet(t, dashboard.Options{})
 	ctx := browser(t)
@@ -91,6 +92,14 @@ func TestDashboardDelegation(t *testing.T) {
 	if n := evalJS[int](t, ctx, `document.querySelectorAll('#run .tool.focus').length`); n != 1 {
 		t.Errorf("%d calls marked, want 1", n)
 	}
+
+	// A child still running shows nested as running, then as ended.
+	if err := f.nc.Publish("agent.in.boss.slow", []byte("ask researcher sleep 1500")); err != nil {
+		t.Fatal(err)
+	}
+	evalJS[chromedp.Void](t, ctx, `location.hash = '#boss%2Fslow'; undefined`)
+	waitJS(t, ctx, "the running child under the call", `document.querySelector('#run[data-session="slow"][data-status="running"] .tool[data-tool-call-id="call_ask"] .child-run[data-status="running"]')`, 10*time.Second)
+	waitJS(t, ctx, "the child ended under the call", `document.querySelector('#run[data-session="slow"] .child-run[data-status="stop"]')`, 10*time.Second)
 
 	// Hostile parents: each run's events carry one; none may become a
 	// link, an element or a script.

@@ -203,7 +203,7 @@ function ingest(ev) {
       break;
   }
   touchSession(run);
-  if (state.selected === sessionKey(run.agent, run.session)) state.dirty.run = true;
+  if (state.selected === sessionKey(run.agent, run.session) || nestedInShown(run)) state.dirty.run = true;
 }
 
 function newRun(ev) {

@@ -113,3 +113,14 @@ function dropChild(run) {
   if (ids.length) state.children.set(k, ids);
   else state.children.delete(k);
 }
+
+// nestedInShown reports whether run shows nested in the run on screen:
+// its parent, or its parent's parent, to MAX_NEST, is that run.
+function nestedInShown(run) {
+  const shown = shownRunId();
+  for (let r = run, n = 0; r && r.parent && n < MAX_NEST; n++) {
+    if (r.parent.runId === shown) return true;
+    r = state.runs.get(r.parent.runId);
+  }
+  return false;
+}
