@@ -42,6 +42,7 @@ const xssText = `<script>window.__pwned = 1</script><img src="x" onerror="window
 //	sleep <ms>    one sleep call, then "slept"
 //	script        one echo call whose result is xssText, then the same as text
 //	both          echo, sleep 400 ms and fail at once, then a summary
+//	ask <agent> <text>  one ask_<agent> call with the text as its message
 //
 // and anything else with its own text. The text streams in deltas.
 func scriptedModel() loop.Model {
@@ -83,6 +84,9 @@ func scriptedModel() loop.Model {
 			return call("sleep", map[string]any{"ms": rest})
 		case "script":
 			return call("echo", map[string]any{"text": xssText})
+		case "ask":
+			agent, message, _ := strings.Cut(rest, " ")
+			return call("ask_"+agent, map[string]any{"message": message})
 		}
 		onDelta(user)
 		return &agentfleet.AssistantMessage{Content: []agentfleet.Content{agentfleet.Text(user)}, StopReason: agentfleet.StopReasonStop, Usage: usage}, nil
@@ -138,8 +142,9 @@ func startFleet(t *testing.T, opts dashboard.Options) *testFleet {
 	t.Cleanup(func() { ts.Stop() })
 	o, err := orchestrator.New(bustest.MustConnect(t, srv), orchestrator.Config{
 		Model: scriptedModel(), Durable: true, Discovery: fleet.FleetConfig{Wait: 200 * time.Millisecond},
-		// guarded's calls of echo wait for approval.
-		Profiles: []orchestrator.Profile{{Name: "default"}, {Name: "guarded", Approve: []string{"echo"}}},
+		// guarded's calls of echo wait for approval; boss may ask researcher.
+		Profiles: []orchestrator.Profile{{Name: "default"}, {Name: "guarded", Approve: []string{"echo"}},
+			{Name: "boss", Agents: []string{"researcher"}}, {Name: "researcher"}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -27,6 +27,9 @@ const state = {
   replayed: false,
   dirty: { sessions: true, run: true, errors: true },
   workers: new Map(),    // worker id -> {w, seen, lost, prev}
+  children: new Map(),   // parent run id + call id -> ids of the runs that call started
+  focusCall: null,       // the tool call id the address names, marked in its run
+  scrollToCall: false,
 };
 
 const $ = (id) => document.getElementById(id);
@@ -124,6 +127,7 @@ function ingest(ev) {
   if (!run) run = newRun(ev);
   run.last = ev.time || run.last;
   if (typeof ev.trace_id === 'string' && TRACE_ID.test(ev.trace_id)) run.traceId = ev.trace_id;
+  noteParent(run, ev);
   switch (ev.type) {
     case 'run.start':
     case 'run.resumed':
@@ -199,20 +203,21 @@ function ingest(ev) {
       break;
   }
   touchSession(run);
-  if (state.selected === sessionKey(run.agent, run.session)) state.dirty.run = true;
+  if (state.selected === sessionKey(run.agent, run.session) || nestedInShown(run)) state.dirty.run = true;
 }
 
 function newRun(ev) {
   const run = {
     id: ev.run_id, agent: ev.agent, session: ev.session, status: 'running',
     start: ev.time, last: ev.time, end: null, turns: new Map(), calls: new Map(),
-    usage: null, errors: [], errorMessage: '', orchestrator: '', traceId: '',
+    usage: null, errors: [], errorMessage: '', orchestrator: '', traceId: '', parent: null,
   };
   state.runs.set(run.id, run);
   // The cap: drop the oldest runs, never the one on screen.
   for (const [id] of state.runs) {
     if (state.runs.size <= state.maxRuns) break;
     if (id === shownRunId()) continue;
+    dropChild(state.runs.get(id));
     state.runs.delete(id);
   }
   return run;
@@ -337,9 +342,9 @@ function renderSessions() {
   $('sessions-empty').hidden = state.sessions.size > 0;
 }
 
-function select(key) {
+function select(key, runId) {
   state.selected = key;
-  state.selectedRun = null;
+  state.selectedRun = runId || null;
   const s = state.sessions.get(key);
   if (s) {
     $('send-agent').value = s.agent;
@@ -373,6 +378,7 @@ function renderRun() {
     el('h2', {}, run.agent + '/' + run.session),
     el('span', { className: 'fact' }, 'run ', el('code', {}, run.id)),
     run.traceId && traceFact(run.traceId),
+    run.parent && parentFact(run),
     el('span', { className: 'fact' }, 'stop reason ', el('span', { className: 'stop-reason status status-' + run.status }, run.status)),
     el('span', { className: 'fact tokens' }, tokenText(run)),
     el('span', { className: 'fact' }, durationText(run.start, run.end || run.last)),
@@ -406,13 +412,14 @@ function renderRun() {
       el('h3', {}, 'turn ' + t.n + (t.usage ? ' · ' + (t.usage.total_tokens || 0) + ' tokens' : '')));
     if (t.text) turn.append(el('div', { className: 'text' }, t.text));
     if (t.error) turn.append(el('div', { className: 'errors' }, t.error));
-    for (const c of t.calls) turn.append(renderCall(c, t0, t1));
+    for (const c of t.calls) turn.append(renderCall(run, c, t0, t1));
     parts.push(turn);
   }
   box.replaceChildren(...parts);
+  focusCall(box);
 }
 
-function renderCall(c, t0, t1) {
+function renderCall(run, c, t0, t1) {
   const s = Date.parse(c.start) || t0;
   const e = c.end ? Date.parse(c.end) : Math.max(Date.now(), s);
   const left = Math.max(0, Math.min(100, (s - t0) / (t1 - t0) * 100));
@@ -435,6 +442,7 @@ function renderCall(c, t0, t1) {
   if (c.args !== undefined) div.append(fold('arguments', json(c.args), 'tool-args'));
   if (c.updates.length) div.append(el('div', { className: 'progress' }, 'progress: ' + shorten(json(c.updates[c.updates.length - 1]), FOLD)));
   if (c.result) div.append(fold('result', resultText(c.result) || json(c.result), 'tool-result'));
+  div.append(...renderChildren(run, c));
   return div;
 }
 
@@ -627,11 +635,15 @@ function show(view) {
 
 // --- start ----------------------------------------------------------------
 
-// The hash names the session shown (#agent%2Fsession), so that a link
+// The hash names the session shown (#agent%2Fsession), and optionally a
+// run of it and a call of that run (&run=<id>&call=<id>), so that a link
 // opens it.
 function fromHash() {
-  const key = decodeURIComponent(location.hash.slice(1));
-  if (key) select(key);
+  const { key, runId, callId } = parseHash(location.hash);
+  if (!key) return;
+  state.focusCall = callId;
+  state.scrollToCall = !!callId;
+  select(key, runId);
 }
 
 function start() {
@@ -644,6 +656,7 @@ function start() {
   $('send').addEventListener('submit', send);
   $('since').addEventListener('change', () => {
     state.runs.clear();
+    state.children.clear();
     state.sessions.clear();
     state.errors = [];
     state.events = 0;
