@@ -60,6 +60,11 @@ type session struct {
 	// ask tool, from the run's stored user message (delegation.go); nil
 	// until there is one.
 	origins map[string]*agentfleet.Parent
+	// serving is the agent that serves the session when its history
+	// handed it over (handoff.go), set at load; nil for its own agent.
+	// handedOver: a run of this load handed it over.
+	serving    *agent
+	handedOver bool
 
 	// loadCancel ends the load of the stored history while it goes on;
 	// s.mu held.
@@ -189,13 +194,13 @@ func (s *session) load(loads chan struct{}) {
 		}
 		return
 	}
-	if pol := s.agent.profile.Approval(); pol.Enabled() {
+	entries, summary := s.restore(st)
+	if pol := s.serves().profile.Approval(); pol.Enabled() && s.gate == nil {
 		s.gate = s.newGate()
 	}
-	entries, summary := s.restore(st)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	tmpl := s.agent.template(o)
+	tmpl := s.serves().template(o)
 	own := s.own(entries)
 	own.Summary = summary
 	s.loop = tmpl.New(own)
@@ -237,7 +242,8 @@ func (s *session) restore(st *history.Loaded) ([]loop.Entry, *agentfleet.Context
 		})
 	}
 	entries := make([]loop.Entry, 0, len(st.Records))
-	var waits []history.Record // approval requests and decisions
+	var waits []history.Record    // approval requests and decisions
+	var handoffs []history.Record // handoffs, in order
 	results := map[string]bool{}
 	for _, r := range st.Records {
 		if r.Final != nil {
@@ -250,6 +256,10 @@ func (s *session) restore(st *history.Loaded) ([]loop.Entry, *agentfleet.Context
 		}
 		if r.Summary != nil {
 			summary = r.Summary
+			continue
+		}
+		if r.Handoff != nil {
+			handoffs = append(handoffs, r)
 			continue
 		}
 		if tr, ok := r.Message.(*agentfleet.ToolResultMessage); ok {
@@ -266,6 +276,7 @@ func (s *session) restore(st *history.Loaded) ([]loop.Entry, *agentfleet.Context
 		}
 		entries = append(entries, loop.Entry{RunID: r.RunID, Message: r.Message, Trace: r.Trace})
 	}
+	s.servingFrom(handoffs)
 	// The calls of runs that go on, and that have no result yet, wait
 	// again or act on their stored decision when their run resumes.
 	for _, r := range waits {
@@ -298,7 +309,7 @@ func (s *session) own(entries []loop.Entry) loop.Own {
 		Sink:     loopSink{s},
 		History:  entries,
 	}
-	if pol := s.agent.profile.Approval(); pol.Enabled() {
+	if pol := s.serves().profile.Approval(); pol.Enabled() {
 		// The orchestrator's own hook decides first: a call it blocks is
 		// not put to a person.
 		own.Before = pipeline.Chain(o.cfg.Before, s.gate.Hook)
@@ -344,7 +355,7 @@ func (s *session) stored(runID string, m agentfleet.Message) error {
 	// A user message keeps the trace context it came with, for a run
 	// resumed elsewhere.
 	var err error
-	if mustFlush(m, s.rerunnable) || asksAgent(m, s.agent.asks) {
+	if mustFlush(m, s.rerunnable) || asksAgent(m, s.serves().asks) {
 		_, err = s.writer.AppendTraced(s.ctx, runID, m, sc)
 	} else {
 		err = s.writer.Buffer(s.ctx, history.Record{RunID: runID, Message: m, Trace: sc})
