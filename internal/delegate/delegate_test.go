@@ -255,7 +255,7 @@ func TestServing(t *testing.T) {
 // TestTransfer: the transfer tool, its arguments and its result.
 func TestTransfer(t *testing.T) {
 	tool := delegate.TransferTool("billing")
-	if tool.Name != "transfer_to_billing" || tool.Parallel || tool.Handler != nil || !strings.Contains(string(tool.InputSchema), `"reason"`) {
+	if tool.Name != "transfer_to_billing" || tool.Parallel || !tool.Annotations.Idempotent || tool.Handler != nil || !strings.Contains(string(tool.InputSchema), `"reason"`) {
 		t.Errorf("tool = %+v", tool.ToolDef)
 	}
 	for _, tc := range []struct {

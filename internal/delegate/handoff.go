@@ -16,9 +16,10 @@ const TransferPrefix = "transfer_to_"
 func TransferName(agent string) string { return TransferPrefix + agent }
 
 // TransferTool returns the tool that hands the conversation over to agent:
-// arguments {reason?}, not parallel (a handoff ends the run, so it is the
-// batch's last word), terminating. It has no handler: the orchestrator
-// runs it.
+// arguments {reason?}, not parallel, idempotent (a run resumed after a
+// crash calls it again, storing the same handoff once more rather than
+// calling its outcome unknown). It has no handler: the orchestrator runs
+// it, and its result ends the run (TransferResult).
 func TransferTool(agent string) *agentfleet.Tool {
 	schema, _ := json.Marshal(map[string]any{
 		"type": "object",
@@ -30,7 +31,7 @@ func TransferTool(agent string) *agentfleet.Tool {
 	return &agentfleet.Tool{ToolDef: agentfleet.ToolDef{
 		Name: TransferName(agent), Label: "transfer to " + agent,
 		Description: "Hand this conversation over to agent " + agent + ": this run ends, and agent " + agent + " answers the next messages, with the conversation so far.",
-		InputSchema: schema,
+		InputSchema: schema, Annotations: agentfleet.Annotations{Idempotent: true},
 	}}
 }
 

@@ -208,3 +208,38 @@ func TestHandoffRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestHandoffChain: billing may hand the session back; each handoff ends
+// its own run, and each next message goes to the agent the last one named.
+func TestHandoffChain(t *testing.T) {
+	model, client := newModelClient(t)
+	model.Enqueue(
+		llmtest.ToolCallsReply(llmtest.ToolCall{ID: "call_1", Name: "transfer_to_billing", Arguments: `{}`}).Response(),
+		llmtest.ToolCallsReply(llmtest.ToolCall{ID: "call_2", Name: "transfer_to_support", Arguments: `{"reason":"not a billing matter"}`}).Response(),
+		llmtest.TextReply("support again").Response(),
+	)
+	profiles := desk()
+	profiles[1].Handoffs = []string{"support"}
+	f := startFleet(t, orchestrator.Config{Model: client, Durable: true, Profiles: profiles}, toolrpc.ServerConfig{Tools: []*agentfleet.Tool{echo("lookup"), echo("refund")}})
+	out := outs(t, f.nc, "support", "s3")
+	for i, want := range []struct{ model, final string }{
+		{"support-model", "handed this conversation over to agent billing"},
+		{"billing-model", "Agent billing handed this conversation over to agent support, which answers your next messages. Reason: not a billing matter"},
+		{"support-model", "support again"},
+	} {
+		publish(t, f.nc, "agent.in.support.s3", "", `{"content":"message `+string(rune('1'+i))+`","id":"m`+string(rune('1'+i))+`"}`)
+		if got := agentfleet.JoinText(next(t, out).Content); !strings.Contains(got, want.final) {
+			t.Errorf("final %d = %q, want %q", i+1, got, want.final)
+		}
+		if m, _, _, _ := served(lastRequest(t, model, i+1)); m != want.model {
+			t.Errorf("request %d made with %s, want %s", i+1, m, want.model)
+		}
+	}
+	var hops []string
+	for _, e := range f.events.list(isType(agentfleet.EventSessionHandoff)) {
+		hops = append(hops, e.From+">"+e.To)
+	}
+	if got, want := strings.Join(hops, " "), "support>billing billing>support"; got != want {
+		t.Errorf("session.handoff events = %q, want %q", got, want)
+	}
+}
