@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/llm"
 	"github.com/agentfleet/agentfleet/internal/llm/llmtest"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
+	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/nats-io/nats.go"
 )
 
@@ -241,5 +243,67 @@ func TestHandoffChain(t *testing.T) {
 	}
 	if got, want := strings.Join(hops, " "), "support>billing billing>support"; got != want {
 		t.Errorf("session.handoff events = %q, want %q", got, want)
+	}
+}
+
+// TestHandoffInterrupted: the orchestrator stops (no grace) after the
+// handoff is stored and before the call's result is: the handoff does not
+// count until its run ends, so the next orchestrator resumes the run with
+// support, whose transfer runs again and ends it; the next message is
+// billing's.
+func TestHandoffInterrupted(t *testing.T) {
+	model, client := newModelClient(t)
+	model.Enqueue(
+		llmtest.ToolCallsReply(llmtest.ToolCall{ID: "call_tr", Name: "transfer_to_billing", Arguments: `{}`}).Response(),
+		llmtest.TextReply("billing: after the crash").Response(),
+	)
+	stored := make(chan struct{})
+	var once sync.Once
+	hold := func(ctx context.Context, in *pipeline.AfterContext) (*pipeline.AfterResult, error) {
+		if in.Call.Name == "transfer_to_billing" {
+			once.Do(func() { close(stored) })
+			<-ctx.Done() // the orchestrator goes away meanwhile
+			return nil, ctx.Err()
+		}
+		return nil, nil
+	}
+	workers := toolrpc.ServerConfig{Tools: []*agentfleet.Tool{echo("lookup"), echo("refund")}}
+	f := startFleet(t, orchestrator.Config{Model: client, Durable: true, Profiles: desk(), After: hold}, workers)
+	out := outs(t, f.nc, "support", "s4")
+	publish(t, f.nc, "agent.in.support.s4", "", `{"content":"refund please","id":"m1"}`)
+	<-stored
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel() // no grace: leave the run where it is
+	if err := f.orch.Close(stopped); err != nil {
+		t.Fatal(err)
+	}
+
+	o2, err := orchestrator.New(bustest.MustConnect(t, f.srv), orchestrator.Config{Model: client, Durable: true, Profiles: desk(), Discovery: fleet.FleetConfig{Wait: 200 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o2.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer o2.Close(context.Background())
+	first := next(t, out)
+	if !strings.Contains(agentfleet.JoinText(first.Content), "handed this conversation over to agent billing") {
+		t.Errorf("resumed final = %s %q", first.StopReason, agentfleet.JoinText(first.Content))
+	}
+	publish(t, f.nc, "agent.in.support.s4", "", `{"content":"order 9","id":"m2"}`)
+	if got := agentfleet.JoinText(next(t, out).Content); got != "billing: after the crash" {
+		t.Errorf("second final = %q", got)
+	}
+	if m, _, _, _ := served(lastRequest(t, model, 2)); m != "billing-model" {
+		t.Errorf("second request made with %s, want billing-model", m)
+	}
+	var tos []string
+	for _, r := range loadHistory(t, f.nc, "support", "s4").Records {
+		if r.Handoff != nil {
+			tos = append(tos, r.Handoff.To+"@"+r.RunID)
+		}
+	}
+	if len(tos) != 2 || tos[0] != "billing@"+first.RunID || tos[1] != tos[0] {
+		t.Errorf("handoff records = %v, want two naming billing in run %s", tos, first.RunID)
 	}
 }
