@@ -84,7 +84,10 @@ func (s *session) transfer(ctx context.Context, prep *pipeline.Prepared, target 
 		return nil, s.fenced(err)
 	}
 	s.mu.Lock()
-	s.handedOver = true
+	if s.handedOver == nil {
+		s.handedOver = map[string]bool{}
+	}
+	s.handedOver[prep.RunID] = true
 	s.mu.Unlock()
 	loopSink{s}.Emit(&agentfleet.Event{
 		Type: agentfleet.EventSessionHandoff, Agent: s.agent.profile.Name, Session: s.name, RunID: prep.RunID,
@@ -93,11 +96,31 @@ func (s *session) transfer(ctx context.Context, prep *pipeline.Prepared, target 
 	return delegate.TransferResult(from, target, reason), nil
 }
 
+// handoffSettleWait bounds how long a message waits for the run that
+// handed its session over to leave the loop, after its end is out.
+const handoffSettleWait = 2 * time.Second
+
 // handedOverIdle reports whether the session handed itself over and may
-// now leave memory, to be loaded again for its next message with the agent
-// that serves it: loaded, no run, nothing waiting.
+// now leave memory, to be loaded again for a message with the agent that
+// serves it: loaded, the run that handed over ended, no run, nothing
+// waiting. The run's final message goes out a moment before the loop lets
+// go of it, so a message that comes just after it waits for that, within
+// handoffSettleWait; a run still going (a transfer beside other calls)
+// is not waited for, and a message for it queues behind it, with the agent
+// that handed over.
 func (s *session) handedOverIdle() bool {
 	s.mu.Lock()
+	ended, l := s.handoffEnded && s.loaded, s.loop
+	s.mu.Unlock()
+	if !ended || l == nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, handoffSettleWait)
+	defer cancel()
+	if l.Wait(ctx) != nil {
+		return false
+	}
+	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.handedOver && s.loaded && s.waiting == 0 && len(s.backlog) == 0 && !s.loop.Running()
+	return s.waiting == 0 && len(s.backlog) == 0 && !s.loop.Running()
 }

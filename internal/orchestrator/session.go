@@ -62,9 +62,11 @@ type session struct {
 	origins map[string]*agentfleet.Parent
 	// serving is the agent that serves the session when its history
 	// handed it over (handoff.go), set at load; nil for its own agent.
-	// handedOver: a run of this load handed it over.
-	serving    *agent
-	handedOver bool
+	// handedOver holds the runs of this load that handed it over, and
+	// handoffEnded says one of them ended.
+	serving      *agent
+	handedOver   map[string]bool
+	handoffEnded bool
 
 	// loadCancel ends the load of the stored history while it goes on;
 	// s.mu held.
@@ -394,6 +396,9 @@ func (s *session) answer(final *agentfleet.AssistantMessage) {
 	s.mu.Lock()
 	r := s.run(final.RunID)
 	r.final = final
+	if s.handedOver[final.RunID] {
+		s.handoffEnded = true
+	}
 	var waiting []ticket
 	for _, id := range r.ids {
 		if m := s.msgs.get(id); m != nil {
