@@ -201,6 +201,14 @@ func TestHandoffRefused(t *testing.T) {
 	if m, p, _, _ := served(lastRequest(t, model, 3)); m != "support-model" || p != "You are support." {
 		t.Errorf("after the client's message: model %s, prompt %q; want support's", m, p)
 	}
+	// A direct call of the transfer tool, as an MCP client or agent.call
+	// makes one, is refused: it has no run to end.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	o, err := f.orch.CallTool(ctx, "support", "s2", agentfleet.ToolCall{Name: "transfer_to_billing", Arguments: map[string]any{}}, nil)
+	if err != nil || !o.IsError || !strings.Contains(agentfleet.JoinText(o.Result.Content), "Tool transfer_to_billing hands a conversation over to agent billing at the end of a run, and a call outside a run has none") {
+		t.Errorf("direct transfer = %+v, %v", o, err)
+	}
 	if hs := f.events.list(isType(agentfleet.EventSessionHandoff)); len(hs) != 0 {
 		t.Errorf("session.handoff events: %+v", hs)
 	}
