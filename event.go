@@ -43,6 +43,10 @@ const (
 	// EventBudgetExceeded comes before the run.end of a run stopped by a
 	// budget: which one, its limit and what was used.
 	EventBudgetExceeded EventType = "budget.exceeded"
+	// EventSessionHandoff comes before the run.end of a run that handed
+	// its session over to another agent (a transfer_to_<agent> call):
+	// From, To, the call's ToolCallID and Reason.
+	EventSessionHandoff EventType = "session.handoff"
 
 	// Fleet events, published on <prefix>.events._.fleet.<type>: a scripted
 	// tool was written (or replaced) or deleted.
@@ -117,6 +121,11 @@ type Event struct {
 	Budget string `json:"budget,omitempty"`
 	Limit  int    `json:"limit,omitempty"`
 	Used   int    `json:"used,omitempty"`
+
+	// session.handoff: the agent that served the session and the one
+	// that serves it from now on.
+	From string `json:"from,omitempty"`
+	To   string `json:"to,omitempty"`
 
 	// error: what went wrong, and what was rejected.
 	ErrorMessage string `json:"message,omitempty"`

@@ -25,7 +25,7 @@ func (e *Event) AppendJSON(b []byte) ([]byte, error) {
 // a short buffer once.
 func (e *Event) sizeHint() int {
 	n := 192 + len(e.TraceID) + len(e.Agent) + len(e.Session) + len(e.RunID) + len(e.Delta) + len(e.ToolCallID) + len(e.ToolName) +
-		len(e.Worker) + len(e.Orchestrator) + len(e.Outcome) + len(e.Decision) + len(e.DecisionID) + len(e.Reason) + len(e.Strategy) + len(e.Budget) + len(e.ErrorMessage) + len(e.Subject) + len(e.Payload)
+		len(e.Worker) + len(e.Orchestrator) + len(e.Outcome) + len(e.Decision) + len(e.DecisionID) + len(e.Reason) + len(e.From) + len(e.To) + len(e.Strategy) + len(e.Budget) + len(e.ErrorMessage) + len(e.Subject) + len(e.Payload)
 	if e.Parent != nil {
 		n += 96 + len(e.Parent.Agent) + len(e.Parent.Session) + len(e.Parent.RunID) + len(e.Parent.ToolCallID) + 16*len(e.Parent.Chain)
 	}
@@ -145,6 +145,8 @@ func (e *Event) appendJSON(b []byte) ([]byte, error) {
 	b = appendStringField(b, `,"budget":`, e.Budget)
 	b = appendIntField(b, `,"limit":`, e.Limit)
 	b = appendIntField(b, `,"used":`, e.Used)
+	b = appendStringField(b, `,"from":`, e.From)
+	b = appendStringField(b, `,"to":`, e.To)
 	b = appendStringField(b, `,"message":`, e.ErrorMessage)
 	b = appendStringField(b, `,"subject":`, e.Subject)
 	b = appendStringField(b, `,"payload":`, e.Payload)

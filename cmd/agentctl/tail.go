@@ -127,6 +127,12 @@ func eventDetail(e *agentfleet.Event) string {
 			e.Strategy, e.Reason, e.DroppedTurns, e.DroppedMessages, e.ShortenedResults, e.TokensBefore, e.TokensAfter)
 	case agentfleet.EventBudgetExceeded:
 		return fmt.Sprintf("%s: %d of %d", e.Budget, e.Used, e.Limit)
+	case agentfleet.EventSessionHandoff:
+		d := e.From + " → " + e.To
+		if e.Reason != "" {
+			d += ": " + quote(e.Reason, 80)
+		}
+		return d
 	case agentfleet.EventError:
 		d := e.ErrorMessage
 		if e.Subject != "" {

@@ -225,3 +225,62 @@ func TestToolName(t *testing.T) {
 		t.Errorf("tool = %+v", tool.ToolDef)
 	}
 }
+
+// TestServing: which agent serves a session, given the targets of its
+// stored handoffs of runs that ended.
+func TestServing(t *testing.T) {
+	known := func(n string) bool { return n == "support" || n == "billing" || n == "refunds" }
+	for _, tc := range []struct {
+		name     string
+		handoffs []string
+		want     string // serving, then the skipped after a '|'
+	}{
+		{"never handed over", nil, "support|"},
+		{"handed over once", []string{"billing"}, "billing|"},
+		{"a chain", []string{"billing", "refunds"}, "refunds|"},
+		{"and back", []string{"billing", "support"}, "support|"},
+		{"to an agent removed since", []string{"ghost"}, "support|ghost"},
+		{"past a removed one", []string{"billing", "ghost"}, "billing|ghost"},
+		{"a removed one passed", []string{"ghost", "refunds"}, "refunds|ghost"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			serving, skipped := delegate.Serving("support", tc.handoffs, known)
+			if got := serving + "|" + strings.Join(skipped, ","); got != tc.want {
+				t.Errorf("Serving = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestTransfer: the transfer tool, its arguments and its result.
+func TestTransfer(t *testing.T) {
+	tool := delegate.TransferTool("billing")
+	if tool.Name != "transfer_to_billing" || tool.Parallel || !tool.Annotations.Idempotent || tool.Handler != nil || !strings.Contains(string(tool.InputSchema), `"reason"`) {
+		t.Errorf("tool = %+v", tool.ToolDef)
+	}
+	for _, tc := range []struct {
+		name string
+		args map[string]any
+		want string // the reason, or a part of the error
+	}{
+		{"no reason", map[string]any{}, ""},
+		{"null reason", map[string]any{"reason": nil}, ""},
+		{"a reason", map[string]any{"reason": " a refund "}, "a refund"},
+		{"a number", map[string]any{"reason": 3.0}, "Tool transfer_to_billing: argument reason must be a string"},
+		{"too long", map[string]any{"reason": strings.Repeat("r", delegate.MaxReasonBytes+1)}, "argument reason is 1025 bytes long, the limit is 1024"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := delegate.TransferArgs("transfer_to_billing", tc.args)
+			if err != nil {
+				got = err.Error()
+			}
+			if !strings.Contains(got, tc.want) || tc.want == "" && got != "" {
+				t.Errorf("TransferArgs = %q, want %q", got, tc.want)
+			}
+		})
+	}
+	res := delegate.TransferResult("support", "billing", "a refund")
+	if got := agentfleet.JoinText(res.Content); !res.Terminate || got != "Agent support handed this conversation over to agent billing, which answers your next messages. Reason: a refund" {
+		t.Errorf("result = %q, terminate %v", got, res.Terminate)
+	}
+}

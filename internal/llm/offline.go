@@ -41,7 +41,10 @@ const (
 //   - echo {"text": text} for "echo <text>", text being the rest of the
 //     message, where no other request is looked for;
 //   - ask_<agent> {"message": text} for "ask <agent>: <text>", text running
-//     to the next such request or the end (offline_ask.go).
+//     to the next such request or the end (offline_ask.go);
+//   - transfer_to_<agent> {"reason": text} for "transfer to <agent>" or
+//     "transfer me to <agent>", the reason after a colon, optional
+//     (offline_transfer.go).
 //
 // A request to write a tool ("make a tool that doubles numbers", "write a
 // tool that adds two numbers", "create a tool that reverses text") is
@@ -208,6 +211,9 @@ func init() {
 // text, given the tools on offer.
 func planOffline(text string, defs []agentfleet.ToolDef) (string, []offlineCall) {
 	scan, calls := offlineAsks(text)
+	if before, c, ok := offlineTransfer(scan); ok {
+		scan, calls = before, append(calls, c)
+	}
 	if loc := echoRe.FindStringSubmatchIndex(scan); loc != nil {
 		calls = append(calls, offlineCall{pos: loc[0], tool: "echo", args: map[string]any{"text": strings.TrimSpace(scan[loc[2]:loc[3]])}})
 		scan = scan[:loc[0]]

@@ -114,6 +114,23 @@ func TestOffline(t *testing.T) {
 			msgs:     user("ask coder: write it"),
 			wantText: "I would need the tool ask_coder for this",
 		},
+		{
+			name:      "transfer to an agent",
+			msgs:      user("Transfer me to billing: wants a refund"),
+			tools:     append([]agentfleet.ToolDef{{Name: "transfer_to_billing"}}, allTools...),
+			wantCalls: []call{{"transfer_to_billing", `{"reason":"wants a refund"}`}},
+		},
+		{
+			name:      "transfer without a reason",
+			msgs:      user("please transfer to billing"),
+			tools:     append([]agentfleet.ToolDef{{Name: "transfer_to_billing"}}, allTools...),
+			wantCalls: []call{{"transfer_to_billing", `{}`}},
+		},
+		{
+			name:     "transfer to an agent not listed",
+			msgs:     user("transfer to ghost"),
+			wantText: "I would need the tool transfer_to_ghost for this",
+		},
 		{name: "anything else", msgs: user("Hello there"), wantText: "This is the offline model of agentfleet"},
 		{name: "no messages", msgs: nil, wantText: "This is the offline model of agentfleet"},
 		{name: "after tool results", msgs: results(false), wantText: "get_time: 2026-05-01T21:00:00+09:00; calculator: 14"},

@@ -64,7 +64,7 @@ var (
 		agentfleet.EventRunStart, agentfleet.EventRunEnd, agentfleet.EventRunSuspended, agentfleet.EventRunResumed, agentfleet.EventTurnStart, agentfleet.EventTurnEnd,
 		agentfleet.EventMessageStart, agentfleet.EventMessageUpdate, agentfleet.EventMessageEnd,
 		agentfleet.EventToolStart, agentfleet.EventToolUpdate, agentfleet.EventToolEnd, agentfleet.EventToolApproval, agentfleet.EventError,
-		agentfleet.EventContextCompacted, agentfleet.EventBudgetExceeded,
+		agentfleet.EventContextCompacted, agentfleet.EventBudgetExceeded, agentfleet.EventSessionHandoff,
 	}
 	// compactReasons are the reasons of context.compacted events.
 	compactReasons = []string{"window", "context_length_exceeded"}

@@ -25,7 +25,7 @@ func (s *session) gateLocked() *approval.Gate {
 // are stored in the session's history, fenced like every other record, and
 // an edit is validated against the tool's schema.
 func (s *session) newGate() *approval.Gate {
-	a := s.agent
+	a := s.serves()
 	return approval.New(approval.Config{
 		Policy: a.profile.Approval(),
 		StoreRequest: func(_ context.Context, runID string, r *agentfleet.ApprovalRequest) error {

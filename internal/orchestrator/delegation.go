@@ -75,7 +75,10 @@ var _ pipeline.Executor = delegating{}
 
 // Execute implements pipeline.Executor.
 func (d delegating) Execute(ctx context.Context, prep *pipeline.Prepared, progress pipeline.ProgressFunc) (*agentfleet.ToolResult, error) {
-	target, ok := d.s.agent.asks[prep.Call.Name]
+	if target, ok := d.s.serves().transfers[prep.Call.Name]; ok {
+		return d.s.transfer(ctx, prep, target)
+	}
+	target, ok := d.s.serves().asks[prep.Call.Name]
 	if !ok {
 		return d.next.Execute(ctx, prep, progress)
 	}

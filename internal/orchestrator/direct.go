@@ -25,6 +25,9 @@ const DirectApprovalText = "Tool %s: its calls need a person's approval, which a
 // DirectAskText is the result of a direct call of an ask tool.
 const DirectAskText = "Tool %s asks agent %s on behalf of a run, and a call outside a run has none; ask agent %s directly (ask_<agent> on /mcp), or ask agent %s to make the call"
 
+// DirectTransferText is the result of a direct call of a transfer tool.
+const DirectTransferText = "Tool %s hands a conversation over to agent %s at the end of a run, and a call outside a run has none; ask agent %s to hand over instead"
+
 // CallTool runs one call of agent's tools for a client outside any run
 // (an MCP client), through the same pipeline as the model's calls: only
 // the tools the profile allows, the arguments validated, the hooks, the
@@ -71,6 +74,15 @@ func (o *Orchestrator) CallTool(ctx context.Context, agentName, session string, 
 		before = pipeline.Chain(before, func(_ context.Context, in *pipeline.BeforeContext) (*pipeline.BeforeResult, error) {
 			if target, ok := a.asks[in.Call.Name]; ok {
 				return &pipeline.BeforeResult{Block: true, Reason: fmt.Sprintf(DirectAskText, in.Call.Name, target, target, p.Name)}, nil
+			}
+			return nil, nil
+		})
+	}
+	if len(a.transfers) > 0 {
+		// A handoff ends a run, and only a run may hand its session over.
+		before = pipeline.Chain(before, func(_ context.Context, in *pipeline.BeforeContext) (*pipeline.BeforeResult, error) {
+			if target, ok := a.transfers[in.Call.Name]; ok {
+				return &pipeline.BeforeResult{Block: true, Reason: fmt.Sprintf(DirectTransferText, in.Call.Name, target, p.Name)}, nil
 			}
 			return nil, nil
 		})

@@ -99,6 +99,14 @@ func (s *session) deliver(in *input.Inbound) bool {
 func (o *Orchestrator) acquire(a *agent, name string) (*session, error) {
 	key := a.profile.Name + "." + name
 	o.mu.Lock()
+	old := o.sessions[key]
+	o.mu.Unlock()
+	if old != nil && !old.evicted.Load() && old.handedOverIdle() {
+		// Loaded again, it is served by the agent it was handed to.
+		o.forget(old)
+		old.cancel(context.Canceled)
+	}
+	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed {
 		return nil, errors.New("orchestrator is shutting down")

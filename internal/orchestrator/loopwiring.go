@@ -47,7 +47,13 @@ var _ loop.Sink = loopSink{}
 
 // Emit implements agentfleet.EventSink: the agent's sink, shared by its
 // sessions.
-func (l loopSink) Emit(e *agentfleet.Event) { l.s.agent.events.Emit(e) }
+// A session handed over to another agent keeps its events on the subjects
+// of the agent it is addressed to.
+func (l loopSink) Emit(e *agentfleet.Event) {
+	a := l.s.serves()
+	e.Agent = l.s.agent.profile.Name
+	a.events.Emit(e)
+}
 
 // RunEnded implements loop.Sink (session.answer).
 func (l loopSink) RunEnded(final *agentfleet.AssistantMessage) { l.s.answer(final) }

@@ -164,6 +164,8 @@ type agent struct {
 	mu      sync.Mutex
 	remote  map[string]agentfleet.ToolDef // fleet tools in store
 	asks    map[string]string             // ask tool name → the agent it asks
+	// transfers: transfer tool name → the agent it hands over to.
+	transfers map[string]string
 	// The loop template and event sink its sessions share (loopwiring.go).
 	tmplOnce sync.Once
 	tmpl     *loop.Template
@@ -229,6 +231,9 @@ func New(nc *bus.Conn, cfg Config) (*Orchestrator, error) {
 			return nil, fmt.Errorf("orchestrator: agent %q: %w", p.Name, err)
 		}
 		if err := a.registerAsks(); err != nil {
+			return nil, fmt.Errorf("orchestrator: agent %q: %w", p.Name, err)
+		}
+		if err := a.registerTransfers(); err != nil {
 			return nil, fmt.Errorf("orchestrator: agent %q: %w", p.Name, err)
 		}
 		o.agents[p.Name] = a

@@ -87,6 +87,12 @@ type Profile struct {
 	// an error result.
 	AgentTimeout string `yaml:"agent_timeout" json:"agent_timeout"`
 
+	// Handoffs lists the agents this one may hand a conversation over
+	// to, by name: each becomes a tool transfer_to_<name> {reason?} that
+	// ends the run and has that agent answer the session's next messages
+	// (handoff.go).
+	Handoffs []string `yaml:"handoffs" json:"handoffs"`
+
 	toolTimeout  time.Duration
 	agentTimeout time.Duration
 	approval     approval.Policy
@@ -213,18 +219,26 @@ func (p *Profile) check(i int) error {
 	return nil
 }
 
-// checkAgents validates the agents p may ask, known holding every agent's
-// name: each defined, not p itself, listed once.
+// checkAgents validates the agents p may ask and those it may hand over
+// to, known holding every agent's name: each defined, not p itself, listed
+// once.
 func (p *Profile) checkAgents(known map[string]bool) error {
+	if err := p.checkList("agents", "ask", p.Agents, known); err != nil {
+		return err
+	}
+	return p.checkList("handoffs", "hand over to", p.Handoffs, known)
+}
+
+func (p *Profile) checkList(field, verb string, names []string, known map[string]bool) error {
 	listed := map[string]bool{}
-	for i, name := range p.Agents {
+	for i, name := range names {
 		switch {
 		case name == p.Name:
-			return fmt.Errorf("agent %q: agents entry %d names the agent itself: an agent may not ask itself", p.Name, i+1)
+			return fmt.Errorf("agent %q: %s entry %d names the agent itself: an agent may not %s itself", p.Name, field, i+1, verb)
 		case !known[name]:
-			return fmt.Errorf("agent %q: agents entry %d: no agent %q is defined (the agents are %s)", p.Name, i+1, name, strings.Join(slices.Sorted(maps.Keys(known)), ", "))
+			return fmt.Errorf("agent %q: %s entry %d: no agent %q is defined (the agents are %s)", p.Name, field, i+1, name, strings.Join(slices.Sorted(maps.Keys(known)), ", "))
 		case listed[name]:
-			return fmt.Errorf("agent %q: agents entry %d: agent %q is listed twice", p.Name, i+1, name)
+			return fmt.Errorf("agent %q: %s entry %d: agent %q is listed twice", p.Name, field, i+1, name)
 		}
 		listed[name] = true
 	}

@@ -60,6 +60,13 @@ type session struct {
 	// ask tool, from the run's stored user message (delegation.go); nil
 	// until there is one.
 	origins map[string]*agentfleet.Parent
+	// serving is the agent that serves the session when its history
+	// handed it over (handoff.go), set at load; nil for its own agent.
+	// handedOver holds the runs of this load that handed it over, and
+	// handoffEnded says one of them ended.
+	serving      *agent
+	handedOver   map[string]bool
+	handoffEnded bool
 
 	// loadCancel ends the load of the stored history while it goes on;
 	// s.mu held.
@@ -192,13 +199,13 @@ func (s *session) load(loads chan struct{}) {
 		}
 		return
 	}
-	if pol := s.agent.profile.Approval(); pol.Enabled() {
+	entries, summary := s.restore(st)
+	if pol := s.serves().profile.Approval(); pol.Enabled() && s.gate == nil {
 		s.gate = s.newGate()
 	}
-	entries, summary := s.restore(st)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	tmpl := s.agent.template(o)
+	tmpl := s.serves().template(o)
 	own := s.own(entries)
 	own.Summary = summary
 	s.loop = tmpl.New(own)
@@ -240,7 +247,8 @@ func (s *session) restore(st *history.Loaded) ([]loop.Entry, *agentfleet.Context
 		})
 	}
 	entries := make([]loop.Entry, 0, len(st.Records))
-	var waits []history.Record // approval requests and decisions
+	var waits []history.Record    // approval requests and decisions
+	var handoffs []history.Record // handoffs, in order
 	results := map[string]bool{}
 	for _, r := range st.Records {
 		if r.Final != nil {
@@ -253,6 +261,10 @@ func (s *session) restore(st *history.Loaded) ([]loop.Entry, *agentfleet.Context
 		}
 		if r.Summary != nil {
 			summary = r.Summary
+			continue
+		}
+		if r.Handoff != nil {
+			handoffs = append(handoffs, r)
 			continue
 		}
 		if tr, ok := r.Message.(*agentfleet.ToolResultMessage); ok {
@@ -269,6 +281,7 @@ func (s *session) restore(st *history.Loaded) ([]loop.Entry, *agentfleet.Context
 		}
 		entries = append(entries, loop.Entry{RunID: r.RunID, Message: r.Message, Trace: r.Trace})
 	}
+	s.servingFrom(handoffs)
 	// The calls of runs that go on, and that have no result yet, wait
 	// again or act on their stored decision when their run resumes.
 	for _, r := range waits {
@@ -301,7 +314,7 @@ func (s *session) own(entries []loop.Entry) loop.Own {
 		Sink:     loopSink{s},
 		History:  entries,
 	}
-	if pol := s.agent.profile.Approval(); pol.Enabled() {
+	if pol := s.serves().profile.Approval(); pol.Enabled() {
 		// The orchestrator's own hook decides first: a call it blocks is
 		// not put to a person.
 		own.Before = pipeline.Chain(o.cfg.Before, s.gate.Hook)
@@ -347,7 +360,7 @@ func (s *session) stored(runID string, m agentfleet.Message) error {
 	// A user message keeps the trace context it came with, for a run
 	// resumed elsewhere.
 	var err error
-	if mustFlush(m, s.rerunnable) || asksAgent(m, s.agent.asks) {
+	if mustFlush(m, s.rerunnable) || asksAgent(m, s.serves().asks) {
 		_, err = s.writer.AppendTraced(s.ctx, runID, m, sc)
 	} else {
 		err = s.writer.Buffer(s.ctx, history.Record{RunID: runID, Message: m, Trace: sc})
@@ -386,6 +399,9 @@ func (s *session) answer(final *agentfleet.AssistantMessage) {
 	s.mu.Lock()
 	r := s.run(final.RunID)
 	r.setFinal(final)
+	if s.handedOver[final.RunID] {
+		s.handoffEnded = true
+	}
 	var waiting []ticket
 	for _, id := range r.ids {
 		if m := s.msgs.get(id); m != nil {

@@ -39,6 +39,8 @@ type Record struct {
 	Decision *agentfleet.ApprovalDecision
 	// Summary is the summary of a summary record; nil otherwise.
 	Summary *agentfleet.ContextSummary
+	// Handoff is the handoff of a handoff record; nil otherwise.
+	Handoff *Handoff
 	// Trace is the trace context a user message was sent with, if it
 	// came with one (Writer.AppendTraced).
 	Trace trace.SpanContext
@@ -247,6 +249,12 @@ func decode(where place, runID, kind string, data []byte) (Record, error) {
 			return r, fmt.Errorf("%s (summary of run %s): %w", where, runID, errors.Join(err, errNoCovers(sum.Covers)))
 		}
 		r.Summary = &sum
+	case RecordHandoff:
+		var h Handoff
+		if err := json.Unmarshal(data, &h); err != nil || h.To == "" {
+			return r, fmt.Errorf("%s (handoff of run %s): %w", where, runID, errors.Join(err, errNoTarget(h.To)))
+		}
+		r.Handoff = &h
 	case "", "message":
 		m, err := agentfleet.UnmarshalMessage(data)
 		if err != nil {
@@ -257,6 +265,13 @@ func decode(where place, runID, kind string, data []byte) (Record, error) {
 		return r, fmt.Errorf("%s: unknown %s %q", where, HeaderRecord, kind)
 	}
 	return r, nil
+}
+
+func errNoTarget(to string) error {
+	if to == "" {
+		return errors.New("names no agent to hand over to")
+	}
+	return nil
 }
 
 func errNoCovers(n int) error {

@@ -53,6 +53,10 @@ const (
 	// summarize context strategy); its data is the
 	// agentfleet.ContextSummary. The last one is the one in use.
 	RecordSummary = "summary"
+	// RecordHandoff is a handoff of the session to another agent (a
+	// transfer_to_<agent> tool call); its data is the Handoff. The last
+	// one names the agent that serves the session.
+	RecordHandoff = "handoff"
 )
 
 // Config configures the history stream. The zero value means the documented

@@ -97,6 +97,12 @@ func (w *Writer) AppendSummary(ctx context.Context, runID string, sum *agentflee
 	return w.appendFlush(ctx, Record{RunID: runID, Summary: sum})
 }
 
+// AppendHandoff records that the session is handed over (during run runID)
+// to the agent h names, with the records that wait in the buffer.
+func (w *Writer) AppendHandoff(ctx context.Context, runID string, h *Handoff) (uint64, error) {
+	return w.appendFlush(ctx, Record{RunID: runID, Handoff: h})
+}
+
 func (w *Writer) appendFlush(ctx context.Context, r Record) (uint64, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -168,6 +174,8 @@ func encodeRecord(r Record) (entry, error) {
 		v, e.kind = r.Decision, RecordDecision
 	case r.Summary != nil:
 		v, e.kind = r.Summary, RecordSummary
+	case r.Handoff != nil:
+		v, e.kind = r.Handoff, RecordHandoff
 	default:
 		return e, fmt.Errorf("history: record of run %s holds nothing to store", r.RunID)
 	}
@@ -193,6 +201,8 @@ func (r Record) what() string {
 		return "approval request"
 	case r.Decision != nil:
 		return "approval decision"
+	case r.Handoff != nil:
+		return "handoff"
 	default:
 		return "summary"
 	}
