@@ -28,9 +28,15 @@ func TestWorkerFencedSessionStepsDown(t *testing.T) {
 		ran.Add(1)
 		return agentfleet.TextResult("done"), nil
 	})
-	// The model asks for the call again when the session comes back: with
-	// an idempotent call, nothing of the first try was stored.
-	model := newScript().on("z", use(`effect {}`), use(`effect {}`), sayResults())
+	// The model asks for the call every time, as it would when the session
+	// comes back: a try may reach one model call or two before it steps
+	// down (the refusal is a tool result until the step-down lands), so
+	// the script does not count on where the second try starts.
+	steps := make([]step, 8)
+	for i := range steps {
+		steps[i] = use(`effect {}`)
+	}
+	model := newScript().on("z", steps...)
 	f := startFleet(t, orchestrator.Config{Model: model, Durable: true}, toolrpc.ServerConfig{
 		Tools: []*agentfleet.Tool{effect},
 		Observe: func(tool, outcome string, _ time.Duration) {
