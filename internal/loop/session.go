@@ -134,7 +134,10 @@ type Session struct {
 	spentTok int // tokens of every model response in the history
 	summary  *agentfleet.ContextSummary
 	history  []agentfleet.Message
-	runOf    []string   // the run of each history message
+	runOf    []string // the run of each history message
+	// packed is the history and runOf of an idle session, packed
+	// (packed.go); history and runOf are nil while it is set.
+	packed   []byte
 	halted   error      // set by Suspend: no run starts any more
 	inbox    []*pending // follow-up input, taken when a run starts
 	steering []*pending // steering input, taken before every model call
@@ -373,6 +376,10 @@ func (s *Session) Wait(ctx context.Context) error {
 func (s *Session) History() []agentfleet.Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.packed != nil {
+		history, _ := s.historyLocked() // decoded afresh: a copy already
+		return history
+	}
 	return slices.Clone(s.history)
 }
 
@@ -382,6 +389,7 @@ func (s *Session) History() []agentfleet.Message {
 func (s *Session) view() []agentfleet.Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.unpackLocked()
 	return s.history[:len(s.history):len(s.history)]
 }
 
@@ -390,6 +398,7 @@ func (s *Session) view() []agentfleet.Message {
 func (s *Session) runStart(id string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.unpackLocked()
 	for i, r := range s.runOf {
 		if r == id {
 			return i
@@ -454,6 +463,7 @@ func (s *Session) serve() {
 			s.mu.Unlock()
 			return
 		}
+		s.unpackLocked()
 		ctx, cancel := context.WithCancelCause(context.Background())
 		s.abort = cancel
 		var first []*pending
@@ -500,6 +510,7 @@ func mergeArrivals(a, b []*pending) []*pending {
 func (s *Session) record(runID string, m agentfleet.Message) {
 	s.mu.Lock()
 	s.spentTok += spentBy(m)
+	s.unpackLocked()
 	s.history = append(s.history, m)
 	s.runOf = append(s.runOf, runID)
 	s.mu.Unlock()
@@ -509,9 +520,10 @@ func (s *Session) record(runID string, m agentfleet.Message) {
 func (s *Session) entries() []Entry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]Entry, len(s.history))
-	for i, m := range s.history {
-		out[i] = Entry{RunID: s.runOf[i], Message: m}
+	history, runOf := s.historyLocked()
+	out := make([]Entry, len(history))
+	for i, m := range history {
+		out[i] = Entry{RunID: runOf[i], Message: m}
 	}
 	return out
 }
@@ -527,61 +539,4 @@ func (s *Session) emit(runID string, turn int, traceID string, e *agentfleet.Eve
 		e.Time = time.Now().UTC()
 	}
 	s.sink.Emit(e)
-}
-
-// orderResults puts the tool results that follow each assistant message in the
-// order of its tool calls: they are stored as each call ends, and the model
-// sees them in call order, as in the process that ran them. It sorts in
-// place and returns entries.
-func orderResults(entries []Entry) []Entry {
-	for i := 0; i < len(entries); i++ {
-		a, ok := entries[i].Message.(*agentfleet.AssistantMessage)
-		if !ok {
-			continue
-		}
-		order := map[string]int{}
-		for k, c := range ExtractToolCalls(&agentfleet.AssistantMessage{Content: append([]agentfleet.Content(nil), a.Content...)}) {
-			order[c.ID] = k
-		}
-		j := i + 1
-		for j < len(entries) {
-			if _, ok := entries[j].Message.(*agentfleet.ToolResultMessage); !ok || entries[j].RunID != entries[i].RunID {
-				break
-			}
-			j++
-		}
-		block := entries[i+1 : j]
-		rank := func(e Entry) int {
-			if k, ok := order[e.Message.(*agentfleet.ToolResultMessage).ToolCallID]; ok {
-				return k
-			}
-			return len(order)
-		}
-		// Insertion sort: blocks are short and mostly in order already.
-		for x := 1; x < len(block); x++ {
-			for y := x; y > 0 && rank(block[y]) < rank(block[y-1]); y-- {
-				block[y], block[y-1] = block[y-1], block[y]
-			}
-		}
-		i = j - 1
-	}
-	return entries
-}
-
-// orderResultsOf puts the results of the session's tool calls in call order
-// (after a resumed run settled the calls it found without results).
-func (s *Session) orderResultsOf() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	entries := make([]Entry, len(s.history))
-	for i, m := range s.history {
-		entries[i] = Entry{RunID: s.runOf[i], Message: m}
-	}
-	orderResults(entries)
-	// New slices: views handed out of the old ones must not change.
-	history, runOf := make([]agentfleet.Message, len(entries)), make([]string, len(entries))
-	for i, e := range entries {
-		history[i], runOf[i] = e.Message, e.RunID
-	}
-	s.history, s.runOf = history, runOf
 }

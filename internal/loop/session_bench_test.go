@@ -65,3 +65,52 @@ func BenchmarkSessionRun(b *testing.B) { benchSession(b, loop.Config{}) }
 func BenchmarkSessionRunWindow(b *testing.B) {
 	benchSession(b, loop.Config{Context: window.Policy{Window: 8192}})
 }
+
+// BenchmarkSessionRunLongHistory is BenchmarkSessionRun on one session of
+// 100 runs before: what an idle session's packed history costs a run that
+// decodes it and packs it again.
+func BenchmarkSessionRunLongHistory(b *testing.B) {
+	store, err := tools.NewAgentStore("bench", tool("echo", true, text("echoed")))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := loop.Config{Agent: "bench", Session: "s", Model: loop.ModelFunc(toolThenText), Tools: store}
+	s := loop.New(cfg)
+	for range 100 {
+		<-s.Send(agentfleet.NewUserMessage("hi"))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if final := <-s.Send(agentfleet.NewUserMessage("hi")); final == nil || final.StopReason != agentfleet.StopReasonStop {
+			b.Fatalf("run ended with %+v", final)
+		}
+		if err := s.Wait(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSessionFiveRuns runs five runs, one after another, on a fresh
+// session per iteration: the histories an idle session packs (4 to 20
+// messages), each run decoding what the one before packed.
+func BenchmarkSessionFiveRuns(b *testing.B) {
+	store, err := tools.NewAgentStore("bench", tool("echo", true, text("echoed")))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := loop.Config{Agent: "bench", Session: "s", Model: loop.ModelFunc(toolThenText), Tools: store}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		s := loop.New(cfg)
+		for range 5 {
+			if final := <-s.Send(agentfleet.NewUserMessage("hi")); final == nil || final.StopReason != agentfleet.StopReasonStop {
+				b.Fatalf("run ended with %+v", final)
+			}
+			if err := s.Wait(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

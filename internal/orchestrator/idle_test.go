@@ -76,3 +76,49 @@ func TestIdleSessionsAreCompact(t *testing.T) {
 		t.Error("a session idle after its second run is not compacted")
 	}
 }
+
+// TestIdleDurableSessionReadsAsStored runs a durable session and lets it go
+// idle: it keeps its history packed, a reader of it through the
+// orchestrator sees the messages the history stream holds, and the session
+// asked again goes on from its whole history.
+func TestIdleDurableSessionReadsAsStored(t *testing.T) {
+	f := startFleet(t, orchestrator.Config{Model: loop.ModelFunc(toolThenAnswer), Durable: true},
+		toolrpc.ServerConfig{Tools: []*agentfleet.Tool{echo("echo")}})
+	idle := func() *loop.Session {
+		t.Helper()
+		s, err := f.orch.Session("default", "packed")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	for _, text := range []string{"one", "two"} {
+		if got := agentfleet.JoinText(f.ask(t, "default", "packed", text).Content); got != "done" {
+			t.Fatalf("answer to %s = %q, want done", text, got)
+		}
+		s := idle()
+		if !s.Packed() {
+			t.Fatalf("after the run of %s the idle session does not keep its history packed", text)
+		}
+		live, err := json.Marshal(s.History())
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored, err := json.Marshal(loadHistory(t, f.nc, "default", "packed").Messages())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(live) != string(stored) {
+			t.Errorf("after %s the idle session's history reads\n%s\nthe stored one\n%s", text, live, stored)
+		}
+		if !s.Packed() {
+			t.Error("reading the history of an idle session unpacked it")
+		}
+	}
+	if got, want := roles(idle().History()), "user:one assistant tool assistant user:two assistant tool assistant"; got != want {
+		t.Errorf("history after a second run = %s, want %s", got, want)
+	}
+}

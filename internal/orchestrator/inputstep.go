@@ -94,9 +94,9 @@ func (s *session) stepLocked(in *input.Inbound, scanned, loading bool) bool {
 				s.loop.SendContext(ctx, in.Message)
 			}
 		case inputpolicy.Answer:
-			in.Reply(s.runs.get(a.Run).final)
+			in.Reply(s.runs.get(a.Run).finalMessage())
 		case inputpolicy.Publish:
-			s.o.pub.PublishOut(s.agent.profile.Name, s.name, s.runs.get(a.Run).final)
+			s.o.pub.PublishOut(s.agent.profile.Name, s.name, s.runs.get(a.Run).finalMessage())
 		default:
 			s.perform(in, a)
 		}

@@ -93,8 +93,11 @@ type ticket struct {
 
 // runInfo is what a session knows of one run.
 type runInfo struct {
-	ids   []string                     // the message ids it took
-	final *agentfleet.AssistantMessage // set once it ended
+	ids []string // the message ids it took
+	// final is its final message, packed, set once it ended (final.go);
+	// finalMsg instead for one that cannot be packed.
+	final    []byte
+	finalMsg *agentfleet.AssistantMessage
 }
 
 // msg returns the session's record of message id, making it if need be.
@@ -122,7 +125,7 @@ func (s *session) run(id string) *runInfo {
 // hasEnded reports whether run id has ended; s.mu held.
 func (s *session) hasEnded(id string) bool {
 	r := s.runs.get(id)
-	return r != nil && r.final != nil
+	return r != nil && r.ended()
 }
 
 // newSession makes the session of agent a named name; o.mu held.
@@ -241,7 +244,7 @@ func (s *session) restore(st *history.Loaded) ([]loop.Entry, *agentfleet.Context
 	results := map[string]bool{}
 	for _, r := range st.Records {
 		if r.Final != nil {
-			s.run(r.RunID).final = r.Final
+			s.run(r.RunID).setFinal(r.Final)
 			continue
 		}
 		if r.Approval != nil || r.Decision != nil {
@@ -382,7 +385,7 @@ func (s *session) ended(final *agentfleet.AssistantMessage) error {
 func (s *session) answer(final *agentfleet.AssistantMessage) {
 	s.mu.Lock()
 	r := s.run(final.RunID)
-	r.final = final
+	r.setFinal(final)
 	var waiting []ticket
 	for _, id := range r.ids {
 		if m := s.msgs.get(id); m != nil {

@@ -296,7 +296,7 @@ func (w *Writer) message() *nats.Msg {
 
 // attempt publishes msg once, conditional on w.last.
 func (w *Writer) attempt(ctx context.Context, id string, msg *nats.Msg) (uint64, error) {
-	actx, cancel := context.WithTimeout(ctx, attemptMax)
+	actx, cancel := attemptContext(ctx)
 	defer cancel()
 	ack, err := w.s.js.PublishMsg(actx, msg, jetstream.WithMsgID(id), jetstream.WithExpectLastSequencePerSubject(w.last))
 	if err == nil {
@@ -324,4 +324,24 @@ func (s *Store) lastRecord(ctx context.Context, subject string) (*jetstream.RawS
 		return nil, err
 	}
 	return st.GetLastMsgForSubject(ctx, subject)
+}
+
+// attemptContext returns the context of one attempt: it ends after
+// attemptMax, or when ctx ends, with ctx's cause. It is not a child of ctx:
+// a child, even one cancelled since, leaves ctx (a session's, which lives
+// as long as the session) holding a map of children for good; a goroutine
+// that lives no longer than the attempt watches ctx instead.
+func attemptContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	base, end := context.WithCancelCause(context.WithoutCancel(ctx))
+	actx, cancel := context.WithTimeout(base, attemptMax)
+	if done := ctx.Done(); done != nil {
+		go func() {
+			select {
+			case <-done:
+				end(context.Cause(ctx))
+			case <-actx.Done():
+			}
+		}()
+	}
+	return actx, func() { cancel(); end(nil) }
 }

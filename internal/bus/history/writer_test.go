@@ -155,3 +155,41 @@ func TestUndecodableRecordIsSkipped(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestAppendEndsWithItsContext appends while the server is away and ends
+// the append's context, as a suspension does: the append returns the
+// context's cause, without waiting for the server.
+func TestAppendEndsWithItsContext(t *testing.T) {
+	dir, addr := t.TempDir(), bustest.FreeAddr(t)
+	srv := bustest.MustRunNATSAt(t, addr, dir)
+	nc, err := nats.Connect(srv.ClientURL(), nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	subjects, _ := bus.NewSubjects("")
+	st, err := history.Open(context.Background(), js, subjects, "w", history.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := st.Writer("default", "ended", 0, ownership.Unfenced, ownership.Fence{})
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := w.Append(ctx, "r1", agentfleet.NewUserMessage("during"))
+		done <- err
+	}()
+	suspended := errors.New("suspended for the test")
+	cancel(suspended)
+	select {
+	case err := <-done:
+		if !errors.Is(err, suspended) {
+			t.Fatalf("append after its context ended: %v, want its cause", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("append did not return after its context ended")
+	}
+}
