@@ -216,8 +216,9 @@ func FuzzEventJSON(f *testing.F) {
 	})
 }
 
-// parentOf returns a parent of odd strings, with a chain of n%3 entries,
-// and none for every fourth n.
+// parentOf returns a parent of odd strings, with a chain of n%3 entries
+// and a budget of tokens, tool calls, both or none by n%5, and none for
+// every fourth n.
 func parentOf(s string, n int) *agentfleet.Parent {
 	if n%4 == 3 {
 		return nil
@@ -225,6 +226,16 @@ func parentOf(s string, n int) *agentfleet.Parent {
 	p := &agentfleet.Parent{Agent: s, Session: s, RunID: s, ToolCallID: s}
 	for range n % 3 {
 		p.Chain = append(p.Chain, s)
+	}
+	switch n % 5 {
+	case 1:
+		p.Budget = &agentfleet.Budget{Tokens: 1000 + n}
+	case 2:
+		p.Budget = &agentfleet.Budget{ToolCalls: n}
+	case 3:
+		p.Budget = &agentfleet.Budget{Tokens: 1 << 40, ToolCalls: 7}
+	case 4:
+		p.Budget = &agentfleet.Budget{}
 	}
 	return p
 }

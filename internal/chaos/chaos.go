@@ -69,6 +69,10 @@ type Config struct {
 	// Hog runs a CPU hog, a busy child process per core, from the start
 	// of the load to the end of the run.
 	Hog bool
+	// Delegate gives agent default agent helper as a tool (model.ToolAsk),
+	// which the model asks for about one message in four; the check then
+	// reads helper's sessions too (check.Findings.VerifyDelegation).
+	Delegate bool
 	// NATSNodes is 1, one nats-server, or 3, a JetStream cluster on
 	// loopback whose streams the orchestrators replicate on every node;
 	// default 1.
@@ -317,6 +321,13 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
 	rep = &Report{Findings: check.Verify(plan, hist, ledger)}
+	if cfg.Delegate {
+		children, err := retryRead(ctx, func() ([]*check.Record, error) { return readHistoryOf(ctx, js, model.Child) })
+		if err != nil {
+			return nil, fmt.Errorf("chaos: %w", err)
+		}
+		rep.VerifyDelegation(hist, children)
+	}
 	rep.Seed = cfg.Seed
 	rep.Config = summary(&cfg)
 	rep.Quiesced = quiesced

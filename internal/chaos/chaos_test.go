@@ -23,6 +23,7 @@ var (
 	flagNet   = flag.Bool("chaos.net", true, "deal the network faults too: blackhole-orchestrator and slow-orchestrator (-chaos.net=false for the deck without them)")
 	flagKinds = flag.String("chaos.kinds", "", "comma-separated fault kinds to deal (default: all that apply)")
 	flagHog   = flag.Bool("chaos.hog", false, "run a CPU hog on every core during the load")
+	flagDeleg = flag.Bool("chaos.delegate", true, "give agent default agent helper as a tool, asked for about one message in four (-chaos.delegate=false for sessions without delegation)")
 	flagKeep  = flag.Bool("chaos.keep", false, "keep the work directory (NATS store, logs) of every seed")
 )
 
@@ -81,7 +82,7 @@ func TestChaos(t *testing.T) {
 			cfg.Sessions, cfg.Messages, cfg.Duration, cfg.Faults, cfg.Quiesce = 40, 400, 60*time.Second, 20, 90*time.Second
 		}
 		cfg.Orchestrators, cfg.NATSNodes = *flagOrchs, *flagNodes
-		cfg.NetFaults, cfg.Hog = *flagNet, *flagHog
+		cfg.NetFaults, cfg.Hog, cfg.Delegate = *flagNet, *flagHog, *flagDeleg
 		if *flagKinds != "" {
 			for _, k := range strings.Split(*flagKinds, ",") {
 				cfg.FaultKinds = append(cfg.FaultKinds, FaultKind(strings.TrimSpace(k)))

@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -58,6 +59,15 @@ func newFleet(cfg *Config, dir, modelURL string) (*fleet, error) {
 	orchFlags, err := orchestratorFlags(cfg)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Delegate {
+		// Every tool for both agents, and helper as a tool of default.
+		file := filepath.Join(dir, "agents.yaml")
+		profiles := "agents:\n  - name: " + agentName + "\n    agents: [" + model.Child + "]\n  - name: " + model.Child + "\n"
+		if err := os.WriteFile(file, []byte(profiles), 0o644); err != nil {
+			return nil, err
+		}
+		orchFlags = append(orchFlags, "--config", file)
 	}
 	for i := range cfg.Workers {
 		port, err := proc.FreePort()

@@ -111,6 +111,9 @@ func (r *Report) WriteTables(w io.Writer) {
 		r.Seed, r.Messages, r.Duplicates, r.Sessions, r.Config.Orchestrators, max(r.Config.NATSNodes, 1), len(r.Faults), r.LoadSeconds, r.Seconds)
 	fmt.Fprintf(w, "history: %d runs (%d took several messages), %d records; ledger: %d executions (%d carried a fence), %d calls of unknown outcome; model: %d requests (%d failed on purpose)\n",
 		r.Runs, r.BatchedRuns, r.Records, r.LedgerExecutions, r.LedgerFenced, r.UnknownOutcomes, r.ModelRequests, r.ModelFailures)
+	if r.AskCalls > 0 || r.ChildRuns > 0 {
+		fmt.Fprintf(w, "delegation: %d calls of ask tools, %d child run ends\n", r.AskCalls, r.ChildRuns)
+	}
 	if len(r.Writers) > 0 {
 		var ws []string
 		for _, wr := range r.Writers {

@@ -56,7 +56,12 @@ func readStream(ctx context.Context, js jetstream.JetStream, stream, filter stri
 // readHistory reads every record of the sessions of agent "default",
 // whichever orchestrator wrote it.
 func readHistory(ctx context.Context, js jetstream.JetStream) ([]*check.Record, error) {
-	prefix := "agent.history." + agentName + "."
+	return readHistoryOf(ctx, js, agentName)
+}
+
+// readHistoryOf reads every record of the sessions of agent.
+func readHistoryOf(ctx context.Context, js jetstream.JetStream, agent string) ([]*check.Record, error) {
+	prefix := "agent.history." + agent + "."
 	var recs []*check.Record
 	err := readStream(ctx, js, historyStream, prefix+">", func(m jetstream.Msg) error {
 		meta, err := m.Metadata()

@@ -26,10 +26,12 @@ const MaxIDBytes = 256
 
 // Encode returns the headers that carry p, by name.
 func Encode(p *agentfleet.Parent) map[string]string {
-	return map[string]string{
+	h := map[string]string{
 		HeaderAgent: p.Agent, HeaderSession: p.Session, HeaderRun: p.RunID, HeaderCall: p.ToolCallID,
 		HeaderChain: strings.Join(p.Chain, ","),
 	}
+	encodeBudget(h, p.Budget)
+	return h
 }
 
 // Parse reads the parent of an ask from its headers through get (a
@@ -37,7 +39,9 @@ func Encode(p *agentfleet.Parent) map[string]string {
 // header missing beside the others, too long, not a token (agent, session,
 // the chain's names), not printable ASCII (run, call), a chain longer than
 // MaxChain or one that does not end with the parent's agent is an error
-// that names the header and what is wrong.
+// that names the header and what is wrong; so is a budget header
+// (HeaderBudgetTokens, HeaderBudgetToolCalls) without them, or with a value
+// that is not a count.
 func Parse(get func(name string) string) (*agentfleet.Parent, error) {
 	var vals [5]string
 	set := 0
@@ -46,7 +50,13 @@ func Parse(get func(name string) string) (*agentfleet.Parent, error) {
 			set++
 		}
 	}
-	if set == 0 {
+	budget, err := parseBudget(get)
+	switch {
+	case err != nil:
+		return nil, err
+	case set == 0 && budget != nil:
+		return nil, fmt.Errorf("header %s or %s comes only with the parent headers %s", HeaderBudgetTokens, HeaderBudgetToolCalls, strings.Join(Headers, ", "))
+	case set == 0:
 		return nil, nil
 	}
 	for i, h := range Headers {
@@ -54,7 +64,7 @@ func Parse(get func(name string) string) (*agentfleet.Parent, error) {
 			return nil, fmt.Errorf("header %s is missing: the parent headers %s come all together or not at all", h, strings.Join(Headers, ", "))
 		}
 	}
-	p := &agentfleet.Parent{Agent: vals[0], Session: vals[1], RunID: vals[2], ToolCallID: vals[3]}
+	p := &agentfleet.Parent{Agent: vals[0], Session: vals[1], RunID: vals[2], ToolCallID: vals[3], Budget: budget}
 	if err := bus.CheckToken("agent", p.Agent); err != nil {
 		return nil, fmt.Errorf("header %s: %w", HeaderAgent, err)
 	}

@@ -12,7 +12,7 @@ import (
 // model call, having spent a token budget (window.Budget.Tokens); nil when
 // it may go on.
 func (r *run) overBudget() *agentfleet.AssistantMessage {
-	if e := r.s.cfg.Budget.Tokens(window.TokensOf(r.usage), r.s.spent()); e != nil {
+	if e := r.limits().Tokens(window.TokensOf(r.usage), r.s.spent()); e != nil {
 		return r.budget(e)
 	}
 	return nil
@@ -22,7 +22,7 @@ func (r *run) overBudget() *agentfleet.AssistantMessage {
 // budget (window.Budget.ToolCalls), with error results, and returns the
 // run's final message; nil when they may run.
 func (r *run) overToolCalls(calls []agentfleet.ToolCall) *agentfleet.AssistantMessage {
-	e := r.s.cfg.Budget.ToolCalls(r.calls, len(calls))
+	e := r.limits().ToolCalls(r.calls, len(calls))
 	if e == nil {
 		r.calls += len(calls)
 		return nil

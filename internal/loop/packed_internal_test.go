@@ -85,7 +85,7 @@ func TestPackedMessagesRoundTrip(t *testing.T) {
 		Arguments: json.RawMessage(`{"a":1}`), ToolCalls: []agentfleet.RawToolCall{{ID: "c", Type: "function", Name: "f"}}}}
 	full := []agentfleet.Message{
 		&agentfleet.UserMessage{Role: "other", Content: content, ID: "id", Timestamp: now,
-			Parent: &agentfleet.Parent{Agent: "boss", Session: "s", RunID: "r", ToolCallID: "c", Chain: []string{"boss"}}},
+			Parent: &agentfleet.Parent{Agent: "a", Session: "s", RunID: "r", ToolCallID: "c", Chain: []string{"a"}, Budget: &agentfleet.Budget{Tokens: 9, ToolCalls: 2}}},
 		&agentfleet.AssistantMessage{Role: "other", Content: content, API: "a", Provider: "p", Model: "m", Usage: usage,
 			StopReason: agentfleet.StopReasonStop, ErrorMessage: "e", RunID: "another run", Timestamp: zone},
 		&agentfleet.ToolResultMessage{Role: "other", ToolCallID: "c", ToolName: "n", Content: content,

@@ -120,6 +120,7 @@ func appendPackedMessage(b []byte, runID string, m agentfleet.Message) ([]byte, 
 		w.contents(m.Content)
 		w.str(m.ID)
 		w.time(m.Timestamp)
+		// The parent of a child's run, rare: its JSON.
 		w.jsonOf(m.Parent, m.Parent == nil)
 	case *agentfleet.AssistantMessage:
 		w.str(unless(m.Role, agentfleet.RoleAssistant))
@@ -313,7 +314,10 @@ func unpackMessage(kind byte, runID string, data []byte) (agentfleet.Message, er
 		u.Content = r.contents()
 		u.ID = r.str("id")
 		u.Timestamp = r.time("timestamp")
-		r.jsonInto("parent", &u.Parent)
+		var p agentfleet.Parent
+		if r.jsonInto("parent", &p) {
+			u.Parent = &p
+		}
 		m = u
 	case packAssistant:
 		a := &agentfleet.AssistantMessage{Role: or(r.str("role"), agentfleet.RoleAssistant)}

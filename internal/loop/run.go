@@ -359,10 +359,11 @@ func (r *run) runBatch(msg *agentfleet.AssistantMessage, calls []agentfleet.Tool
 	pc.OnOutcome = func(o *pipeline.Outcome) { r.store(o.Message()) }
 	pc.Before = pipeline.Chain(first, pc.Before)
 	pctx := &pipeline.Context{SystemPrompt: cfg.SystemPrompt, Messages: r.s.view(), Tools: cfg.Tools}
-	batch := pipeline.New(pc).Run(r.tctx, pctx, msg, calls)
+	batch := pipeline.New(pc).Run(r.withLeft(r.tctx), pctx, msg, calls)
 	for _, m := range batch.Messages {
 		r.s.record(r.id, m)
 	}
+	r.countResults(batch.Messages)
 	return batch
 }
 
@@ -467,6 +468,9 @@ func (r *run) settle() *agentfleet.AssistantMessage {
 			r.turn++
 			r.usage = r.usage.Add(a.Usage)
 			r.calls += len(a.ToolCalls())
+		}
+		if m, ok := e.Message.(*agentfleet.ToolResultMessage); ok {
+			r.usage = r.usage.Add(m.Usage)
 		}
 	}
 	if lastAsst < 0 {

@@ -207,9 +207,7 @@ func (t *Template) New(own Own) *Session {
 				s.parents[e.RunID] = e.Trace
 			}
 		}
-		if a, ok := e.Message.(*agentfleet.AssistantMessage); ok {
-			s.spentTok += window.TokensOf(a.Usage)
-		}
+		s.spentTok += spentBy(e.Message)
 	}
 	return s
 }
@@ -511,9 +509,7 @@ func mergeArrivals(a, b []*pending) []*pending {
 // record appends m to the history in memory.
 func (s *Session) record(runID string, m agentfleet.Message) {
 	s.mu.Lock()
-	if a, ok := m.(*agentfleet.AssistantMessage); ok {
-		s.spentTok += window.TokensOf(a.Usage)
-	}
+	s.spentTok += spentBy(m)
 	s.unpackLocked()
 	s.history = append(s.history, m)
 	s.runOf = append(s.runOf, runID)

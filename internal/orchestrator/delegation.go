@@ -107,7 +107,13 @@ func (s *session) ask(ctx context.Context, prep *pipeline.Prepared, target strin
 	if err != nil {
 		return nil, err
 	}
-	parent := &agentfleet.Parent{Agent: s.agent.profile.Name, Session: s.name, RunID: prep.RunID, ToolCallID: prep.Call.ID, Chain: next}
+	// The child inherits what the run has left of its budgets; with
+	// nothing left it is not asked (loop.BudgetLeft).
+	left, spent := loop.BudgetLeft(ctx)
+	if spent != nil {
+		return nil, fmt.Errorf("Tool %s: refused: agent %s was not asked, %s", prep.Call.Name, target, spent.Text())
+	}
+	parent := &agentfleet.Parent{Agent: s.agent.profile.Name, Session: s.name, RunID: prep.RunID, ToolCallID: prep.Call.ID, Chain: next, Budget: left}
 	if session == "" {
 		session = delegate.ChildSession(parent)
 	}

@@ -47,8 +47,9 @@ func (in *Input) relay(m *nats.Msg, msg *Inbound) {
 		if id := m.Header.Get(nats.MsgIdHdr); id != "" {
 			h.Set(HeaderMsgID, id)
 		}
-		// The parent of an ask sent by an ask tool, checked by parse.
-		for _, k := range delegate.Headers {
+		// The parent of an ask sent by an ask tool and its budget,
+		// checked by parse.
+		for _, k := range delegate.AllHeaders {
 			if v := m.Header.Get(k); v != "" {
 				h.Set(k, v)
 			}

@@ -44,7 +44,7 @@ const (
 )
 
 // Classes lists every class in report order.
-var Classes = []Class{ClassLost, ClassDupUser, ClassStuck, ClassDupEnd, ClassReordered, ClassInterleaved, ClassWrongAnswer, ClassMalformed, ClassLedgerTwice, ClassLedgerDeposed}
+var Classes = []Class{ClassLost, ClassDupUser, ClassStuck, ClassDupEnd, ClassReordered, ClassInterleaved, ClassWrongAnswer, ClassMalformed, ClassLedgerTwice, ClassLedgerDeposed, ClassAskResults, ClassDupChild}
 
 // MaxExamples bounds the examples kept per class.
 const MaxExamples = 5
@@ -82,6 +82,10 @@ type Findings struct {
 	// BatchedRuns counts the runs that took more than one user message
 	// (queued while the session was busy); the model answers the last.
 	BatchedRuns int `json:"batched_runs"`
+	// AskCalls counts the parents' calls of ask tools, ChildRuns the run
+	// ends of the child agent's sessions (VerifyDelegation).
+	AskCalls  int `json:"ask_calls"`
+	ChildRuns int `json:"child_runs"`
 	// Violations, one entry per class, in Classes order.
 	Violations []*Violations `json:"violations"`
 }

@@ -272,6 +272,9 @@ func checkRun(rep *Findings, ru *run) {
 					texts = append(texts, t)
 				}
 			}
+			if want := expectedAsk(m.ToolName, ru.msgid); !m.IsError && want != "" && !strings.HasPrefix(text, want) {
+				wrong = append(wrong, fmt.Sprintf("%s result %q, want the child's answer %q…", m.ToolName, clip(text), want))
+			}
 			if !m.IsError {
 				if want := expectedResult(m.ToolName, ru.msgid); want != "" && text != want {
 					wrong = append(wrong, fmt.Sprintf("%s result %q, want %q", m.ToolName, text, want))

@@ -70,6 +70,11 @@ type (
 		Model    string        `json:"model"`
 		Stream   bool          `json:"stream"`
 		Messages []chatMessage `json:"messages"`
+		Tools    []struct {
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		} `json:"tools,omitempty"`
 	}
 	chatMessage struct {
 		Role       string          `json:"role"`
@@ -135,7 +140,11 @@ func respond(req *chatRequest) (text string, calls []PlannedCall) {
 		}
 	}
 	if !called {
-		return "", PlannedCalls(msgid)
+		calls := PlannedCalls(msgid)
+		if offers(req, ToolAsk) && Delegates(msgid) {
+			calls = append(calls, askCall(msgid, len(calls)))
+		}
+		return "", calls
 	}
 	return AnswerText(msgid, results), nil
 }

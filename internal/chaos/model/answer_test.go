@@ -69,3 +69,33 @@ func TestPlannedCalls(t *testing.T) {
 		}
 	}
 }
+
+// TestRespondDelegates: a run whose request offers ask_helper asks the
+// child for the messages Delegates picks, and never for a child's task.
+func TestRespondDelegates(t *testing.T) {
+	picked := ""
+	for i := 0; picked == ""; i++ {
+		if id := "m-" + string(rune('a'+i%26)) + string(rune('a'+i/26)); Delegates(id) {
+			picked = id
+		}
+	}
+	req := &chatRequest{Messages: []chatMessage{{Role: "user", Content: raw("task " + picked)}}}
+	if _, calls := respond(req); slices.ContainsFunc(calls, func(c PlannedCall) bool { return c.Name == ToolAsk }) {
+		t.Errorf("asks %s without the tool offered", ToolAsk)
+	}
+	req.Tools = make([]struct {
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}, 1)
+	req.Tools[0].Function.Name = ToolAsk
+	_, calls := respond(req)
+	want := askCall(picked, len(PlannedCalls(picked)))
+	if len(calls) == 0 || calls[len(calls)-1] != want || want.Args != `{"message":"task `+picked+`.c"}` {
+		t.Errorf("calls %+v, want the last %+v", calls, want)
+	}
+	req.Messages[0].Content = raw(ChildTask(picked))
+	if _, calls := respond(req); slices.ContainsFunc(calls, func(c PlannedCall) bool { return c.Name == ToolAsk }) {
+		t.Errorf("a child's task %s delegates again", ChildTask(picked))
+	}
+}
