@@ -128,6 +128,17 @@ func (s *session) ask(ctx context.Context, prep *pipeline.Prepared, target strin
 		ctx, cancel = context.WithTimeoutCause(ctx, prep.Timeout, pipeline.ErrTimeout)
 		defer cancel()
 	}
+	// The child's approvals show as this call's progress (delegate.Waiting).
+	var waiting delegate.Waiting
+	stop, err := client.FollowEvents(o.nc, o.subjects.Event(target, session, string(agentfleet.EventToolApproval)), func(e *agentfleet.Event) {
+		if p, ok := waiting.Report(e, target, session); ok {
+			progress(p)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
 	header := delegate.Encode(parent)
 	// The child's run is traced under this call's span, in whichever
 	// process runs it.
