@@ -256,8 +256,12 @@ func TestLyingWorkerIsBounded(t *testing.T) {
 	if got := liar.refusals.Load() - before; got > 1 {
 		t.Errorf("round 2: the liar refused %d calls, want at most 1", got)
 	}
-	if got := honest.refusals.Load(); got != 0 {
-		t.Errorf("the honest worker refused %d calls, want none", got)
+	// A call the liar refused is sent again while the calls beside it are
+	// still being placed; under the race detector it was seen once to land
+	// on the full honest worker (a bounce, then placed: every call still
+	// runs, 2 on each worker). One such bounce a round at most.
+	if got := honest.refusals.Load(); got > 2 {
+		t.Errorf("the honest worker refused %d calls, want at most one a round", got)
 	}
 }
 
