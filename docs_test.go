@@ -21,6 +21,8 @@ var docs = []string{
 	"docs/DESIGN.md",
 	"docs/PROTOCOL.md",
 	"docs/OPERATIONS.md",
+	"docs/GUIDE.md",
+	"docs/BENCHMARK-METHODS.md",
 	"deploy/README.md",
 	"deploy/nats/README.md",
 	"examples/node-worker/README.md",

@@ -18,11 +18,11 @@ func TestAgentsProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(ps[0].Agents, ","); got != "researcher,coder" || ps[0].agentTimeout != 90*time.Second {
-		t.Errorf("boss asks %q within %v", got, ps[0].agentTimeout)
+	if got := strings.Join(ps[0].Agents, ","); got != "researcher,coder" || ps[0].AskTimeout() != 90*time.Second {
+		t.Errorf("boss asks %q within %v", got, ps[0].AskTimeout())
 	}
-	if ps[1].agentTimeout != 5*time.Minute {
-		t.Errorf("default agent_timeout = %v, want 5m", ps[1].agentTimeout)
+	if ps[1].AskTimeout() != 5*time.Minute {
+		t.Errorf("default agent_timeout = %v, want 5m", ps[1].AskTimeout())
 	}
 	for _, tc := range []struct{ yaml, want string }{
 		{"agents:\n  - name: boss\n    agents: [researcher]\n", `agent "boss": agents entry 1: no agent "researcher" is defined (the agents are boss)`},

@@ -19,7 +19,7 @@ import (
 func (a *agent) registerAsks() error {
 	a.asks = map[string]string{}
 	for _, target := range a.profile.Agents {
-		t := delegate.Tool(target, a.profile.agentTimeout)
+		t := delegate.Tool(target, a.profile.AskTimeout())
 		if err := a.store.Register(t); err != nil {
 			return fmt.Errorf("agents entry %s: %w", target, err)
 		}

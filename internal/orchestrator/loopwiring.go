@@ -80,14 +80,14 @@ func (a *agent) template(o *Orchestrator) *loop.Template {
 			SystemPrompt: p.SystemPrompt, Tools: a.store, MaxTurns: p.MaxTurns,
 			Context: p.Context(o.window(p.Model)), Budget: p.Budget(),
 			Pipeline: pipeline.Config{
-				Mode: pipeline.Mode(p.Mode), MaxParallel: p.MaxParallel, DefaultTimeout: p.toolTimeout,
+				Mode: pipeline.Mode(p.Mode), MaxParallel: p.MaxParallel, DefaultTimeout: p.DefaultToolTimeout(),
 				Before: o.cfg.Before, After: o.cfg.After,
 				TraceContent: o.cfg.TraceContent, Nested: nested,
 				MaxProgressBytes: maxProgressBytes(o.cfg.DurableConfig.EventsMaxBytes),
 			},
 			Tracer:          o.cfg.Tracer,
 			TraceAttributes: []attribute.KeyValue{tracing.Orchestrator.String(o.id)},
-			Recover:         o.recoverer(p.toolTimeout),
+			Recover:         o.recoverer(p.DefaultToolTimeout()),
 		})
 	})
 	return a.tmpl

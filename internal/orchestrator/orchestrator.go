@@ -26,6 +26,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
+	"github.com/agentfleet/agentfleet/internal/profile"
 	"github.com/agentfleet/agentfleet/internal/tools"
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/trace"
@@ -195,7 +196,7 @@ func New(nc *bus.Conn, cfg Config) (*Orchestrator, error) {
 	if len(cfg.Profiles) == 0 {
 		cfg.Profiles = []Profile{DefaultProfile()}
 	}
-	profiles, err := checkProfiles(slices.Clone(cfg.Profiles))
+	profiles, err := profile.Check(slices.Clone(cfg.Profiles))
 	if err != nil {
 		return nil, fmt.Errorf("orchestrator: %w", err)
 	}

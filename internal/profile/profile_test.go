@@ -1,16 +1,16 @@
-package orchestrator
+package profile
 
 import (
 	"strings"
 	"testing"
 )
 
-func FuzzParseProfiles(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	f.Add([]byte("agents:\n  - name: a\n    tools: [calc*]\n    tool_timeout: 3s\n"))
 	f.Add([]byte(`{"agents":[{"name":"x","mode":"parallel"}]}`))
 	f.Add([]byte("agents: [{name: '[', tools: ['[']}]"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		ps, err := ParseProfiles(data)
+		ps, err := Parse(data)
 		if err != nil {
 			return
 		}
@@ -23,7 +23,7 @@ func FuzzParseProfiles(f *testing.F) {
 }
 
 func TestApprovalProfile(t *testing.T) {
-	ps, err := ParseProfiles([]byte("agents:\n  - name: ops\n    approve: [delete_*, deploy]\n    approve_destructive: true\n    approval_timeout: 30m\n  - name: plain\n"))
+	ps, err := Parse([]byte("agents:\n  - name: ops\n    approve: [delete_*, deploy]\n    approve_destructive: true\n    approval_timeout: 30m\n  - name: plain\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,14 +38,14 @@ func TestApprovalProfile(t *testing.T) {
 		{"agents:\n  - name: a\n    approval_timeout: soon\n", `agent "a": approval_timeout "soon" is not a positive duration`},
 		{"agents:\n  - name: a\n    approval_timeout: -1m\n", `agent "a": approval_timeout "-1m" is not a positive duration`},
 	} {
-		if _, err := ParseProfiles([]byte(tc.yaml)); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("ParseProfiles(%q) = %v, want %q", tc.yaml, err, tc.want)
+		if _, err := Parse([]byte(tc.yaml)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Parse(%q) = %v, want %q", tc.yaml, err, tc.want)
 		}
 	}
 }
 
 func TestContextProfile(t *testing.T) {
-	ps, err := ParseProfiles([]byte(`{"agents":[{"name":"long","context_window":32000,"reserve_output":2000,"context_strategy":"truncate",
+	ps, err := Parse([]byte(`{"agents":[{"name":"long","context_window":32000,"reserve_output":2000,"context_strategy":"truncate",
 		"max_tool_result_bytes":-1,"max_tokens_per_run":50000,"max_tokens_per_session":1000000,"max_tool_calls_per_run":40},{"name":"plain"}]}`))
 	if err != nil {
 		t.Fatal(err)
@@ -67,8 +67,8 @@ func TestContextProfile(t *testing.T) {
 		{"agents:\n  - name: a\n    max_tool_result_bytes: -2\n", `agent "a": max_tool_result_bytes -2 is below -1`},
 		{"agents:\n  - name: a\n    context_window: 1000\n    reserve_output: 1000\n", `agent "a": reserve_output 1000 leaves nothing of context_window 1000`},
 	} {
-		if _, err := ParseProfiles([]byte(tc.yaml)); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("ParseProfiles(%q) = %v, want %q", tc.yaml, err, tc.want)
+		if _, err := Parse([]byte(tc.yaml)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Parse(%q) = %v, want %q", tc.yaml, err, tc.want)
 		}
 	}
 }

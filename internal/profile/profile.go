@@ -1,4 +1,7 @@
-package orchestrator
+// Package profile holds an agent's profile: its prompt, model, tools,
+// limits and the agents it may reach, read from an agents file and checked
+// with errors that name the file, the agent and the field.
+package profile
 
 import (
 	"bytes"
@@ -118,9 +121,17 @@ func (p *Profile) Budget() window.Budget {
 // Approval returns the profile's approval policy.
 func (p *Profile) Approval() approval.Policy { return p.approval }
 
-// DefaultProfile is the one profile of an orchestrator started without a
+// DefaultToolTimeout is the bound of calls of tools that set none, from
+// tool_timeout (0: the orchestrator's default).
+func (p *Profile) DefaultToolTimeout() time.Duration { return p.toolTimeout }
+
+// AskTimeout bounds the wait for an asked agent's answer, from
+// agent_timeout.
+func (p *Profile) AskTimeout() time.Duration { return p.agentTimeout }
+
+// Default is the one profile of an orchestrator started without a
 // config file: every tool, parallel execution.
-func DefaultProfile() Profile {
+func Default() Profile {
 	return Profile{Name: "default", Mode: string(pipeline.Parallel)}
 }
 
@@ -245,29 +256,29 @@ func (p *Profile) checkList(field, verb string, names []string, known map[string
 	return nil
 }
 
-// ProfileFile is the layout of an agents file (YAML or JSON).
-type ProfileFile struct {
+// File is the layout of an agents file (YAML or JSON).
+type File struct {
 	Agents []Profile `yaml:"agents" json:"agents"`
 }
 
-// LoadProfiles reads agent profiles from a YAML or JSON file. Unknown fields,
+// Load reads agent profiles from a YAML or JSON file. Unknown fields,
 // duplicate names and bad values are errors that name the file, the agent
 // and the field.
-func LoadProfiles(file string) ([]Profile, error) {
+func Load(file string) ([]Profile, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("agent profiles: %w", err)
 	}
-	ps, err := ParseProfiles(data)
+	ps, err := Parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("agent profiles %s: %w", file, err)
 	}
 	return ps, nil
 }
 
-// ParseProfiles parses agent profiles from YAML or JSON.
-func ParseProfiles(data []byte) ([]Profile, error) {
-	var f ProfileFile
+// Parse parses agent profiles from YAML or JSON.
+func Parse(data []byte) ([]Profile, error) {
+	var f File
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil {
@@ -276,10 +287,12 @@ func ParseProfiles(data []byte) ([]Profile, error) {
 	if len(f.Agents) == 0 {
 		return nil, errors.New(`no agents: the file must hold "agents:" with at least one profile`)
 	}
-	return checkProfiles(f.Agents)
+	return Check(f.Agents)
 }
 
-func checkProfiles(ps []Profile) ([]Profile, error) {
+// Check validates the profiles ps and fills in their defaults: each
+// valid, each name once, each agent it names defined.
+func Check(ps []Profile) ([]Profile, error) {
 	seen := map[string]bool{}
 	for i := range ps {
 		if err := ps[i].check(i); err != nil {
