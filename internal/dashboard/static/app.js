@@ -24,6 +24,7 @@ const state = {
   readOnly: true,
   fleet: false,
   traceURL: '',          // the server's trace URL template, or '' for no links
+  traceView: false,      // whether the server has the built-in trace view (trace.html)
   replayed: false,
   dirty: { sessions: true, run: true, errors: true },
   workers: new Map(),    // worker id -> {w, seen, lost, prev}
@@ -67,6 +68,7 @@ function connect() {
     state.readOnly = h.read_only;
     state.fleet = h.fleet;
     state.traceURL = traceURLOf(h.trace_url);
+    state.traceView = h.trace_view === true;
     $('send').hidden = h.read_only;
     $('tab-fleet').hidden = !h.fleet;
     $('logout').hidden = !h.logout;
@@ -452,9 +454,10 @@ function renderCall(run, c, t0, t1) {
 // when the server names one. The id has passed TRACE_ID.
 function traceFact(id) {
   const short = el('code', {}, id.slice(0, 8) + '…');
-  const shown = state.traceURL
-    ? el('a', { href: state.traceURL.split('{trace_id}').join(encodeURIComponent(id)), target: '_blank', rel: 'noopener' }, short)
-    : short;
+  let href = '';
+  if (state.traceURL) href = state.traceURL.split('{trace_id}').join(encodeURIComponent(id));
+  else if (state.traceView) href = 'trace.html#' + encodeURIComponent(id);
+  const shown = href ? el('a', { href, target: '_blank', rel: 'noopener' }, short) : short;
   return el('span', { className: 'fact trace', title: 'trace ' + id, 'data-trace-id': id }, 'trace ', shown);
 }
 
