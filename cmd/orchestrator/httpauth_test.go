@@ -53,8 +53,6 @@ var httpRoutes = []httpRoute{
 	{"GET", "/app.js", "", "page"},
 	{"GET", "/api/events?since=0", "", "read"},
 	{"GET", "/api/fleet", "", "read"},
-	{"GET", "/api/trace?id=4bf92f3577b34da6a3ce929d0e0e4736", "", "read"},
-	{"GET", "/trace.html", "", "page"},
 	{"POST", "/api/send", `{"agent":"default","session":"auth","content":"hi"}`, "action"},
 	{"POST", "/api/abort", `{"agent":"default","session":"auth"}`, "action"},
 	{"POST", "/api/approve", `{"agent":"default","session":"auth","tool_call_id":"call_x","approve":true}`, "action"},
@@ -63,6 +61,8 @@ var httpRoutes = []httpRoute{
 	{"GET", "/metrics", "", "open"},
 	{"GET", "/healthz", "", "open"},
 	{"GET", "/readyz", "", "open"},
+	{"GET", "/api/trace?id=4bf92f3577b34da6a3ce929d0e0e4736", "", "read"},
+	{"GET", "/trace.html", "", "page"},
 }
 
 // credential is how a request authenticates.
