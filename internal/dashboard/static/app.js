@@ -336,7 +336,7 @@ function renderSessions() {
     el('td', {}, s.agent), el('td', {}, s.session),
     el('td', { className: 'status status-' + s.status }, s.status, s.direct ? el('span', { className: 'muted' }, ' (call)') : '',
       s.waiting ? el('span', { className: 'badge waiting-badge', title: s.waiting + ' calls wait for a decision' }, 'waits for approval') : ''),
-    el('td', { title: s.runId }, s.runId.slice(0, 8)),
+    el('td', { title: s.runId }, s.runId.replace(/^direct-/, '').slice(0, 8)),
     el('td', {}, s.tools), el('td', {}, s.tokens || ''),
     el('td', { title: s.time || '' }, s.time ? new Date(s.time).toLocaleTimeString() : ''));
     tr.addEventListener('click', () => { location.hash = encodeURIComponent(key); });
