@@ -39,7 +39,8 @@ function noteRetry(c, partial) {
   return true;
 }
 
-// noteCompaction keeps a context.compacted or budget.exceeded event of run.
+// noteRunEvent keeps a context.compacted event in its turn of run, or a
+// budget.exceeded event in run.
 function noteRunEvent(run, ev) {
   if (ev.type === 'budget.exceeded') {
     run.budgets.push({ budget: String(ev.budget || ''), limit: Number(ev.limit) || 0, used: Number(ev.used) || 0, turn: ev.turn, time: ev.time });

@@ -56,8 +56,8 @@ function addError(ev, notice) {
   state.dirty.errors = state.dirty.run = true;
 }
 
-// errorBelongsToShown reports whether e shows in a session's view
-// rather than in the banner: it names a session the page has a run of.
+// errorInSession reports whether e shows in a session's view rather than
+// in the banner: it names a session the page has a run of.
 function errorInSession(e) {
   return e.agent && e.session && state.sessions.has(sessionKey(e.agent, e.session));
 }
