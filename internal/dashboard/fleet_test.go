@@ -44,6 +44,7 @@ const xssText = `<script>window.__pwned = 1</script><img src="x" onerror="window
 //	script        one echo call whose result is xssText, then the same as text
 //	both          echo, sleep 400 ms and fail at once, then a summary
 //	ask <agent> <text>  one ask_<agent> call with the text as its message
+//	lookup <q>    one call of lookup, a tool only child workers serve
 //
 // and anything else with its own text. The text streams in deltas.
 func scriptedModel() loop.Model {
@@ -83,6 +84,8 @@ func scriptedModel() loop.Model {
 			return call("echo", map[string]any{"text": rest})
 		case "sleep":
 			return call("sleep", map[string]any{"ms": rest})
+		case "lookup":
+			return call("lookup", map[string]any{"q": rest})
 		case "script":
 			return call("echo", map[string]any{"text": xssText})
 		case "ask":
