@@ -52,7 +52,8 @@ func (p *publisher) pub(e agentfleet.Event) {
 // agent.call) ends ok with no Abort; errors outside a run show where they
 // belong, dismissible, and stay dismissed across a reload; a call waiting
 // for approval says so once, with a growing duration, in an inbox that
-// lists it with its deadline while its session is marked; worker ids are
+// lists it with its deadline while its session is marked, and a contrary
+// decision after it was decided shows in its session; worker ids are
 // whole; a retry after a lost worker is shown; favicon.ico is served; a
 // replayed context.compacted and budget.exceeded are shown.
 func TestDashboardLooseEnds(t *testing.T) {
@@ -130,6 +131,27 @@ func TestDashboardLooseEnds(t *testing.T) {
 		evalJS[chromedp.Void](t, ctx, `document.querySelector('#run .approve-button').click(); undefined`)
 		waitJS(t, ctx, "the approved run's end", `document.querySelector('#run[data-session="inbox"][data-status="stop"] .tool[data-outcome="ok"]')`, 10*time.Second)
 		waitJS(t, ctx, "the inbox empty", `document.querySelector('#approvals').hidden && !document.querySelector('tr.session[data-session="inbox"][data-waiting]')`, 5*time.Second)
+		// A contrary decision on the call decided already, from another
+		// client: the orchestrator refuses it with an error event outside
+		// any run, which shows in the session's view.
+		callID := evalJS[string](t, ctx, `document.querySelector('#run .tool[data-tool="echo"]').dataset.toolCallId`)
+		body := `{"agent":"guarded","session":"inbox","tool_call_id":` + jsString(callID) + `,"approve":false}`
+		req, _ := http.NewRequest("POST", f.url+"/api/approve", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if res, err := http.DefaultClient.Do(req); err != nil {
+			t.Fatal(err)
+		} else {
+			b, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			t.Logf("a second decision: %s %s", res.Status, b)
+		}
+		waitJS(t, ctx, "the refused decision in the session's view", `document.querySelector('#run[data-session="inbox"] .session-errors p.error')`, 10*time.Second)
+		if b := evalJS[string](t, ctx, `document.querySelector('#errors').hidden ? '' : document.querySelector('#errors').textContent`); contains(b, "inbox") {
+			t.Errorf("the banner shows the session's error: %q", b)
+		}
+		if got := evalJS[string](t, ctx, `document.querySelector('#run .session-errors').textContent`); !contains(got, "was already decided") {
+			t.Errorf("the session's error shows as %q", got)
+		}
 	})
 
 	t.Run("whole worker ids", func(t *testing.T) {
