@@ -86,7 +86,11 @@ func TestDashboardLooseEnds(t *testing.T) {
 		if m := f.ask(t, "witherr", "echo hi"); m.StopReason != agentfleet.StopReasonStop {
 			t.Fatalf("ask: %s", m.StopReason)
 		}
-		(&publisher{t: t, nc: f.nc, agent: "nosuch", session: "x"}).pub(agentfleet.Event{Type: agentfleet.EventError, ErrorMessage: `unknown agent "nosuch" (agents: default)`})
+		// A message to an agent no orchestrator has: the input is rejected
+		// with an error event of a session the page has no run of.
+		if err := f.nc.Publish("agent.in.nosuch.x", []byte("hello")); err != nil {
+			t.Fatal(err)
+		}
 		(&publisher{t: t, nc: f.nc, agent: "default", session: "witherr"}).pub(agentfleet.Event{Type: agentfleet.EventError, ErrorMessage: "decision on call_echo: decided already"})
 		waitJS(t, ctx, "the unknown agent in the banner", `[...document.querySelectorAll('#errors p.error')].some((p) => p.textContent.includes('unknown agent'))`, 10*time.Second)
 		if b := evalJS[string](t, ctx, `document.querySelector('#errors').textContent`); contains(b, "decided already") {
