@@ -22,7 +22,7 @@ func (m *Main) startDashboard(ctx context.Context) error {
 		return err
 	}
 	m.dash, err = dashboard.Open(ctx, m.nc, subjects, dashboard.Options{Config: dashboard.Config{
-		Logger: m.logger, TraceURL: m.TraceURL, Limits: m.DashLimits,
+		Logger: m.logger, TraceURL: m.TraceURL, Traces: m.traces(), Limits: m.DashLimits,
 		CanAct:   func(r *http.Request) bool { return httpauth.RoleOf(r) == httpauth.Writer },
 		LoggedIn: httpauth.LoggedIn,
 	}})

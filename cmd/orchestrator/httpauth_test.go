@@ -61,6 +61,8 @@ var httpRoutes = []httpRoute{
 	{"GET", "/metrics", "", "open"},
 	{"GET", "/healthz", "", "open"},
 	{"GET", "/readyz", "", "open"},
+	{"GET", "/api/trace?id=4bf92f3577b34da6a3ce929d0e0e4736", "", "read"},
+	{"GET", "/trace.html", "", "page"},
 }
 
 // credential is how a request authenticates.

@@ -82,6 +82,7 @@ type Main struct {
 	MCP               bool
 	Dashboard         bool
 	TraceURL          string
+	TraceView         tracing.RecentConfig
 	Elect             bool
 	LeaseTTL          time.Duration
 	llmCfg            llm.Config
@@ -117,6 +118,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&m.MCPToken, "mcp-token", os.Getenv("AGENTFLEET_MCP_TOKEN"), "one more bearer token accepted on /mcp (and only there) besides the writer token of --http-token-file; alone it guards /mcp and nothing else (default $AGENTFLEET_MCP_TOKEN)")
 	m.HTTPAuth.Register(fs, true)
 	m.DashLimits.Register(fs)
+	m.registerTraceView(fs)
 	fs.StringVar(&m.Listen, "listen", "127.0.0.1:4222", "address of the embedded NATS server (when --nats-url is not given)")
 	fs.StringVar(&m.DataDir, "data-dir", "./data", "JetStream data directory of the embedded NATS server")
 	fs.StringVar(&m.NATSConfig, "nats-config", "", "nats-server configuration file for the embedded server (users, permissions, TLS)")
@@ -216,7 +218,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if m.http, err = metrics.ListenWrapped(m.HTTP, "http", m.metrics.Registry(), m.ready, wrap); err != nil {
 		return fmt.Errorf("%w\n(another orchestrator may be running: turn the HTTP listener off with --http \"\", or give another address such as --http 127.0.0.1:0 for any free port)", err)
 	}
-	if m.tracer, err = tracing.FromEnv(ctx, tracing.Defaults{Service: "agentfleet-orchestrator"}, m.logger); err != nil {
+	if m.tracer, err = tracing.FromEnv(ctx, tracing.Defaults{Service: "agentfleet-orchestrator", Recent: m.TraceView}, m.logger); err != nil {
 		return fmt.Errorf("tracing: %w", err)
 	}
 	var tracer trace.Tracer

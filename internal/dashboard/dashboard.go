@@ -78,6 +78,11 @@ type Config struct {
 	// CheckTraceURL). Optional; default none: the page shows the id as
 	// text.
 	TraceURL string
+	// Traces, when not nil, serves the built-in trace view (GET
+	// /api/trace and the page trace.html): the page links a run's trace
+	// id to it when TraceURL is empty. Typically the orchestrator's
+	// tracing.Recent.
+	Traces Traces
 	// Limits bound the event streams of the pages.
 	Limits Limits
 	// CanAct, when not nil, says whether a request's credential may act
@@ -148,6 +153,7 @@ func New(ctx context.Context, cfg Config) (*Handler, error) {
 	h.mux = http.NewServeMux()
 	h.mux.HandleFunc("GET /api/events", h.serveEvents)
 	h.mux.HandleFunc("GET /api/fleet", h.serveFleet)
+	h.mux.HandleFunc("GET /api/trace", h.serveTrace)
 	h.mux.HandleFunc("POST /api/send", h.serveSend)
 	h.mux.HandleFunc("POST /api/abort", h.serveAbort)
 	h.mux.HandleFunc("POST /api/approve", h.serveApprove)

@@ -32,6 +32,8 @@ type hello struct {
 	Logout bool `json:"logout,omitempty"`
 	// TraceURL is Config.TraceURL, for the page to link trace ids.
 	TraceURL string `json:"trace_url,omitempty"`
+	// TraceView is whether the dashboard serves the built-in trace view.
+	TraceView bool `json:"trace_view,omitempty"`
 }
 
 // serveEvents streams the fleet's events as Server-Sent Events (see
@@ -68,7 +70,7 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request) {
 	replay := h.cfg.Feed.Retained()
 	s.write([]byte("retry: 1000\n\n"))
 	s.control("hello", hello{Replay: replay, ReadOnly: !h.canAct(r), Fleet: h.cfg.Fleet != nil,
-		MaxRuns: h.maxRuns(r), Since: h.cfg.Since.String(), TraceURL: h.cfg.TraceURL,
+		MaxRuns: h.maxRuns(r), Since: h.cfg.Since.String(), TraceURL: h.cfg.TraceURL, TraceView: h.cfg.Traces != nil,
 		Logout: h.cfg.LoggedIn != nil && h.cfg.LoggedIn(r)})
 	if clipped != "" {
 		s.control("notice", map[string]string{"message": clipped})

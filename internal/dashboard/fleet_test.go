@@ -20,6 +20,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // testFleet is a real fleet on an embedded NATS server with JetStream: a
@@ -43,6 +44,7 @@ const xssText = `<script>window.__pwned = 1</script><img src="x" onerror="window
 //	script        one echo call whose result is xssText, then the same as text
 //	both          echo, sleep 400 ms and fail at once, then a summary
 //	ask <agent> <text>  one ask_<agent> call with the text as its message
+//	lookup <q>    one call of lookup, a tool only child workers serve
 //
 // and anything else with its own text. The text streams in deltas.
 func scriptedModel() loop.Model {
@@ -82,6 +84,8 @@ func scriptedModel() loop.Model {
 			return call("echo", map[string]any{"text": rest})
 		case "sleep":
 			return call("sleep", map[string]any{"ms": rest})
+		case "lookup":
+			return call("lookup", map[string]any{"q": rest})
 		case "script":
 			return call("echo", map[string]any{"text": xssText})
 		case "ask":
@@ -133,6 +137,13 @@ func testTools() []*agentfleet.Tool {
 // dashboard.Open on a connection of its own.
 func startFleet(t *testing.T, opts dashboard.Options) *testFleet {
 	t.Helper()
+	return startFleetTraced(t, opts, nil)
+}
+
+// startFleetTraced starts the fleet with an orchestrator that records its
+// runs with tracer (nil for none).
+func startFleetTraced(t *testing.T, opts dashboard.Options, tracer trace.Tracer) *testFleet {
+	t.Helper()
 	srv := bustest.MustRunNATS(t)
 	f := &testFleet{srv: srv, nc: bustest.MustConnect(t, srv)}
 	ts, err := toolrpc.Serve(bustest.MustConnect(t, srv), toolrpc.ServerConfig{Concurrency: 8, Heartbeat: 100 * time.Millisecond, Tools: testTools()})
@@ -141,7 +152,7 @@ func startFleet(t *testing.T, opts dashboard.Options) *testFleet {
 	}
 	t.Cleanup(func() { ts.Stop() })
 	o, err := orchestrator.New(bustest.MustConnect(t, srv), orchestrator.Config{
-		Model: scriptedModel(), Durable: true, Discovery: fleet.FleetConfig{Wait: 200 * time.Millisecond},
+		Model: scriptedModel(), Durable: true, Discovery: fleet.FleetConfig{Wait: 200 * time.Millisecond}, Tracer: tracer,
 		// guarded's calls of echo wait for approval; boss may ask researcher.
 		Profiles: []orchestrator.Profile{{Name: "default"}, {Name: "guarded", Approve: []string{"echo"}},
 			{Name: "boss", Agents: []string{"researcher"}}, {Name: "researcher"}},

@@ -4,16 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
@@ -26,12 +26,19 @@ type Defaults struct {
 	Service    string // service.name
 	Version    string // service.version; optional
 	InstanceID string // service.instance.id; optional
+	// Recent, when Spans is set, keeps the last spans exported in
+	// memory, for Provider.Recent (the built-in trace view).
+	Recent RecentConfig
+	// Stdout is where the console exporter writes; default os.Stdout.
+	Stdout io.Writer
 }
 
-// Provider is a tracer provider that exports the spans it records over
-// OTLP, in batches.
+// Provider is a tracer provider that exports the spans it records, in
+// batches, with the exporters OTEL_TRACES_EXPORTER names (OTLP by
+// default), and keeps the last ones in memory when asked.
 type Provider struct {
-	tp *sdktrace.TracerProvider
+	tp     *sdktrace.TracerProvider
+	recent *Recent
 	// Content says whether spans carry tool arguments and results
 	// (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true); they may
 	// hold personal data, so they are left out by default.
@@ -42,6 +49,15 @@ type Provider struct {
 
 // TracerProvider returns the provider for instrumented code.
 func (p *Provider) TracerProvider() trace.TracerProvider { return p.tp }
+
+// Recent returns the spans kept in memory, or nil when none are
+// (Defaults.Recent). A nil Provider has none.
+func (p *Provider) Recent() *Recent {
+	if p == nil {
+		return nil
+	}
+	return p.recent
+}
 
 // Tracer returns agentfleet's tracer.
 func (p *Provider) Tracer() trace.Tracer { return p.tp.Tracer(Scope) }
@@ -65,32 +81,18 @@ const (
 	EnvCaptureContent  = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 	protocolHTTP       = "http/protobuf"
 	protocolGRPC       = "grpc"
-	exporterOTLP       = "otlp"
-	exporterNone       = "none"
 	defaultProtocolEnv = protocolHTTP
 )
 
 // Enabled reports whether getenv asks for traces: OTEL_TRACES_EXPORTER
-// names otlp, or, when it is not set, an OTLP endpoint is; and
-// OTEL_SDK_DISABLED is not true.
+// names otlp, console, file or memory, or, when it is not set, an OTLP
+// endpoint is; and OTEL_SDK_DISABLED is not true.
 func Enabled(getenv func(string) string) (bool, error) {
 	if v, err := envBool(getenv, EnvSDKDisabled); err != nil || v {
 		return false, err
 	}
-	if exp := strings.TrimSpace(getenv(EnvTracesExporter)); exp != "" {
-		on := false
-		for name := range strings.SplitSeq(exp, ",") {
-			switch name = strings.TrimSpace(name); name {
-			case exporterOTLP:
-				on = true
-			case exporterNone:
-			default:
-				return false, fmt.Errorf("%s=%q: agentfleet exports traces with %q, or none (%q)", EnvTracesExporter, exp, exporterOTLP, exporterNone)
-			}
-		}
-		return on, nil
-	}
-	return getenv(EnvEndpoint) != "" || getenv(EnvTracesEndpoint) != "", nil
+	names, err := exporterNames(getenv)
+	return len(names) > 0 && err == nil, err
 }
 
 // FromEnv returns a provider configured by the OTEL_* environment
@@ -106,22 +108,55 @@ func FromEnv(ctx context.Context, d Defaults, log *slog.Logger) (*Provider, erro
 	if err != nil {
 		return nil, err
 	}
-	proto := firstSet(os.Getenv(EnvTracesProtocol), os.Getenv(EnvProtocol), defaultProtocolEnv)
-	protoVar := EnvProtocol // the variable that chose proto, for the error
-	if firstSet(os.Getenv(EnvTracesProtocol)) != "" {
-		protoVar = EnvTracesProtocol
-	}
-	var exp sdktrace.SpanExporter
-	switch proto {
-	case protocolHTTP:
-		exp, err = otlptracehttp.New(ctx)
-	case protocolGRPC:
-		exp, err = otlptracegrpc.New(ctx)
-	default:
-		return nil, fmt.Errorf("%s=%q: agentfleet exports traces over %q or %q", protoVar, proto, protocolHTTP, protocolGRPC)
-	}
+	names, err := exporterNames(os.Getenv)
 	if err != nil {
-		return nil, fmt.Errorf("trace exporter (%s): %w", proto, err)
+		return nil, err
+	}
+	stdout := d.Stdout
+	if stdout == nil {
+		stdout = os.Stdout
+	}
+	recent := NewRecent(d.Recent)
+	if recent == nil && slices.Contains(names, exporterMemory) {
+		// Only the orchestrator keeps spans for a trace view: memory
+		// alone, in the environment of a tool worker too, records none
+		// there rather than failing its start.
+		names = slices.DeleteFunc(names, func(n string) bool { return n == exporterMemory })
+		if len(names) == 0 {
+			if log != nil {
+				log.Info("not recording traces: " + EnvTracesExporter + "=" + exporterMemory + " keeps spans for the orchestrator's trace view, and this program has none")
+			}
+			return nil, nil
+		}
+	}
+	var (
+		opts  []sdktrace.TracerProviderOption
+		built []sdktrace.SpanExporter
+		shown []string
+	)
+	// fail stops the exporters built before an error (one may hold a file).
+	fail := func(err error) (*Provider, error) {
+		for _, exp := range built {
+			_ = exp.Shutdown(context.Background())
+		}
+		return nil, err
+	}
+	for _, name := range names {
+		exp, what, err := newExporter(ctx, name, stdout)
+		if err != nil {
+			return fail(err)
+		}
+		if exp != nil {
+			built = append(built, exp)
+			opts = append(opts, sdktrace.WithBatcher(exp))
+			shown = append(shown, what)
+		}
+	}
+	if recent != nil {
+		// Synchronous, so that the trace view shows a span as soon as it
+		// ends; keeping one is a conversion and a lock.
+		opts = append(opts, sdktrace.WithSyncer(recent))
+		shown = append(shown, fmt.Sprintf("the last %d spans kept for the trace view", d.Recent.Spans))
 	}
 	attrs := []attribute.KeyValue{semconv.ServiceName(d.Service)}
 	if d.Version != "" {
@@ -133,18 +168,18 @@ func FromEnv(ctx context.Context, d Defaults, log *slog.Logger) (*Provider, erro
 	// Later detectors win: the environment overrides the defaults.
 	res, err := resource.New(ctx, resource.WithAttributes(attrs...), resource.WithTelemetrySDK(), resource.WithFromEnv())
 	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
-		return nil, fmt.Errorf("trace resource: %w", err)
+		return fail(fmt.Errorf("trace resource: %w", err))
 	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	tp := sdktrace.NewTracerProvider(append(opts, sdktrace.WithResource(res))...)
 	otel.SetTracerProvider(tp)
 	otel.SetTextMapPropagator(Propagator)
 	if log != nil {
 		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Warn("tracing", "err", err) }))
 	}
 	if log != nil {
-		log.Info("exporting traces over OTLP", "protocol", proto, "endpoint", firstSet(os.Getenv(EnvTracesEndpoint), os.Getenv(EnvEndpoint), "(the exporter's default)"), "content", content)
+		log.Info("recording traces", "exporters", strings.Join(shown, "; "), "content", content)
 	}
-	return &Provider{tp: tp, Content: content, log: log}, nil
+	return &Provider{tp: tp, recent: recent, Content: content, log: log}, nil
 }
 
 // Close exports the spans still buffered, within timeout, and stops the

@@ -27,6 +27,11 @@ func TestEnabled(t *testing.T) {
 		{name: "exporter list", env: map[string]string{"OTEL_TRACES_EXPORTER": "none, otlp"}, want: true},
 		{name: "sdk disabled", env: map[string]string{"OTEL_SDK_DISABLED": "true", "OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}, want: false},
 		{name: "sdk not disabled", env: map[string]string{"OTEL_SDK_DISABLED": "false", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}, want: true},
+		{name: "console", env: map[string]string{"OTEL_TRACES_EXPORTER": "console"}, want: true},
+		{name: "file", env: map[string]string{"OTEL_TRACES_EXPORTER": "file"}, want: true},
+		{name: "memory", env: map[string]string{"OTEL_TRACES_EXPORTER": "none,memory"}, want: true},
+		{name: "console and otlp", env: map[string]string{"OTEL_TRACES_EXPORTER": "console,otlp"}, want: true},
+		{name: "none with an empty name", env: map[string]string{"OTEL_TRACES_EXPORTER": "none,"}, want: false},
 		{name: "bad exporter", env: map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"}, wantErr: "OTEL_TRACES_EXPORTER"},
 		{name: "bad disabled", env: map[string]string{"OTEL_SDK_DISABLED": "yes please", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}, wantErr: "OTEL_SDK_DISABLED"},
 	} {

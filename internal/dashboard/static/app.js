@@ -24,6 +24,7 @@ const state = {
   readOnly: true,
   fleet: false,
   traceURL: '',          // the server's trace URL template, or '' for no links
+  traceView: false,      // whether the server has the built-in trace view (trace.html)
   replayed: false,
   dirty: { sessions: true, run: true, errors: true },
   workers: new Map(),    // worker id -> {w, seen, lost, prev}
@@ -67,6 +68,7 @@ function connect() {
     state.readOnly = h.read_only;
     state.fleet = h.fleet;
     state.traceURL = traceURLOf(h.trace_url);
+    state.traceView = h.trace_view === true;
     $('send').hidden = h.read_only;
     $('tab-fleet').hidden = !h.fleet;
     $('logout').hidden = !h.logout;
@@ -81,7 +83,7 @@ function connect() {
     setConn('live');
   });
   source.addEventListener('notice', (e) => {
-    addError({ message: JSON.parse(e.data).message, time: new Date().toISOString() });
+    addError({ message: JSON.parse(e.data).message, time: new Date().toISOString() }, true);
     schedule();
   });
   source.onmessage = (e) => {
@@ -128,6 +130,7 @@ function ingest(ev) {
   run.last = ev.time || run.last;
   if (typeof ev.trace_id === 'string' && TRACE_ID.test(ev.trace_id)) run.traceId = ev.trace_id;
   noteParent(run, ev);
+  let call = null;
   switch (ev.type) {
     case 'run.start':
     case 'run.resumed':
@@ -137,6 +140,10 @@ function ingest(ev) {
       break;
     case 'run.suspended':
       run.status = 'suspended';
+      break;
+    case 'context.compacted':
+    case 'budget.exceeded':
+      noteRunEvent(run, ev);
       break;
     case 'run.end': {
       run.status = ev.stop_reason || 'stop';
@@ -167,26 +174,29 @@ function ingest(ev) {
       break;
     }
     case 'tool.start': {
-      const c = callOf(run, ev);
+      const c = call = callOf(run, ev);
       c.start = ev.time;
       c.args = ev.arguments;
+      if (run.direct) settleDirect(run, ev);
       break;
     }
     case 'tool.approval': {
       // A call that waits for a person: pending with its deadline, then
       // the decision.
-      const c = callOf(run, ev);
-      c.approval = { decision: ev.decision, deadline: ev.deadline || (c.approval && c.approval.deadline), reason: ev.reason || '', by: ev.decision_id || '' };
+      const c = call = callOf(run, ev);
+      c.approval = { decision: ev.decision, deadline: ev.deadline || (c.approval && c.approval.deadline), reason: ev.reason || '', by: ev.decision_id || '',
+        since: ev.decision === 'pending' ? ev.time : (c.approval && c.approval.since) || ev.time };
       break;
     }
     case 'tool.update': {
-      const c = callOf(run, ev);
+      const c = call = callOf(run, ev);
+      if (noteRetry(c, ev.partial)) break;
       c.updates.push(ev.partial);
       if (c.updates.length > MAX_UPDATES) c.updates.shift();
       break;
     }
     case 'tool.end': {
-      const c = callOf(run, ev);
+      const c = call = callOf(run, ev);
       c.end = ev.time;
       c.result = ev.result;
       c.isError = !!ev.is_error;
@@ -195,6 +205,7 @@ function ingest(ev) {
       c.worker = ev.worker;
       c.attempt = ev.attempt;
       if (!c.start && ev.time && ev.duration_ms) c.start = new Date(Date.parse(ev.time) - ev.duration_ms).toISOString();
+      if (run.direct) settleDirect(run, ev);
       break;
     }
     case 'error':
@@ -202,6 +213,7 @@ function ingest(ev) {
       if (run.errors.length > MAX_ERRORS) run.errors.shift();
       break;
   }
+  notePending(run, call);
   touchSession(run);
   if (state.selected === sessionKey(run.agent, run.session) || nestedInShown(run)) state.dirty.run = true;
 }
@@ -211,6 +223,7 @@ function newRun(ev) {
     id: ev.run_id, agent: ev.agent, session: ev.session, status: 'running',
     start: ev.time, last: ev.time, end: null, turns: new Map(), calls: new Map(),
     usage: null, errors: [], errorMessage: '', orchestrator: '', traceId: '', parent: null,
+    direct: isDirect(ev.run_id), budgets: [],
   };
   state.runs.set(run.id, run);
   // The cap: drop the oldest runs, never the one on screen.
@@ -218,6 +231,7 @@ function newRun(ev) {
     if (state.runs.size <= state.maxRuns) break;
     if (id === shownRunId()) continue;
     dropChild(state.runs.get(id));
+    forgetPending(state.runs.get(id));
     state.runs.delete(id);
   }
   return run;
@@ -226,7 +240,7 @@ function newRun(ev) {
 function turnOf(run, n) {
   let t = run.turns.get(n);
   if (!t) {
-    t = { n, start: null, end: null, text: '', usage: null, error: '', calls: [] };
+    t = { n, start: null, end: null, text: '', usage: null, error: '', calls: [], compactions: [] };
     run.turns.set(n, t);
   }
   return t;
@@ -236,7 +250,7 @@ function callOf(run, ev) {
   let c = run.calls.get(ev.tool_call_id);
   if (!c) {
     c = { id: ev.tool_call_id, name: ev.tool_name, turn: ev.turn, start: null, end: null, args: undefined,
-      updates: [], result: null, isError: false, outcome: '', duration: 0, worker: '', attempt: 0, approval: null };
+      updates: [], result: null, isError: false, outcome: '', duration: 0, worker: '', attempt: 0, approval: null, retries: [] };
     run.calls.set(c.id, c);
     turnOf(run, ev.turn).calls.push(c);
   }
@@ -252,7 +266,7 @@ function touchSession(run) {
   }
   if (s) state.sessions.delete(key);
   s = { agent: run.agent, session: run.session, runId: run.id, status: run.status, time: run.last,
-    tools: run.calls.size, tokens: tokensOf(run), errorMessage: run.errorMessage };
+    tools: run.calls.size, tokens: tokensOf(run), errorMessage: run.errorMessage, direct: run.direct, waiting: waitingIn(run) };
   state.sessions.set(key, s);
   for (const [k] of state.sessions) {
     if (state.sessions.size <= state.maxRuns) break;
@@ -266,12 +280,6 @@ function tokensOf(run) {
   let n = 0;
   for (const t of run.turns.values()) if (t.usage) n += t.usage.total_tokens || 0;
   return n;
-}
-
-function addError(ev) {
-  state.errors.push(ev);
-  if (state.errors.length > MAX_ERRORS) state.errors.shift();
-  state.dirty.errors = true;
 }
 
 function failed(status) {
@@ -296,16 +304,11 @@ function render() {
   document.body.dataset.events = String(state.events);
   document.body.dataset.runs = String(state.runs.size);
   if (state.dirty.errors) renderErrors();
-  if (state.dirty.sessions) renderSessions();
+  if (state.dirty.sessions) {
+    renderSessions();
+    renderInbox();
+  }
   if (state.dirty.run) renderRun();
-}
-
-function renderErrors() {
-  state.dirty.errors = false;
-  const box = $('errors');
-  box.replaceChildren(...state.errors.slice(-5).reverse().map((e) =>
-    el('p', {}, (e.time ? e.time.slice(11, 19) + ' ' : '') + (e.agent ? e.agent + '/' + e.session + ': ' : '') + (e.message || 'error'))));
-  box.hidden = state.errors.length === 0;
 }
 
 function renderSessions() {
@@ -326,12 +329,14 @@ function renderSessions() {
   for (const s of rows.slice(0, 500)) {
     const key = sessionKey(s.agent, s.session);
     const tr = el('tr', {
-      className: 'session' + (failed(s.status) ? ' failed' : '') + (key === state.selected ? ' selected' : ''),
+      className: 'session' + (failed(s.status) ? ' failed' : '') + (key === state.selected ? ' selected' : '') + (s.waiting ? ' waiting' : ''),
       'data-agent': s.agent, 'data-session': s.session, 'data-status': s.status, 'data-run-id': s.runId,
+      'data-kind': s.direct ? 'direct' : 'run', 'data-waiting': s.waiting ? String(s.waiting) : null,
     },
     el('td', {}, s.agent), el('td', {}, s.session),
-    el('td', { className: 'status status-' + s.status }, s.status),
-    el('td', { title: s.runId }, s.runId.slice(0, 8)),
+    el('td', { className: 'status status-' + s.status }, s.status, s.direct ? el('span', { className: 'muted' }, ' (call)') : '',
+      s.waiting ? el('span', { className: 'badge waiting-badge', title: s.waiting + ' calls wait for a decision' }, 'waits for approval') : ''),
+    el('td', { title: s.runId }, s.runId.replace(/^direct-/, '').slice(0, 8)),
     el('td', {}, s.tools), el('td', {}, s.tokens || ''),
     el('td', { title: s.time || '' }, s.time ? new Date(s.time).toLocaleTimeString() : ''));
     tr.addEventListener('click', () => { location.hash = encodeURIComponent(key); });
@@ -376,14 +381,14 @@ function renderRun() {
   box.dataset.status = run.status;
   const head = el('div', { className: 'run-head' },
     el('h2', {}, run.agent + '/' + run.session),
-    el('span', { className: 'fact' }, 'run ', el('code', {}, run.id)),
+    el('span', { className: 'fact' }, run.direct ? 'direct call ' : 'run ', el('code', {}, run.id)),
     run.traceId && traceFact(run.traceId),
     run.parent && parentFact(run),
     el('span', { className: 'fact' }, 'stop reason ', el('span', { className: 'stop-reason status status-' + run.status }, run.status)),
     el('span', { className: 'fact tokens' }, tokenText(run)),
-    el('span', { className: 'fact' }, durationText(run.start, run.end || run.last)),
+    el('span', { className: 'fact run-duration' }, durationText(run.start, run.end || (run.status === 'running' ? new Date().toISOString() : run.last))),
     run.orchestrator && el('span', { className: 'fact muted' }, 'orchestrator ' + run.orchestrator));
-  if (run.status === 'running' && !state.readOnly) {
+  if (run.status === 'running' && !run.direct && !state.readOnly) {
     const b = el('button', { id: 'abort-button', type: 'button' }, 'Abort');
     b.addEventListener('click', () => abortRun(run));
     head.append(b);
@@ -395,23 +400,22 @@ function renderRun() {
     sel.addEventListener('change', () => { state.selectedRun = sel.value; state.dirty.run = true; render(); });
     head.append(sel);
   }
-  // Failures first: the run's error, then each failed tool call.
-  const errs = [];
-  if (run.errorMessage) errs.push(el('p', {}, run.status + ': ' + run.errorMessage));
-  for (const e of run.errors) errs.push(el('p', {}, e));
-  for (const c of run.calls.values()) {
-    if (c.isError) errs.push(el('p', {}, c.name + ' (' + c.outcome + '): ' + shorten(resultText(c.result), FOLD)));
-  }
+  // Failures first: the session's errors outside any run, the run's
+  // error, then each failed tool call.
   const parts = [head];
-  if (errs.length) parts.push(el('div', { className: 'errors run-errors' }, ...errs));
+  const serrs = sessionErrors(run);
+  if (serrs.length) parts.push(el('div', { className: 'errors session-errors' }, ...serrs));
+  const rerrs = runErrors(run);
+  if (rerrs) parts.push(rerrs);
   const t0 = Date.parse(run.start) || 0;
   const t1 = Math.max(Date.parse(run.end || run.last) || 0, t0 + 1);
   for (const t of [...run.turns.values()].sort((a, b) => a.n - b.n)) {
-    if (t.n === 0 && !t.text && t.calls.length === 0) continue;
+    if (t.n === 0 && !t.text && t.calls.length === 0 && t.compactions.length === 0) continue;
     const turn = el('div', { className: 'turn', 'data-turn': t.n },
       el('h3', {}, 'turn ' + t.n + (t.usage ? ' · ' + (t.usage.total_tokens || 0) + ' tokens' : '')));
     if (t.text) turn.append(el('div', { className: 'text' }, t.text));
     if (t.error) turn.append(el('div', { className: 'errors' }, t.error));
+    for (const k of t.compactions) turn.append(el('div', { className: 'compacted' }, compactionText(k)));
     for (const c of t.calls) turn.append(renderCall(run, c, t0, t1));
     parts.push(turn);
   }
@@ -429,16 +433,16 @@ function renderCall(run, c, t0, t1) {
   bar.style.width = width + '%';
   const div = el('div', {
     className: 'tool' + (c.isError ? ' failed' : ''), 'data-tool-call-id': c.id, 'data-tool': c.name,
-    'data-outcome': c.outcome || 'running',
+    'data-outcome': c.outcome || (waitsForDecision(run, c) ? 'waiting' : 'running'),
   },
   el('div', { className: 'tool-label' },
     el('span', { className: 'name' }, c.name),
-    el('span', { className: 'outcome' }, c.outcome || 'running'),
-    el('span', { className: 'duration' }, c.end ? msText(c.duration) : 'running'),
-    c.worker && el('span', { className: 'worker' }, 'worker ' + c.worker),
-    c.attempt > 0 && el('span', { className: 'attempt' }, 'attempt ' + c.attempt)),
-  el('div', { className: 'track' }, bar));
-  if (c.approval) div.append(renderApproval(c));
+    el('span', { className: 'outcome' }, callState(run, c)),
+    el('span', { className: 'duration' }, callDuration(run, c)),
+    c.worker && workerLabel(c.worker),
+    c.attempt > 0 && el('span', { className: 'attempt' + (c.attempt > 1 ? ' retried' : '') }, 'attempt ' + c.attempt)),
+  el('div', { className: 'track' }, bar), ...retryLines(c));
+  if (c.approval) div.append(renderApproval(run, c));
   if (c.args !== undefined) div.append(fold('arguments', json(c.args), 'tool-args'));
   if (c.updates.length) div.append(el('div', { className: 'progress' }, 'progress: ' + shorten(json(c.updates[c.updates.length - 1]), FOLD)));
   if (c.result) div.append(fold('result', resultText(c.result) || json(c.result), 'tool-result'));
@@ -450,9 +454,10 @@ function renderCall(run, c, t0, t1) {
 // when the server names one. The id has passed TRACE_ID.
 function traceFact(id) {
   const short = el('code', {}, id.slice(0, 8) + '…');
-  const shown = state.traceURL
-    ? el('a', { href: state.traceURL.split('{trace_id}').join(encodeURIComponent(id)), target: '_blank', rel: 'noopener' }, short)
-    : short;
+  let href = '';
+  if (state.traceURL) href = state.traceURL.split('{trace_id}').join(encodeURIComponent(id));
+  else if (state.traceView) href = 'trace.html#' + encodeURIComponent(id);
+  const shown = href ? el('a', { href, target: '_blank', rel: 'noopener' }, short) : short;
   return el('span', { className: 'fact trace', title: 'trace ' + id, 'data-trace-id': id }, 'trace ', shown);
 }
 
@@ -465,12 +470,11 @@ function traceURLOf(u) {
 // renderApproval shows what became of a call that waits for approval:
 // while it waits (and its run goes on), its deadline and, unless the page
 // is read only, buttons to approve or reject it.
-function renderApproval(c) {
+function renderApproval(run, c) {
   const a = c.approval;
-  const run = state.runs.get(shownRunId());
-  const waiting = a.decision === 'pending' && !c.end && run && run.status === 'running';
+  const waiting = waitsForDecision(run, c);
   const box = el('div', { className: 'approval', 'data-decision': a.decision },
-    waiting ? 'waits for approval until ' + (a.deadline || '').slice(11, 19)
+    waiting ? (a.deadline ? 'deadline ' + a.deadline.slice(11, 19) : 'no deadline')
       : 'approval: ' + a.decision + (a.reason ? ' (' + a.reason + ')' : '') + (a.by ? ' · decision ' + a.by : ''));
   if (waiting && !state.readOnly) {
     const yes = el('button', { type: 'button', className: 'approve-button' }, 'Approve');
@@ -611,7 +615,7 @@ function renderFleet() {
     const meter = el('span', { className: 'inflight' }, el('span', {}));
     meter.firstChild.style.width = (cap ? Math.min(100, inflight / cap * 100) : 0) + '%';
     frag.append(el('tr', { className: 'worker' + (lost ? ' lost' : ''), 'data-worker': w.id },
-      el('td', { title: w.id }, w.name + '/' + w.id.slice(0, 8) + (lost ? ' (lost)' : '')),
+      el('td', { className: 'worker-id', title: w.name + '/' + w.id }, el('code', {}, w.name + '/' + w.id), lost ? ' (lost)' : ''),
       el('td', {}, w.version),
       el('td', {}, meter, (w.in_flight >= 0 ? String(w.in_flight) : '?') + (cap ? ' / ' + cap : '')),
       el('td', {}, rate.toFixed(1)),
@@ -657,6 +661,7 @@ function start() {
   $('since').addEventListener('change', () => {
     state.runs.clear();
     state.children.clear();
+    pending.clear();
     state.sessions.clear();
     state.errors = [];
     state.events = 0;
@@ -670,6 +675,8 @@ function start() {
     const run = state.runs.get(shownRunId());
     if (run && run.status === 'running') { state.dirty.run = true; schedule(); }
   }, 500);
+  // The inbox's deadlines count down.
+  setInterval(() => { if (pending.size) { state.dirty.sessions = true; schedule(); } }, 1000);
   connect();
   fromHash();
   render();
