@@ -1,0 +1,138 @@
+package a2aserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/a2aproject/a2a-go/a2a"
+	"github.com/agentfleet/agentfleet"
+)
+
+// watch follows one task: it reads the task from the stored history when
+// the session's events say its state may have changed (a run started,
+// resumed, was suspended or ended; a call waits for approval or was
+// decided) and at each Poll besides, since events are core NATS messages
+// that an orchestrator's death or a slow reader may lose. The stored
+// history is the only source of a task's state: the events are triggers,
+// and progress (tool.start, tool.update) shown as working updates.
+type watch struct {
+	h       *handler
+	session string
+	key     string
+	trigger chan struct{}
+	updates chan *agentfleet.Event
+	stop    func()
+}
+
+// maxUpdates bounds the progress events a watch holds for a slow client;
+// more are dropped (the state is read from the history anyway).
+const maxUpdates = 64
+
+// newWatch subscribes the session's events; call it before the message
+// is sent, so that no event of its run is missed.
+func (h *handler) newWatch(session, key string) (*watch, error) {
+	w := &watch{h: h, session: session, key: key, trigger: make(chan struct{}, 1), updates: make(chan *agentfleet.Event, maxUpdates)}
+	stop, err := h.s.cfg.Backend.Follow(h.agent, session, func(e *agentfleet.Event) {
+		switch e.Type {
+		case agentfleet.EventToolStart, agentfleet.EventToolUpdate:
+			select {
+			case w.updates <- e:
+			default:
+			}
+		case agentfleet.EventRunStart, agentfleet.EventRunEnd, agentfleet.EventRunResumed, agentfleet.EventRunSuspended, agentfleet.EventToolApproval, agentfleet.EventError:
+			select {
+			case w.trigger <- struct{}{}:
+			default:
+			}
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("follow session %s: %w", session, err)
+	}
+	w.stop = stop
+	return w, nil
+}
+
+// load reads the task from the stored history; nil while no stored user
+// message has its key.
+func (w *watch) load(ctx context.Context) (*Task, error) {
+	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	st, err := w.h.s.cfg.Backend.Load(lctx, w.h.agent, w.session)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the history of session %s: %v", a2a.ErrInternalError, w.session, err)
+	}
+	t, ok := TaskOf(st.Records, w.session, w.key)
+	if !ok {
+		return nil, nil
+	}
+	return t, nil
+}
+
+// run passes each new state of the task to onState, and each progress
+// event of its run to onProgress (when not nil), until the task is
+// terminal or, with stopAtInput, input-required; it returns the last
+// task read. A task that does not appear in the history within
+// SubmitWait is an error.
+func (w *watch) run(ctx context.Context, stopAtInput bool, onState func(*Task) bool, onProgress func(*Task, *agentfleet.Event) bool) (*Task, error) {
+	tick := time.NewTicker(w.h.s.cfg.Poll)
+	defer tick.Stop()
+	deadline := time.Now().Add(w.h.s.cfg.SubmitWait)
+	var last *Task
+	for {
+		t, err := w.load(ctx)
+		if err != nil {
+			return last, err
+		}
+		if t == nil && time.Now().After(deadline) {
+			return last, fmt.Errorf("%w: no orchestrator took the message of task %s within %s", a2a.ErrInternalError, TaskID(w.session, w.key), w.h.s.cfg.SubmitWait)
+		}
+		if t != nil {
+			if last == nil || changed(last, t) {
+				if !onState(t) {
+					return t, nil
+				}
+			}
+			last = t
+			if s := t.Status.State; s.Terminal() || (stopAtInput && s == a2a.TaskStateInputRequired) {
+				return t, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return last, context.Cause(ctx)
+		case <-w.trigger:
+		case <-tick.C:
+		case e := <-w.updates:
+			if last != nil && e.RunID == last.RunID && onProgress != nil && !onProgress(last, e) {
+				return last, nil
+			}
+		}
+	}
+}
+
+// changed reports whether b is a new state of the task a was.
+func changed(a, b *Task) bool {
+	if a.Status.State != b.Status.State {
+		return true
+	}
+	pa, pb := "", ""
+	if a.Pending != nil {
+		pa = a.Pending.ToolCallID
+	}
+	if b.Pending != nil {
+		pb = b.Pending.ToolCallID
+	}
+	return pa != pb
+}
+
+// progressText describes a tool event of the task's run.
+func progressText(e *agentfleet.Event) string {
+	if e.Type == agentfleet.EventToolStart {
+		return fmt.Sprintf("tool %s started", e.ToolName)
+	}
+	b, _ := json.Marshal(e.Partial)
+	return fmt.Sprintf("tool %s: %s", e.ToolName, clip(string(b)))
+}
