@@ -249,8 +249,8 @@ func (h *handler) OnResubscribeToTask(ctx context.Context, p *a2a.TaskIDParams) 
 // nil, is a state already told.
 func (h *handler) stream(ctx context.Context, w *watch, skip *Task, yield func(a2a.Event, error) bool) {
 	_, err := w.run(ctx, false, func(t *Task) bool {
-		if t.Status.State == a2a.TaskStateInputRequired && skip != nil && !changed(skip, t) {
-			return true
+		if skip != nil && !changed(skip, t) {
+			return true // told already
 		}
 		st := t.Status
 		final := isFinal(t, nil)
