@@ -255,3 +255,49 @@ func TestA2AJavaScriptClient(t *testing.T) {
 		t.Fatalf("after approve = %+v", done)
 	}
 }
+
+// TestA2ARemoteAgent: a profile's remote agent, the A2A JavaScript SDK's
+// sample server, is a tool ask_js of the agent; the offline model's
+// "ask js: stream" calls it, the remote task's status updates are the
+// call's tool.update events, and its artifact is the answer.
+func TestA2ARemoteAgent(t *testing.T) {
+	startJSClient(t, "") // skips without node or the SDK
+	cmd := exec.Command("node", "server.mjs")
+	cmd.Dir = jsPeers
+	cmd.Stderr = os.Stderr
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	sc := bufio.NewScanner(out)
+	if !sc.Scan() || !strings.HasPrefix(sc.Text(), "listening ") {
+		t.Fatalf("the JS server did not start: %q", sc.Text())
+	}
+	url := "http://127.0.0.1:" + strings.TrimPrefix(sc.Text(), "listening ") + "/a2a"
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("OPENAI_BASE_URL", "")
+	config := filepath.Join(t.TempDir(), "agents.yaml")
+	os.WriteFile(config, []byte("agents:\n  - name: default\n    remote_agents:\n      - {name: js, url: '"+url+"'}\n"), 0o644)
+	m := run(t, "--workers", "1", "--config", config)
+	nc := connect(t, m)
+	updates, err := nc.SubscribeSync("agent.events.default.r1.tool.update")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.Flush()
+	final := ask(t, nc, "agent.ask.default.r1", "ask js: stream")
+	if text := strings.Join(strings.Fields(fmt.Sprint(final.Content)), " "); !strings.Contains(text, "streamed answer") {
+		t.Errorf("final = %+v", final)
+	}
+	msg, err := updates.NextMsg(10 * time.Second)
+	if err != nil {
+		t.Fatal("no tool.update of the remote task")
+	}
+	if !strings.Contains(string(msg.Data), `"a2a_state":"working"`) || !strings.Contains(string(msg.Data), `"tool_name":"ask_js"`) {
+		t.Errorf("tool.update = %s", msg.Data)
+	}
+}
