@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/a2aproject/a2a-go/a2asrv"
@@ -43,13 +44,20 @@ type Config struct {
 	// SubmitWait bounds the wait for an orchestrator to store a sent
 	// message (and for a canceled run's end); default 60s.
 	SubmitWait time.Duration
+	// MaxWatches bounds the tasks followed at once (requests that wait
+	// on a task, streams); one more is refused with a JSON-RPC error that
+	// says so. Default 256.
+	MaxWatches int
 	// Version is the cards' version; default "0.1.0".
 	Version string
 	Logger  *slog.Logger
 }
 
 // Server is the A2A server of the fleet's agents.
-type Server struct{ cfg Config }
+type Server struct {
+	cfg      Config
+	watching atomic.Int64
+}
 
 // Prefix is the path under which each agent is served: /a2a/<agent>.
 const Prefix = "/a2a/"
@@ -70,6 +78,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.SubmitWait <= 0 {
 		cfg.SubmitWait = time.Minute
+	}
+	if cfg.MaxWatches <= 0 {
+		cfg.MaxWatches = 256
 	}
 	if cfg.Version == "" {
 		cfg.Version = "0.1.0"

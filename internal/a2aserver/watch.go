@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/a2aproject/a2a-go/a2a"
@@ -33,6 +34,10 @@ const maxUpdates = 64
 // newWatch subscribes the session's events; call it before the message
 // is sent, so that no event of its run is missed.
 func (h *handler) newWatch(session, key string) (*watch, error) {
+	if n := h.s.watching.Add(1); n > int64(h.s.cfg.MaxWatches) {
+		h.s.watching.Add(-1)
+		return nil, fmt.Errorf("%w: this server follows at most %d tasks at once (requests waiting on a task, streams) and all are taken: retry later", a2a.ErrServerError, h.s.cfg.MaxWatches)
+	}
 	w := &watch{h: h, session: session, key: key, trigger: make(chan struct{}, 1), updates: make(chan *agentfleet.Event, maxUpdates)}
 	stop, err := h.s.cfg.Backend.Follow(h.agent, session, func(e *agentfleet.Event) {
 		switch e.Type {
@@ -49,9 +54,11 @@ func (h *handler) newWatch(session, key string) (*watch, error) {
 		}
 	})
 	if err != nil {
+		h.s.watching.Add(-1)
 		return nil, fmt.Errorf("follow session %s: %w", session, err)
 	}
-	w.stop = stop
+	var once sync.Once
+	w.stop = func() { once.Do(func() { stop(); h.s.watching.Add(-1) }) }
 	return w, nil
 }
 
