@@ -161,6 +161,7 @@ func (h *handler) OnSendMessage(ctx context.Context, p *a2a.MessageSendParams) (
 	}
 	if p.Config != nil && p.Config.Blocking != nil && !*p.Config.Blocking {
 		if tg.answer != nil {
+			tg.answer.Status = a2a.TaskStatus{State: a2a.TaskStateWorking}
 			return tg.answer.Task, nil
 		}
 		return &a2a.Task{ID: TaskID(tg.session, tg.key), ContextID: tg.session, Status: a2a.TaskStatus{State: a2a.TaskStateSubmitted}}, nil
@@ -253,7 +254,7 @@ func (h *handler) stream(ctx context.Context, w *watch, skip *Task, yield func(a
 			return true // told already
 		}
 		st := t.Status
-		final := isFinal(t, nil)
+		final := isFinal(t, nil) || st.State == a2a.TaskStateSubmitted // submitted: given up waiting
 		if final && len(t.Artifacts) > 0 {
 			for _, a := range t.Artifacts {
 				if !yield(&a2a.TaskArtifactUpdateEvent{TaskID: t.ID, ContextID: t.ContextID, Artifact: a, LastChunk: true}, nil) {
@@ -317,7 +318,9 @@ func (h *handler) OnCancelTask(ctx context.Context, p *a2a.TaskIDParams) (*a2a.T
 		return nil, fmt.Errorf("%w: abort the run of task %s: %v", a2a.ErrInternalError, p.ID, err)
 	}
 	if reply.StopReason == agentfleet.StopReasonAborted && reply.RunID != "" && reply.RunID != t.RunID {
-		return nil, fmt.Errorf("%w: task %s: the session's active run was %s, not the task's", a2a.ErrTaskNotCancelable, p.ID, reply.RunID)
+		// The task's run ended between the read and the abort, and the
+		// abort, which names no run, stopped the session's next one.
+		return nil, fmt.Errorf("%w: task %s ended before the abort came, which stopped the session's next run %s", a2a.ErrTaskNotCancelable, p.ID, reply.RunID)
 	}
 	wctx, wcancel := context.WithTimeout(ctx, h.s.cfg.SubmitWait)
 	defer wcancel()

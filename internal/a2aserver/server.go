@@ -41,8 +41,9 @@ type Config struct {
 	// Poll is how often a waiting request reads its task from the stored
 	// history when no event says it changed; default 1s.
 	Poll time.Duration
-	// SubmitWait bounds the wait for an orchestrator to store a sent
-	// message (and for a canceled run's end); default 60s.
+	// SubmitWait bounds the wait for a run to take a sent message (after
+	// which the task is answered as submitted) and for a canceled run's
+	// end; default 60s.
 	SubmitWait time.Duration
 	// MaxWatches bounds the tasks followed at once (requests that wait
 	// on a task, streams); one more is refused with a JSON-RPC error that

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
@@ -77,5 +78,28 @@ func TestMaxWatches(t *testing.T) {
 	})
 	if !strings.Contains(last, `"state":"submitted"`) {
 		t.Errorf("after the stream: %s", last)
+	}
+}
+
+// TestSubmittedWhenNoRunTakesIt: a blocking send whose message no run
+// takes within SubmitWait (it waits behind another run) is answered as
+// submitted, saying why, and a stream ends with that state, final.
+func TestSubmittedWhenNoRunTakesIt(t *testing.T) {
+	b := working{followed: make(chan struct{}, 4)}
+	srv := httptest.NewServer(New(Config{Backend: b, SubmitWait: 50 * time.Millisecond, Poll: 10 * time.Millisecond}).Handler())
+	defer srv.Close()
+	for _, method := range []string{"message/send", "message/stream"} {
+		resp, err := http.Post(srv.URL+"/a2a/default", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":{"message":{"kind":"message","role":"user","messageId":"m3","contextId":"s1","parts":[{"kind":"text","text":"hi"}]}}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(body), `"state":"submitted"`) || !strings.Contains(string(body), "it waits in the session's input") {
+			t.Errorf("%s = %s", method, body)
+		}
+		if method == "message/stream" && !strings.Contains(string(body), `"final":true`) {
+			t.Errorf("the stream did not end final: %s", body)
+		}
 	}
 }

@@ -81,8 +81,10 @@ func (w *watch) load(ctx context.Context) (*Task, error) {
 // run passes each new state of the task to onState, and each progress
 // event of its run to onProgress (when not nil), until the task is
 // terminal or, with stopAtInput, input-required; it returns the last
-// task read. A task that does not appear in the history within
-// SubmitWait is an error.
+// task read. A task whose message no run has taken within SubmitWait (it
+// waits behind another run of the session, or for an orchestrator) is
+// passed on as submitted, and ends the wait: its message is in the
+// session's durable input and runs later.
 func (w *watch) run(ctx context.Context, stopAtInput bool, onState func(*Task) bool, onProgress func(*Task, *agentfleet.Event) bool) (*Task, error) {
 	tick := time.NewTicker(w.h.s.cfg.Poll)
 	defer tick.Stop()
@@ -94,7 +96,11 @@ func (w *watch) run(ctx context.Context, stopAtInput bool, onState func(*Task) b
 			return last, err
 		}
 		if t == nil && time.Now().After(deadline) {
-			return last, fmt.Errorf("%w: no orchestrator took the message of task %s within %s", a2a.ErrInternalError, TaskID(w.session, w.key), w.h.s.cfg.SubmitWait)
+			t = &Task{Task: &a2a.Task{ID: TaskID(w.session, w.key), ContextID: w.session, Status: a2a.TaskStatus{State: a2a.TaskStateSubmitted,
+				Message: agentMessage(&a2a.Task{ID: TaskID(w.session, w.key), ContextID: w.session}, []a2a.Part{a2a.TextPart{Text: fmt.Sprintf(
+					"no run has taken the message within %s: it waits in the session's input (behind another run, or for an orchestrator); tasks/get finds the task once it runs", w.h.s.cfg.SubmitWait)}})}}}
+			onState(t)
+			return t, nil
 		}
 		if t != nil {
 			if last == nil || changed(last, t) {
