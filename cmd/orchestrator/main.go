@@ -80,6 +80,7 @@ type Main struct {
 	HTTPAuth          httpauth.Flags
 	DashLimits        dashboard.Limits
 	MCP               bool
+	A2A               bool
 	Dashboard         bool
 	TraceURL          string
 	TraceView         tracing.RecentConfig
@@ -111,9 +112,10 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.SetOutput(m.Stderr)
 	m.NATS.Register(fs, "")
 	m.Log.Register(fs)
-	fs.StringVar(&m.HTTP, "http", "127.0.0.1:8080", `address of the dashboard (/), /mcp, /metrics, /healthz and /readyz ("" turns it off)`)
+	fs.StringVar(&m.HTTP, "http", "127.0.0.1:8080", `address of the dashboard (/), /mcp, /a2a, /metrics, /healthz and /readyz ("" turns it off)`)
 	fs.BoolVar(&m.Dashboard, "dashboard", true, "serve the browser dashboard at / of --http")
 	fs.StringVar(&m.TraceURL, "trace-url", os.Getenv("AGENTFLEET_TRACE_URL"), "link the dashboard's trace ids to this tracing UI URL, {trace_id} replaced by the id, e.g. http://localhost:16686/trace/{trace_id} (default $AGENTFLEET_TRACE_URL)")
+	fs.BoolVar(&m.A2A, "serve-a2a", true, "serve every agent over A2A (JSON-RPC, SSE) at /a2a/<agent> of --http, with its Agent Card, the default agent's at /.well-known/agent-card.json")
 	fs.BoolVar(&m.MCP, "serve-mcp", true, "serve the fleet as an MCP server (streamable HTTP, stateless) at /mcp of --http")
 	fs.StringVar(&m.MCPToken, "mcp-token", os.Getenv("AGENTFLEET_MCP_TOKEN"), "one more bearer token accepted on /mcp (and only there) besides the writer token of --http-token-file; alone it guards /mcp and nothing else (default $AGENTFLEET_MCP_TOKEN)")
 	m.HTTPAuth.Register(fs, true)
@@ -192,8 +194,9 @@ func (m *Main) ParseFlags(args []string) error {
 	})
 	if m.HTTP != "" {
 		// What is served is covered without the tokens of --http-token-file
-		// when no dashboard is, and /mcp has its token or is not served.
-		covered := !m.Dashboard && (!m.MCP || m.MCPToken != "")
+		// when no dashboard is, /mcp has its token or is not served, and
+		// A2A is not served.
+		covered := !m.Dashboard && (!m.MCP || m.MCPToken != "") && !m.A2A
 		if m.guard, err = m.HTTPAuth.Guard("--http", m.HTTP, m.MCPToken, covered, m.logger); err != nil {
 			return err
 		}
@@ -320,6 +323,7 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	m.startMCP()
+	m.startA2A()
 	return nil
 }
 

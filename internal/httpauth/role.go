@@ -35,6 +35,8 @@ const (
 	routeMetrics              // /metrics
 	routeProbe                // /healthz, /readyz
 	routeLogin                // /login, /logout
+	routeCard                 // GET of an A2A Agent Card: /.well-known/agent-card.json, /a2a/<agent>/.well-known/agent-card.json
+	routeA2A                  // /a2a and /a2a/...: the A2A endpoints
 )
 
 // classify names the route of a request.
@@ -48,6 +50,11 @@ func classify(method, path string) route {
 		return routeLogin
 	case path == "/mcp" || strings.HasPrefix(path, "/mcp/"):
 		return routeMCP
+	case safeMethod(method) && (path == "/.well-known/agent-card.json" ||
+		strings.HasPrefix(path, "/a2a/") && strings.HasSuffix(path, "/.well-known/agent-card.json") && strings.Count(path, "/") == 4):
+		return routeCard
+	case path == "/a2a" || strings.HasPrefix(path, "/a2a/"):
+		return routeA2A
 	case strings.HasPrefix(path, "/api/"):
 		if safeMethod(method) {
 			return routeAPIRead
@@ -62,17 +69,20 @@ func safeMethod(m string) bool { return m == "GET" || m == "HEAD" || m == "OPTIO
 
 // needs is the role a route needs on a listener with writer or viewer
 // tokens. /mcp needs the writer role whatever the call: it is one
-// endpoint whose tools/call runs tools, and its method is in the body.
+// endpoint whose tools/call runs tools, and its method is in the body;
+// so do the A2A endpoints, for the same reason. An Agent Card is public,
+// as A2A discovery expects: it names the agent, its tools and the scheme
+// to authenticate with, nothing of any session.
 func needs(r route, metricsAuth bool) Role {
 	switch r {
-	case routeProbe, routeLogin:
+	case routeProbe, routeLogin, routeCard:
 		return Anonymous
 	case routeMetrics:
 		if metricsAuth {
 			return Viewer
 		}
 		return Anonymous
-	case routeAction, routeMCP:
+	case routeAction, routeMCP, routeA2A:
 		return Writer
 	}
 	return Viewer

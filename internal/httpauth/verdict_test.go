@@ -79,6 +79,16 @@ func TestDecide(t *testing.T) {
 		{"send writer", Facts{Method: "POST", Path: "/api/send", Authorization: bearer(writerTok)}, want{role: Writer}},
 		{"approve writer", Facts{Method: "POST", Path: "/api/approve", Authorization: bearer(writerTok), Origin: origin}, want{role: Writer}},
 		{"mcp writer", Facts{Method: "POST", Path: "/mcp", Authorization: bearer(writerTok)}, want{role: Writer}},
+		// A2A: the cards are public, the endpoints a writer's.
+		{"a2a card anonymous", Facts{Method: "GET", Path: "/.well-known/agent-card.json"}, want{role: Anonymous}},
+		{"a2a agent card anonymous", Facts{Method: "GET", Path: "/a2a/ops/.well-known/agent-card.json"}, want{role: Anonymous}},
+		{"a2a card posted", Facts{Method: "POST", Path: "/a2a/ops/.well-known/agent-card.json"}, want{status: 401}},
+		{"a2a deeper card path", Facts{Method: "GET", Path: "/a2a/ops/x/.well-known/agent-card.json"}, want{status: 401}},
+		{"a2a anonymous", Facts{Method: "POST", Path: "/a2a/ops"}, want{status: 401}},
+		{"a2a index anonymous", Facts{Method: "GET", Path: "/a2a"}, want{status: 401}},
+		{"a2a viewer", Facts{Method: "POST", Path: "/a2a/ops", Authorization: bearer(viewerTok)}, want{status: 403}},
+		{"a2a mcp token", Facts{Method: "POST", Path: "/a2a/ops", Authorization: bearer(mcpTok)}, want{status: 401}},
+		{"a2a writer", Facts{Method: "POST", Path: "/a2a/ops", Authorization: bearer(writerTok)}, want{role: Writer}},
 		{"scheme is case-insensitive", Facts{Method: "POST", Path: "/mcp", Authorization: "bearer " + writerTok}, want{role: Writer}},
 
 		// --mcp-token is a writer on /mcp alone.

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/agentfleet/agentfleet/internal/a2aremote"
+
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/client"
@@ -24,6 +26,15 @@ func (a *agent) registerAsks() error {
 			return fmt.Errorf("agents entry %s: %w", target, err)
 		}
 		a.asks[t.Name] = target
+	}
+	for _, r := range a.profile.RemoteAgents {
+		t, err := a2aremote.Tool(r, a.profile.AskTimeout(), a2aremote.Limits{})
+		if err != nil {
+			return err
+		}
+		if err := a.store.Register(t); err != nil {
+			return fmt.Errorf("remote_agents entry %s: %w", r.Name, err)
+		}
 	}
 	return nil
 }

@@ -1,6 +1,10 @@
 package orchestrator
 
-import "github.com/agentfleet/agentfleet"
+import (
+	"strings"
+
+	"github.com/agentfleet/agentfleet"
+)
 
 // mustFlush decides whether the history record of m, appended by a run,
 // must be stored before the run goes on, or may wait in the session's
@@ -16,11 +20,14 @@ import "github.com/agentfleet/agentfleet"
 // with a call of any other tool is stored before the call goes out, and
 // the result of such a call as soon as it is known, for neither can be
 // made again. Approval requests, decisions, summaries and run ends are
-// always stored at once (the Writer's Append methods).
+// always stored at once (the Writer's Append methods). So is the user
+// message of an A2A task (client message id a2a-…, package a2aserver):
+// its task is read from the stored history by whichever orchestrator is
+// asked, and must be found there while its run works.
 func mustFlush(m agentfleet.Message, rerunnable func(tool string) bool) bool {
 	switch m := m.(type) {
 	case *agentfleet.UserMessage:
-		return false
+		return strings.HasPrefix(m.ID, "a2a-")
 	case *agentfleet.AssistantMessage:
 		if m.StopReason == agentfleet.StopReasonLength {
 			return false // its calls are refused, never run

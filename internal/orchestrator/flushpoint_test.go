@@ -28,6 +28,7 @@ func TestMustFlush(t *testing.T) {
 		want bool
 	}{
 		{"user message waits: its input is acked only after the run end is stored", agentfleet.NewUserMessage("hi"), false},
+		{"an A2A task's user message is stored at once: any orchestrator reads the task from the history", &agentfleet.UserMessage{Role: agentfleet.RoleUser, ID: "a2a-0123"}, true},
 		{"final answer waits for the run end", &agentfleet.AssistantMessage{Role: agentfleet.RoleAssistant, Content: []agentfleet.Content{agentfleet.Text("done")}}, false},
 		{"calls all read-only or idempotent wait", calls("read", "retry"), false},
 		{"a call with side effects is stored before it runs", calls("read", "write"), true},

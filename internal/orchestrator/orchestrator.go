@@ -275,6 +275,12 @@ func (o *Orchestrator) Fleet() *busfleet.Fleet { return o.fleet }
 // Publisher returns the event publisher.
 func (o *Orchestrator) Publisher() *events.Publisher { return o.pub }
 
+// Stored returns the connection, the subjects and the history store
+// (nil without durability) the orchestrator serves with.
+func (o *Orchestrator) Stored() (*bus.Conn, bus.Subjects, *history.Store) {
+	return o.nc, o.subjects, o.history
+}
+
 // Tools returns the tools agent sees, in order.
 func (o *Orchestrator) Tools(agentName string) ([]agentfleet.ToolDef, bool) {
 	a, ok := o.agents[agentName]

@@ -90,6 +90,10 @@ type Profile struct {
 	// an error result.
 	AgentTimeout string `yaml:"agent_timeout" json:"agent_timeout"`
 
+	// RemoteAgents lists agents reached over A2A that this one may ask
+	// as tools, each ask_<name> (remote.go, package a2aremote).
+	RemoteAgents []RemoteAgent `yaml:"remote_agents" json:"remote_agents"`
+
 	// Handoffs lists the agents this one may hand a conversation over
 	// to, by name: each becomes a tool transfer_to_<name> {reason?} that
 	// ends the run and has that agent answer the session's next messages
@@ -235,6 +239,9 @@ func (p *Profile) check(i int) error {
 // once.
 func (p *Profile) checkAgents(known map[string]bool) error {
 	if err := p.checkList("agents", "ask", p.Agents, known); err != nil {
+		return err
+	}
+	if err := p.checkRemote(); err != nil {
 		return err
 	}
 	return p.checkList("handoffs", "hand over to", p.Handoffs, known)
