@@ -153,7 +153,10 @@ func Write(ctx context.Context, store Store, fleet func() []agentfleet.ToolDef, 
 		return nil, fmt.Errorf("%s: reading the tool store: %w", WriteToolName, err)
 	}
 	if existing == nil {
-		if d, ok := findDef(fleet, def.Name); ok {
+		// A scripted tool the fleet still serves but the store no longer
+		// holds was just deleted: its workers drop it within a beat, so
+		// its name is free.
+		if d, ok := findDef(fleet, def.Name); ok && !d.Scripted {
 			return nil, fmt.Errorf("%s: a tool named %s already exists (%s) and is not a scripted tool, so it cannot be replaced; choose another name", WriteToolName, def.Name, summary(d))
 		}
 	} else if !def.Replace {

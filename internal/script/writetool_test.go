@@ -207,3 +207,23 @@ func TestDecodeDefinition(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// TestWriteToolOverADeletedScriptedTool: a scripted tool just deleted
+// from the store is still served until its workers' next beat; its name is
+// free to write again, while a tool that is not scripted keeps its name.
+func TestWriteToolOverADeletedScriptedTool(t *testing.T) {
+	store := NewMemoryStore()
+	fleet := func() []agentfleet.ToolDef {
+		return []agentfleet.ToolDef{{Name: "gone", Label: "Gone", Scripted: true}, {Name: "builtin", Label: "Builtin"}}
+	}
+	def := func(name string) *Definition {
+		return &Definition{Name: name, Label: "Again", Description: "written again",
+			InputSchema: json.RawMessage(`{"type":"object"}`), Code: "def execute(args):\n    return 'ok'\n"}
+	}
+	if _, err := Write(t.Context(), store, fleet, LocalDryRun(Env{}), def("gone")); err != nil {
+		t.Errorf("Write over a deleted scripted tool still served: %v, want it written", err)
+	}
+	if _, err := Write(t.Context(), store, fleet, LocalDryRun(Env{}), def("builtin")); err == nil || !strings.Contains(err.Error(), "is not a scripted tool") {
+		t.Errorf("Write over a tool that is not scripted: %v, want it refused", err)
+	}
+}
