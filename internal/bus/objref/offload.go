@@ -47,6 +47,9 @@ func Offload(t *agentfleet.Tool, st *Store) *agentfleet.Tool {
 
 type storeKey struct{}
 
+// ErrNoStore is the error of Put in a call that has no object store.
+var ErrNoStore = errors.New("no object store for this call: the worker has none (a NATS server without JetStream)")
+
 // callStore is the Store as one call uses it: it counts what the call
 // put.
 type callStore struct {
@@ -65,7 +68,7 @@ type callStore struct {
 func Put(ctx context.Context, r io.Reader, mimeType, name string) (agentfleet.Content, error) {
 	cs, ok := ctx.Value(storeKey{}).(*callStore)
 	if !ok {
-		return agentfleet.Content{}, errors.New("no object store for this call: the worker has none (a NATS server without JetStream)")
+		return agentfleet.Content{}, ErrNoStore
 	}
 	return cs.put(ctx, r, mimeType, name)
 }
