@@ -81,7 +81,12 @@ func (e Executor) check(ctx context.Context, prep *pipeline.Prepared, c agentfle
 	if view == ViewNone {
 		return []agentfleet.Content{c}, nil
 	}
-	head, err := e.read(ctx, c.Ref, n, c.Size)
+	var head []byte
+	if view == ViewImage {
+		head, err = e.read(ctx, c.Ref, n, c.Size)
+	} else {
+		head, _, err = e.Store.Head(ctx, c.Ref, n)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +96,8 @@ func (e Executor) check(ctx context.Context, prep *pipeline.Prepared, c agentfle
 	return []agentfleet.Content{c, agentfleet.Text(TextHead(head, c.Size))}, nil
 }
 
-// read returns the first n bytes of the object of ref, of size bytes.
+// read returns the n bytes of the object of ref, of size bytes: all of
+// them, so that the digest is checked.
 func (e Executor) read(ctx context.Context, ref string, n, size int64) ([]byte, error) {
 	r, _, err := e.Store.Open(ctx, ref)
 	if err != nil {

@@ -29,6 +29,7 @@ type Config struct {
 
 // Store is the fleet's payload bucket. It is safe for concurrent use.
 type Store struct {
+	js     jetstream.JetStream
 	obs    jetstream.ObjectStore
 	bucket string
 	lim    Limits
@@ -72,7 +73,7 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Store, erro
 	case err != nil:
 		return nil, fmt.Errorf("object store %s: %w", cfg.Bucket, err)
 	}
-	return &Store{obs: obs, bucket: cfg.Bucket, lim: cfg.Limits.WithDefaults()}, nil
+	return &Store{js: js, obs: obs, bucket: cfg.Bucket, lim: cfg.Limits.WithDefaults()}, nil
 }
 
 // Bucket returns the bucket's name.
@@ -171,6 +172,42 @@ func (s *Store) Open(ctx context.Context, ref string) (io.ReadCloser, Info, erro
 		return nil, Info{}, err
 	}
 	return res, info, nil
+}
+
+// Head returns the first n bytes of the object of ref (fewer when it is
+// smaller), read chunk by chunk from the bucket's stream, and the object's
+// info: it fetches only the chunks that hold them, where Open streams the
+// whole object to the reader. The digest is not checked, since it covers
+// the whole object.
+func (s *Store) Head(ctx context.Context, ref string, n int64) ([]byte, Info, error) {
+	name, err := s.name(ref)
+	if err != nil {
+		return nil, Info{}, err
+	}
+	oi, err := s.obs.GetInfo(ctx, name)
+	if err != nil {
+		return nil, Info{}, fmt.Errorf("object %s: %w", ref, err)
+	}
+	info, err := infoOf(oi)
+	if err != nil {
+		return nil, Info{}, err
+	}
+	n = min(n, info.Size)
+	stream, err := s.js.Stream(ctx, "OBJ_"+s.bucket)
+	if err != nil {
+		return nil, Info{}, fmt.Errorf("object store %s: %w", s.bucket, err)
+	}
+	head := make([]byte, 0, n) // n is the caller's bound, at most the object's size
+	subject := "$O." + s.bucket + ".C." + oi.NUID
+	for seq := uint64(1); int64(len(head)) < n; {
+		m, err := stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
+		if err != nil {
+			return nil, Info{}, fmt.Errorf("object %s: chunk after %d bytes: %w", ref, len(head), err)
+		}
+		head = append(head, m.Data[:min(int64(len(m.Data)), n-int64(len(head)))]...)
+		seq = m.Sequence + 1
+	}
+	return head, info, nil
 }
 
 // SessionBytes returns the bytes the objects of a session hold.
