@@ -39,6 +39,10 @@ type Store struct {
 // there is no object store, and large payloads cannot travel.
 var ErrNoJetStream = errors.New("the NATS server has no JetStream, so no object store for large payloads")
 
+// ErrNotFound is wrapped by the errors of an object that does not exist,
+// or whose upload did not finish.
+var ErrNotFound = jetstream.ErrObjectNotFound
+
 // OpenOn opens the bucket on nc, creating it when it does not exist; it
 // returns ErrNoJetStream when the server has no JetStream.
 func OpenOn(ctx context.Context, nc *nats.Conn, cfg Config) (*Store, error) {
