@@ -23,6 +23,9 @@ const (
 	ContentToolCall  = "tool_call"
 	ContentToolCalls = "tool_calls"
 	ContentThinking  = "thinking"
+	// ContentRef is a block that stands for bytes kept in an object store
+	// (ref.go).
+	ContentRef = "ref"
 )
 
 // Content is one block of a message. Its JSON form is the MCP/OpenAI shape:
@@ -46,6 +49,13 @@ type Content struct {
 
 	// ToolCalls holds the entries of a tool_calls block.
 	ToolCalls []RawToolCall `json:"tool_calls,omitempty" msgpack:"tool_calls,omitempty"`
+
+	// Ref, Size and SHA256 describe a ref block (ref.go): where the bytes
+	// are, how many, and their SHA-256 in lowercase hex. MIMEType says what
+	// they are and Name, optionally, what they are called.
+	Ref    string `json:"$ref,omitempty" msgpack:"$ref,omitempty"`
+	Size   int64  `json:"size,omitempty" msgpack:"size,omitempty"`
+	SHA256 string `json:"sha256,omitempty" msgpack:"sha256,omitempty"`
 }
 
 // RawToolCall is one entry of an OpenAI tool_calls array, as a model sends it:
@@ -73,8 +83,8 @@ func Image(data, mimeType string) Content {
 	return Content{Type: ContentImage, Data: data, MIMEType: mimeType}
 }
 
-// Validate reports whether c is a well-formed text or image block, the only
-// kinds that users and tools may send. The error names the field at fault.
+// Validate reports whether c is a well-formed text, image or ref block,
+// the only kinds that tools may send (users send text and images). The error names the field at fault.
 func (c Content) Validate() error {
 	switch c.Type {
 	case ContentText:
@@ -93,10 +103,12 @@ func (c Content) Validate() error {
 			return fmt.Errorf("image block: data is not base64: %v", err)
 		}
 		return nil
+	case ContentRef:
+		return c.validateRef()
 	case "":
 		return fmt.Errorf("content block has no type")
 	default:
-		return fmt.Errorf("content block type %q is not one of text, image", c.Type)
+		return fmt.Errorf("content block type %q is not one of text, image, ref", c.Type)
 	}
 }
 

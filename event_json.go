@@ -248,6 +248,11 @@ func appendContents(b []byte, cs []Content) ([]byte, error) {
 		b = appendStringField(b, `,"mime_type":`, c.MIMEType)
 		b = appendStringField(b, `,"id":`, c.ID)
 		b = appendStringField(b, `,"name":`, c.Name)
+		if c.Type == ContentRef {
+			b = appendStringField(b, `,"$ref":`, c.Ref)
+			b = appendIntField(b, `,"size":`, int(c.Size))
+			b = appendStringField(b, `,"sha256":`, c.SHA256)
+		}
 		b = append(b, '}')
 	}
 	return append(b, ']'), nil

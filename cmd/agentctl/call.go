@@ -86,6 +86,9 @@ func (m *Main) call(ctx context.Context) error {
 		ID: "agentctl-" + strings.ToLower(rand.Text()[:10]), Name: name, Args: args, Timeout: timeout,
 		Retryable: def.Annotations.Idempotent || def.Annotations.ReadOnly,
 	}
+	// Objects the call puts in the fleet's store are owned by a session of
+	// its own, deleted once written out (-o).
+	call.Agent, call.Session = "agentctl", call.ID
 	start := time.Now()
 	res, err := client.Execute(ctx, call, func(partial any) {
 		if m.JSON {
@@ -110,6 +113,9 @@ func (m *Main) call(ctx context.Context) error {
 			return fmt.Errorf("%w; the fleet serves: %s", err, strings.Join(slices.Sorted(maps.Keys(found)), ", "))
 		}
 		return err
+	}
+	if m.Output != "" && !isError {
+		return m.writeFile(ctx, call, res)
 	}
 	if m.JSON {
 		b, _ := json.Marshal(struct {
@@ -141,6 +147,8 @@ func resultText(r *agentfleet.ToolResult) string {
 			parts = append(parts, c.Text)
 		case agentfleet.ContentImage:
 			parts = append(parts, fmt.Sprintf("(an image, %s, %d bytes of base64)", c.MIMEType, len(c.Data)))
+		case agentfleet.ContentRef:
+			parts = append(parts, fmt.Sprintf("(a file%s, %s, %d bytes, sha256 %s: %s)", prefixed(c.Name), c.MIMEType, c.Size, c.SHA256, c.Ref))
 		}
 	}
 	return strings.Join(parts, "\n")

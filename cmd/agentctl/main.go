@@ -120,6 +120,8 @@ type Main struct {
 	Reject bool
 	Reason string
 	Args   string
+	// Output is where call writes the file its tool returns ("-": stdout).
+	Output string
 
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
@@ -164,50 +166,6 @@ type command struct {
 	run               func(m *Main, ctx context.Context) error
 	subs              []*command
 }
-
-// takes says whether c itself takes the command flag name.
-func (c *command) takes(name string) bool {
-	switch name {
-	case "json":
-		return c.json
-	case "id":
-		return c.id
-	case "revision":
-		return c.revision
-	case "replace":
-		return c.replace
-	case "since":
-		return c.since
-	case "http", "read-only", "trace-url":
-		return c.dashboard
-	}
-	if slices.Contains(httpauth.FlagNames, name) || slices.Contains(dashboard.LimitFlagNames, name) {
-		return c.dashboard
-	}
-	switch name {
-	case "reject", "reason", "args":
-		return c.decision
-	}
-	return false
-}
-
-// anyTakes says whether c or one of its subcommands takes the command flag
-// name.
-func (c *command) anyTakes(name string) bool {
-	if c.takes(name) {
-		return true
-	}
-	for _, s := range c.subs {
-		if s.takes(name) {
-			return true
-		}
-	}
-	return false
-}
-
-// commandFlags are the flags that only some commands take.
-var commandFlags = slices.Concat([]string{"json", "id", "revision", "replace", "since", "http", "read-only", "trace-url", "reject", "reason", "args"},
-	httpauth.FlagNames, dashboard.LimitFlagNames)
 
 // toolsCommands are the subcommands of tools, which manage the scripted
 // tools in the KV bucket.
@@ -386,6 +344,9 @@ func (m *Main) ParseFlags(args []string) error {
 		fs.BoolVar(&m.Reject, "reject", false, "reject the call instead of approving it")
 		fs.StringVar(&m.Reason, "reason", "", "why: the model sees it in the error result of a rejected call")
 		fs.StringVar(&m.Args, "args", "", "approve the call with these arguments instead (a JSON object, checked against the tool's schema)")
+	}
+	if m.cmd.anyTakes("o") {
+		fs.StringVar(&m.Output, "o", "", "write the file the tool returns (its first ref block, or image) to this path; '-': standard output")
 	}
 	if m.cmd.anyTakes("since") {
 		fs.DurationVar(&m.Since, "since", 0, "start this far back (e.g. 10m), replaying the events the fleet keeps in JetStream")

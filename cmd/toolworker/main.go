@@ -18,6 +18,7 @@ import (
 	_ "time/tzdata" // get_time must know every zone, even in a bare container
 
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/objref"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/cli"
 	"github.com/agentfleet/agentfleet/internal/mcpbridge"
@@ -67,7 +68,9 @@ type Main struct {
 	Outcomes          bool
 	MCP               []mcpbridge.Spec
 	MCPTimeout        time.Duration
-	Stderr            io.Writer
+	// Objects bounds the results that travel through the object store.
+	Objects objref.Limits
+	Stderr  io.Writer
 
 	logger *slog.Logger
 	nc     *bus.Conn
@@ -104,6 +107,9 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&m.Isolation, "script-isolation", "none", `where scripts run: "none" in this process, "process" each call in a child process whose address space is limited by --script-process-memory (Linux)`)
 	m.ChildMemory = scripts.DefaultChildAddressSpace
 	fs.Var((*byteSize)(&m.ChildMemory), "script-process-memory", "with --script-isolation=process, the address space a script's child process may map beyond what it mapped at its start (RLIMIT_AS); more kills the child alone")
+	fs.Var((*byteSize)(&m.Objects.Threshold), "object-threshold", "a result block larger than this goes through the object store bucket agentfleet_objects, by reference (default 256KiB; needs JetStream)")
+	fs.Var((*byteSize)(&m.Objects.MaxCall), "object-max-call", "bytes one call may put in the object store (default 256MiB)")
+	fs.Var((*byteSize)(&m.Objects.MaxSession), "object-max-session", "bytes the objects of one session may hold (default 1GiB)")
 	fs.DurationVar(&m.DrainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM, how long calls in flight may run before they are cancelled")
 	fs.DurationVar(&m.MCPTimeout, "mcp-timeout", 0, "call timeout of every --mcp tool, such as 5m (default: the agent's tool timeout, 60s unless its profile says otherwise)")
 	prefixes := map[string]string{}
@@ -222,6 +228,7 @@ func (m *Main) Run(ctx context.Context) error {
 		ScriptIsolation: isolation(m.Isolation), ScriptChildMemory: uint64(m.ChildMemory), ScriptReplicas: m.Replicas,
 		Observe: wm.Observe, MCP: m.MCP, MCPStderr: m.Stderr, MCPTimeout: m.MCPTimeout, Tracer: tracer,
 		NoOutcomes: !m.Outcomes, Outcomes: toolrpc.OutcomeConfig{Replicas: m.Replicas},
+		Objects: objref.Config{Replicas: m.Replicas, Limits: m.Objects},
 	})
 	if err != nil {
 		m.nc.Close()

@@ -5,8 +5,13 @@ package nodeworker
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -17,6 +22,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/bus/fleet"
+	"github.com/agentfleet/agentfleet/internal/bus/objref"
 	"github.com/agentfleet/agentfleet/internal/llm"
 	"github.com/agentfleet/agentfleet/internal/llm/llmtest"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
@@ -168,6 +174,49 @@ func TestNodeWorker(t *testing.T) {
 		e := nextEvent(t, ends)
 		if e.IsError || agentfleet.JoinText(e.Result.Content) != "counted down from 3" || e.Worker != "nodeworker/"+w.id {
 			t.Errorf("tool.end = error %v %q from %q", e.IsError, agentfleet.JoinText(e.Result.Content), e.Worker)
+		}
+	})
+
+	t.Run("large result by reference", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := o.WaitTool(ctx, "export_rows", true); err != nil {
+			t.Fatalf("export_rows not discovered: %v", err)
+		}
+		ends := events(t, nc, "agent.events.default.big.tool.end")
+		const rows = 1_400_000 // about 20 MB of CSV
+		model.Enqueue(llmtest.ToolCallsReply(llmtest.ToolCall{Name: "export_rows", Arguments: fmt.Sprintf(`{"rows":%d}`, rows)}).Response(),
+			llmtest.TextReply("exported").Response())
+		if _, err := nc.Request("agent.ask.default.big", []byte("export"), time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		e := nextEvent(t, ends)
+		var ref agentfleet.Content
+		for _, c := range e.Result.Content {
+			if c.Type == agentfleet.ContentRef {
+				ref = c
+			}
+		}
+		var want bytes.Buffer
+		for i := 0; i < rows; i++ {
+			fmt.Fprintf(&want, "%d,row %d\n", i, i)
+		}
+		sum := sha256.Sum256(want.Bytes())
+		if e.IsError || ref.Size != int64(want.Len()) || ref.SHA256 != hex.EncodeToString(sum[:]) {
+			t.Fatalf("tool.end: error %v, ref %+v; want %d bytes, sha256 %x", e.IsError, ref, want.Len(), sum)
+		}
+		st, err := objref.OpenOn(ctx, nc, objref.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, _, err := st.Open(ctx, ref.Ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		h := sha256.New()
+		if _, err := io.Copy(h, r); err != nil || !bytes.Equal(h.Sum(nil), sum[:]) {
+			t.Errorf("read back: %v, sha256 %x, want %x", err, h.Sum(nil), sum)
 		}
 	})
 

@@ -1,7 +1,10 @@
 // An agentfleet tool worker in JavaScript, written from docs/PROTOCOL.md
 // ("Tool workers" and "Writing a worker in another language"). It serves one
 // tool, countdown, which counts down with a progress frame per step (or, with
-// quiet, with heartbeats only), and stops when the orchestrator cancels it.
+// quiet, with heartbeats only), and stops when the orchestrator cancels it;
+// and export_rows, whose result of any size goes by reference: it streams
+// the rows into the Object Store bucket agentfleet_objects and answers a
+// ref block ("Large results by reference").
 //
 //   NATS_URL=nats://127.0.0.1:4222 node worker.mjs
 //
@@ -12,7 +15,9 @@
 // once its calls in flight have ended.
 import { connect } from "@nats-io/transport-node";
 import { Svcm } from "@nats-io/services";
+import { Objm } from "@nats-io/obj";
 import { decode, encode } from "@msgpack/msgpack";
+import { createHash } from "node:crypto";
 
 const url = process.env.NATS_URL ?? "nats://127.0.0.1:4222";
 const prefix = process.env.PREFIX ?? "agent";
@@ -43,6 +48,24 @@ const tool = {
   },
 };
 
+const exportTool = {
+  name: "export_rows",
+  metadata: {
+    "agentfleet.protocol": String(protocol),
+    label: "Export rows",
+    description: "Exports n rows of a table as CSV; the file is returned by reference.",
+    input_schema: JSON.stringify({
+      type: "object",
+      properties: { rows: { type: "integer", minimum: 1, maximum: 10000000, description: "how many rows" } },
+      required: ["rows"],
+      additionalProperties: false,
+    }),
+    annotations: JSON.stringify({ read_only: true, idempotent: true, destructive: false }),
+    parallel: "true",
+    timeout_ms: "120000",
+  },
+};
+
 const nc = await connect({ servers: url, name: "node-worker", maxReconnectAttempts: -1 });
 const svc = await new Svcm(nc).add({
   name: "nodeworker",
@@ -62,10 +85,10 @@ let draining = false;
 
 const send = (subject, frame) => nc.publish(subject, encode(frame));
 
-svc.addEndpoint(tool.name, {
-  subject: `${prefix}.tool.${tool.name}`,
+const endpoint = (t, runTool) => svc.addEndpoint(t.name, {
+  subject: `${prefix}.tool.${t.name}`,
   queue: "agentfleet",
-  metadata: tool.metadata,
+  metadata: t.metadata,
   handler: (err, msg) => {
     if (err) {
       console.error("endpoint:", err);
@@ -93,9 +116,53 @@ svc.addEndpoint(tool.name, {
       msg.respondError(503, "busy", encode({ t: "busy", id: req.id, worker, in_flight: calls.size, limit }));
       return;
     }
-    run(req, msg.reply);
+    runTool(req, msg.reply);
   },
 });
+endpoint(tool, run);
+endpoint(exportTool, exportRows);
+
+// The bucket of large results, created when it is missing.
+const objects = await new Objm(nc).create("agentfleet_objects", { storage: "file" });
+
+// exportRows streams the rows into the bucket, as <agent>/<session>/<unique
+// name>, and answers a ref block with their size and sha256.
+async function exportRows(req, reply) {
+  const key = `${req.id} ${reply}`;
+  calls.set(key, { cancelled: false });
+  send(reply, { t: "ack", id: req.id, worker, cancel: cancelSubject, hb_ms: hbMS });
+  const hb = setInterval(() => send(reply, { t: "hb", id: req.id }), hbMS);
+  try {
+    const rows = Number(req.args?.rows ?? 1);
+    const hash = createHash("sha256");
+    let i = 0;
+    const enc = new TextEncoder();
+    const stream = new ReadableStream({
+      pull(ctl) {
+        if (i >= rows) return ctl.close();
+        let chunk = "";
+        for (let j = 0; j < 4096 && i < rows; j++, i++) chunk += `${i},row ${i}\n`;
+        const bytes = enc.encode(chunk);
+        hash.update(bytes);
+        ctl.enqueue(bytes);
+      },
+    });
+    const name = `${req.agent}/${req.session}/node-${id}-${req.id}-${Date.now()}`;
+    const info = await objects.put({ name }, stream);
+    send(reply, {
+      t: "result", id: req.id, worker,
+      result: { content: [
+        { type: "text", text: `exported ${rows} rows` },
+        { type: "ref", $ref: `obj://agentfleet_objects/${name}`, size: info.size, sha256: hash.digest("hex"), mime_type: "text/csv", name: "rows.csv" },
+      ] },
+    });
+  } catch (e) {
+    send(reply, { t: "result", id: req.id, worker, result: { content: [{ type: "text", text: `Tool export_rows: ${e.message}` }] }, is_error: true });
+  } finally {
+    clearInterval(hb);
+    calls.delete(key);
+  }
+}
 
 async function run(req, reply) {
   const key = `${req.id} ${reply}`;
@@ -154,7 +221,7 @@ const cancels = nc.subscribe(cancelSubject, {
 });
 
 const announce = (event) =>
-  nc.publish(`${prefix}.fleet`, JSON.stringify({ event, service: "nodeworker", id, tools: [tool.name], beat_ms: beatMS }));
+  nc.publish(`${prefix}.fleet`, JSON.stringify({ event, service: "nodeworker", id, tools: [tool.name, exportTool.name], beat_ms: beatMS }));
 
 await nc.flush();
 announce("joined");

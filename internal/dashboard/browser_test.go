@@ -258,7 +258,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 		waitJS(t, ctx, "the worker", `document.querySelector('#fleet tr.worker')`, 10*time.Second)
 		row := evalJS[string](t, ctx, `document.querySelector('#fleet tr.worker').textContent`)
-		for _, want := range []string{"toolworker/", "echo, fail, sleep", "/ 8"} {
+		for _, want := range []string{"toolworker/", "echo, fail, file, sleep", "/ 8"} {
 			if !contains(row, want) {
 				t.Errorf("worker row %q lacks %q", row, want)
 			}

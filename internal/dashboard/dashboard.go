@@ -55,6 +55,9 @@ type Config struct {
 	// Fleet lists the workers for the fleet view; nil hides the view.
 	// Typically a call of bus.FleetStatus.
 	Fleet func(ctx context.Context) ([]fleet.WorkerStatus, error)
+	// Objects, if set, serves the files that results refer to on
+	// GET /api/object?ref=…; nil: none (404).
+	Objects Objects
 	// ClientBuffer is how many events may wait for one page before the
 	// page is dropped (its stream closed; the browser reconnects and
 	// resumes after the last event it got). Optional; default 8192.
@@ -154,6 +157,7 @@ func New(ctx context.Context, cfg Config) (*Handler, error) {
 	h.mux.HandleFunc("GET /api/events", h.serveEvents)
 	h.mux.HandleFunc("GET /api/fleet", h.serveFleet)
 	h.mux.HandleFunc("GET /api/trace", h.serveTrace)
+	h.mux.HandleFunc("GET /api/object", h.serveObject)
 	h.mux.HandleFunc("POST /api/send", h.serveSend)
 	h.mux.HandleFunc("POST /api/abort", h.serveAbort)
 	h.mux.HandleFunc("POST /api/approve", h.serveApprove)

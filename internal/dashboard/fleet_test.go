@@ -14,6 +14,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/bus/fleet"
+	"github.com/agentfleet/agentfleet/internal/bus/objref"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/dashboard"
 	"github.com/agentfleet/agentfleet/internal/loop"
@@ -31,6 +32,9 @@ type testFleet struct {
 	nc   *nats.Conn // the test's own connection
 	dash *dashboard.Handler
 	url  string
+	// objects is the fleet's object store, where the tools' large
+	// results go.
+	objects *objref.Store
 }
 
 // xssText is what the model makes echo return for "script": markup that
@@ -88,6 +92,8 @@ func scriptedModel() loop.Model {
 			return call("lookup", map[string]any{"q": rest})
 		case "script":
 			return call("echo", map[string]any{"text": xssText})
+		case "file":
+			return call("file", map[string]any{})
 		case "ask":
 			agent, message, _ := strings.Cut(rest, " ")
 			return call("ask_"+agent, map[string]any{"message": message})
@@ -107,6 +113,7 @@ func testTools() []*agentfleet.Tool {
 			text, _ := c.Arguments["text"].(string)
 			return agentfleet.TextResult(text), nil
 		}),
+		tool("file", fileTool),
 		tool("fail", func(ctx context.Context, c *agentfleet.Call) (*agentfleet.ToolResult, error) {
 			return nil, errors.New("fail: the service behind this tool is down")
 		}),
@@ -146,7 +153,15 @@ func startFleetTraced(t *testing.T, opts dashboard.Options, tracer trace.Tracer)
 	t.Helper()
 	srv := bustest.MustRunNATS(t)
 	f := &testFleet{srv: srv, nc: bustest.MustConnect(t, srv)}
-	ts, err := toolrpc.Serve(bustest.MustConnect(t, srv), toolrpc.ServerConfig{Concurrency: 8, Heartbeat: 100 * time.Millisecond, Tools: testTools()})
+	var err error
+	tools := testTools()
+	if f.objects, err = objref.OpenOn(context.Background(), f.nc, objref.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	for i, tl := range tools {
+		tools[i] = objref.Offload(tl, f.objects)
+	}
+	ts, err := toolrpc.Serve(bustest.MustConnect(t, srv), toolrpc.ServerConfig{Concurrency: 8, Heartbeat: 100 * time.Millisecond, Tools: tools})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	busclient "github.com/agentfleet/agentfleet/internal/bus/client"
 	"github.com/agentfleet/agentfleet/internal/bus/events"
 	"github.com/agentfleet/agentfleet/internal/bus/fleet"
+	"github.com/agentfleet/agentfleet/internal/bus/objref"
 )
 
 // Options are what a command chooses for the dashboard it opens on a NATS
@@ -49,5 +50,11 @@ func Open(ctx context.Context, nc *bus.Conn, subjects bus.Subjects, opts Options
 	cfg.Fleet = func(ctx context.Context) ([]fleet.WorkerStatus, error) {
 		return fleet.FleetStatus(ctx, nc, subjects, 500*time.Millisecond)
 	}
+	// Files of results, when the user may read the bucket; none else.
+	octx, cancel := context.WithTimeout(ctx, time.Second)
+	if st, err := objref.OpenOn(octx, nc, objref.Config{}); err == nil {
+		cfg.Objects = st
+	}
+	cancel()
 	return New(ctx, cfg)
 }

@@ -130,6 +130,8 @@ func convertToolResult(m *agentfleet.ToolResultMessage) openai.ChatCompletionMes
 		case agentfleet.ContentImage:
 			s = fmt.Sprintf("[The tool returned an image (%s, %d bytes), which cannot be shown here.]",
 				c.MIMEType, base64.RawStdEncoding.DecodedLen(len(strings.TrimRight(c.Data, "="))))
+		case agentfleet.ContentRef:
+			s = agentfleet.DescribeRef(c)
 		}
 		if s == "" {
 			continue

@@ -405,7 +405,10 @@ func (b *Bridge) handler(name, mcpName string) agentfleet.Handler {
 			}
 			return nil, fmt.Errorf("Tool %s: MCP server %s: %w", name, b.cfg.Spec.Name, err)
 		}
-		res, isError := Result(r)
+		res, isError, err := ResultIn(ctx, r)
+		if err != nil {
+			return nil, fmt.Errorf("Tool %s: MCP server %s: %w", name, b.cfg.Spec.Name, err)
+		}
 		if isError {
 			msg := agentfleet.JoinText(res.Content)
 			if msg == "" {

@@ -1,13 +1,18 @@
 package mcpbridge
 
 import (
+	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"path"
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/fleet"
+	"github.com/agentfleet/agentfleet/internal/bus/objref"
 	"github.com/agentfleet/agentfleet/internal/tools"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -102,15 +107,30 @@ func rawSchema(s any) (json.RawMessage, error) {
 	return b, nil
 }
 
-// Result turns an MCP tool result into a fleet result. Text and image
-// blocks are kept; audio, resource links and embedded resources become
-// text blocks that say what they were (with an embedded text resource's
-// text). Structured content becomes Details, under "value" when it is
-// not a JSON object. isError is reported by the second return value.
+// Result turns an MCP tool result into a fleet result; it is ResultIn
+// outside any call, with no object store.
 func Result(r *mcp.CallToolResult) (res *agentfleet.ToolResult, isError bool) {
+	res, isError, _ = ResultIn(context.Background(), r)
+	return res, isError
+}
+
+// ResultIn turns an MCP tool result into a fleet result, in the context of
+// the call. Text and image blocks are kept (Offload puts large ones in the
+// object store); audio and embedded binary resources go to the call's
+// object store as ref blocks (objref.Put) when it has one, and otherwise,
+// like resource links, become text blocks that say what they were; an
+// embedded text resource becomes its text. Structured content becomes
+// Details, under "value" when it is not a JSON object. isError is
+// reported by the second return value; the error is that of a file over a
+// limit of the object store.
+func ResultIn(ctx context.Context, r *mcp.CallToolResult) (res *agentfleet.ToolResult, isError bool, err error) {
 	res = &agentfleet.ToolResult{Content: []agentfleet.Content{}}
-	for _, c := range r.Content {
-		res.Content = append(res.Content, content(c))
+	for i, c := range r.Content {
+		b, err := file(ctx, c)
+		if err != nil {
+			return nil, false, fmt.Errorf("content[%d]: %w", i, err)
+		}
+		res.Content = append(res.Content, b)
 	}
 	if r.StructuredContent != nil {
 		var v any = r.StructuredContent
@@ -128,7 +148,30 @@ func Result(r *mcp.CallToolResult) (res *agentfleet.ToolResult, isError bool) {
 			res.Content = append(res.Content, agentfleet.Text(string(b)))
 		}
 	}
-	return res, r.IsError
+	return res, r.IsError, nil
+}
+
+// file returns c as a ref block when it holds bytes that are no image and
+// the call has an object store; else as content does.
+func file(ctx context.Context, c mcp.Content) (agentfleet.Content, error) {
+	var data []byte
+	var mimeType, name string
+	switch c := c.(type) {
+	case *mcp.AudioContent:
+		data, mimeType = c.Data, c.MIMEType
+	case *mcp.EmbeddedResource:
+		if c.Resource != nil && c.Resource.Text == "" && len(c.Resource.Blob) > 0 {
+			data, mimeType, name = c.Resource.Blob, c.Resource.MIMEType, path.Base(c.Resource.URI)
+		}
+	}
+	if data == nil {
+		return content(c), nil
+	}
+	ref, err := objref.Put(ctx, bytes.NewReader(data), mimeType, name)
+	if errors.Is(err, objref.ErrNoStore) {
+		return content(c), nil
+	}
+	return ref, err
 }
 
 func content(c mcp.Content) agentfleet.Content {

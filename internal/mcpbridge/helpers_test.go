@@ -45,7 +45,7 @@ func npmBin(t *testing.T, name string) string {
 type fleet struct {
 	nc     *nats.Conn
 	client *toolrpc.ToolClient
-	host   natsHost
+	host   mcpbridge.Host
 }
 
 // natsHost serves a bridge's tools on NATS as tool servers of kind mcp.

@@ -89,7 +89,7 @@ func (o *Orchestrator) CallTool(ctx context.Context, agentName, session string, 
 	}
 	pipe := pipeline.New(pipeline.Config{
 		MaxParallel: p.MaxParallel, DefaultTimeout: p.DefaultToolTimeout(),
-		Executor: fleetexec.Executor{Client: o.client}, Before: before, After: o.cfg.After, Nested: nested,
+		Executor: o.payloads(fleetexec.Executor{Client: o.client}), Before: before, After: o.cfg.After, Nested: nested,
 		MaxProgressBytes: maxProgressBytes(o.cfg.DurableConfig.EventsMaxBytes),
 		Agent:            p.Name, Session: session, RunID: runID,
 		Sink: agentfleet.EventSinkFunc(func(e *agentfleet.Event) {

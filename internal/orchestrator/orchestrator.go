@@ -21,6 +21,7 @@ import (
 	busfleet "github.com/agentfleet/agentfleet/internal/bus/fleet"
 	"github.com/agentfleet/agentfleet/internal/bus/history"
 	businput "github.com/agentfleet/agentfleet/internal/bus/input"
+	"github.com/agentfleet/agentfleet/internal/bus/objref"
 	"github.com/agentfleet/agentfleet/internal/bus/partition"
 	"github.com/agentfleet/agentfleet/internal/bus/services"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
@@ -72,6 +73,9 @@ type Config struct {
 	// no JetStream.
 	Durable       bool
 	DurableConfig businput.DurableConfig
+	// Objects configures the object store of large payloads (objref),
+	// opened when the server has JetStream.
+	Objects objref.Config
 	// DurableOptional lets Start go on without durability, with a warning,
 	// when the server has no JetStream.
 	DurableOptional bool
@@ -136,6 +140,7 @@ type Orchestrator struct {
 	durable  *businput.Durable
 	history  *history.Store
 	outcomes *toolrpc.Outcomes // durable only: the outcomes workers record (outcomes.go)
+	objects  *objref.Store     // large payloads; nil without JetStream (payloads.go)
 	table    *partition.Table  // with durable input: the partitions this one owns
 	agents   map[string]*agent
 	id       string         // this instance, in the records it writes

@@ -79,6 +79,7 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 			o.cfg.DurableConfig.EventsMaxBytes = o.durable.Config().EventsMaxBytes
 		}
 	}
+	o.openObjects(ctx)
 	o.bg.Add(1)
 	go o.evict()
 	if o.durable == nil {

@@ -309,7 +309,7 @@ func (s *session) own(entries []loop.Entry) loop.Own {
 	o := s.o
 	own := loop.Own{
 		Session:  s.name,
-		Executor: delegating{s: s, next: fleetexec.Executor{Client: o.client, Fence: s.fence, Fenced: s.toolFenced}},
+		Executor: delegating{s: s, next: o.payloads(fleetexec.Executor{Client: o.client, Fence: s.fence, Fenced: s.toolFenced})},
 		Store:    loopStore{s},
 		Sink:     loopSink{s},
 		History:  entries,

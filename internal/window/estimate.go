@@ -131,6 +131,10 @@ func contentBytes(cs []agentfleet.Content) int {
 	for i := range cs {
 		c := &cs[i]
 		n += len(c.Text) + len(c.ID) + len(c.Name) + len(c.Arguments)
+		if c.Type == agentfleet.ContentRef {
+			// What the model is told of it (agentfleet.DescribeRef).
+			n += len(c.Ref) + len(c.SHA256) + len(c.MIMEType) + refBytes
+		}
 		// An image costs what its provider says, not its base64 size;
 		// a fixed share is closer than the data's length.
 		if c.Data != "" {
@@ -148,3 +152,7 @@ func contentBytes(cs []agentfleet.Content) int {
 
 // imageBytes is what an image counts for: about a thousand tokens.
 const imageBytes = 4096
+
+// refBytes is the text around a ref block's fields in what the model is
+// told of it.
+const refBytes = 80

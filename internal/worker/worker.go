@@ -15,6 +15,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/fleet"
+	"github.com/agentfleet/agentfleet/internal/bus/objref"
 	"github.com/agentfleet/agentfleet/internal/bus/scriptfleet"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/mcpbridge"
@@ -71,6 +72,11 @@ type Config struct {
 	// Tracer, if set, records each call as a span (bus.ServerConfig), of
 	// the built-in, scripted and MCP tools alike.
 	Tracer trace.Tracer
+	// Objects configures the object store that the large results of the
+	// built-in and MCP tools travel through (objref.Offload), opened when
+	// the server has JetStream.
+	Objects objref.Config
+	objects *objref.Store
 }
 
 // Worker is a running worker.
@@ -125,6 +131,10 @@ func StartContext(ctx context.Context, nc *bus.Conn, cfg Config) (*Worker, error
 	ts = append(ts, cfg.Extra...)
 	w := &Worker{name: cfg.Name, conc: cfg.Concurrency}
 	cfg.outcomes = openOutcomes(nc, cfg)
+	cfg.objects = openObjects(nc, cfg)
+	for i, t := range ts {
+		ts[i] = objref.Offload(t, cfg.objects)
+	}
 	if w.name == "" {
 		w.name = "toolworker"
 	}
@@ -247,6 +257,16 @@ func (w *Worker) Stop() error {
 
 // openOutcomes opens the bucket where the worker records outcomes, within
 // 5s; nil, with a log line, when it cannot or must not.
+func openObjects(nc *bus.Conn, cfg Config) *objref.Store {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := objref.OpenOn(ctx, nc, cfg.Objects)
+	if err != nil && cfg.Logger != nil {
+		cfg.Logger.Warn("large results cannot travel by reference: they fail past the NATS max payload", "bucket", objref.DefaultBucket, "err", err)
+	}
+	return st
+}
+
 func openOutcomes(nc *bus.Conn, cfg Config) *toolrpc.Outcomes {
 	if cfg.NoOutcomes {
 		return nil

@@ -126,7 +126,7 @@ var usageFields = []field[agentfleet.Usage]{
 }
 
 // contentFields are the fields of the content blocks of a result: only
-// text and image blocks are valid there (Content.Validate), so the fields
+// text, image and ref blocks are valid there (Content.Validate), so the fields
 // of tool call blocks are not read.
 var contentFields = []field[agentfleet.Content]{
 	text("type", true, func(c *agentfleet.Content) *string { return &c.Type }),
@@ -147,4 +147,7 @@ var contentFields = []field[agentfleet.Content]{
 	text("mime_type", false, func(c *agentfleet.Content) *string { return &c.MIMEType }),
 	text("id", false, func(c *agentfleet.Content) *string { return &c.ID }),
 	text("name", false, func(c *agentfleet.Content) *string { return &c.Name }),
+	text("$ref", false, func(c *agentfleet.Content) *string { return &c.Ref }),
+	integer("size", false, func(c *agentfleet.Content) *int64 { return &c.Size }),
+	text("sha256", false, func(c *agentfleet.Content) *string { return &c.SHA256 }),
 }

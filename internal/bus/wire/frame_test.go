@@ -179,3 +179,26 @@ func TestHeartbeatWindow(t *testing.T) {
 		}
 	}
 }
+
+// TestRefBlockRoundTrip: a result's ref block crosses the wire whole, and
+// a malformed one is refused with the field at fault.
+func TestRefBlockRoundTrip(t *testing.T) {
+	ref := agentfleet.RefBlock("obj://agentfleet_objects/default/s/x", 20<<20, strings.Repeat("ab", 32), "text/csv", "export.csv")
+	buf, err := EncodeFrameBuf(&Frame{T: FrameResult, ID: "c1", Result: &agentfleet.ToolResult{Content: []agentfleet.Content{ref}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := DecodeFrame(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Result.Content[0]; !reflect.DeepEqual(got, ref) {
+		t.Errorf("decoded %+v, want %+v", got, ref)
+	}
+	bad := ref
+	bad.SHA256 = "xyz"
+	buf, _ = EncodeFrameBuf(&Frame{T: FrameResult, ID: "c1", Result: &agentfleet.ToolResult{Content: []agentfleet.Content{bad}}})
+	if _, err := DecodeFrame(buf.Bytes()); err == nil || !strings.Contains(err.Error(), "ref block: sha256") {
+		t.Errorf("bad sha256: err = %v", err)
+	}
+}

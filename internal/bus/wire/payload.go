@@ -74,6 +74,9 @@ func ParseUserMessage(data []byte, msgID string) (*agentfleet.UserMessage, error
 			return nil, errors.New("content is an empty array")
 		}
 		for i, b := range m.Content {
+			if b.Type == agentfleet.ContentRef {
+				return nil, fmt.Errorf("content[%d]: a ref block comes from a tool, not from a user message", i)
+			}
 			if err := b.Validate(); err != nil {
 				return nil, fmt.Errorf("content[%d]: %w", i, err)
 			}

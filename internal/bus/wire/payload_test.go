@@ -29,6 +29,7 @@ func TestParseUserMessage(t *testing.T) {
 		{name: "empty content", payload: `{"content":""}`, wantErr: "content is an empty string"},
 		{name: "number content", payload: `{"content":1}`, wantErr: "content must be a string or an array"},
 		{name: "empty blocks", payload: `{"content":[]}`, wantErr: "content is an empty array"},
+		{name: "ref block", payload: `{"content":[{"type":"ref","$ref":"obj://agentfleet_objects/default/other/x","size":1,"sha256":"` + strings.Repeat("a", 64) + `","mime_type":"text/plain"}]}`, wantErr: "content[0]: a ref block comes from a tool, not from a user message"},
 		{name: "bad block", payload: `{"content":[{"type":"text","text":"a"},{"type":"image","data":"aGk="}]}`, wantErr: "content[1]: image block: mime_type is required"},
 	}
 	for _, tt := range tests {

@@ -445,7 +445,7 @@ function renderCall(run, c, t0, t1) {
   if (c.approval) div.append(renderApproval(run, c));
   if (c.args !== undefined) div.append(fold('arguments', json(c.args), 'tool-args'));
   if (c.updates.length) div.append(el('div', { className: 'progress' }, 'progress: ' + shorten(json(c.updates[c.updates.length - 1]), FOLD)));
-  if (c.result) div.append(fold('result', resultText(c.result) || json(c.result), 'tool-result'));
+  if (c.result) div.append(fold('result', resultText(c.result) || json(c.result), 'tool-result'), ...mediaBlocks(c.result));
   div.append(...renderChildren(run, c));
   return div;
 }

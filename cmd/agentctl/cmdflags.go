@@ -1,0 +1,54 @@
+package main
+
+import (
+	"slices"
+
+	"github.com/agentfleet/agentfleet/internal/dashboard"
+	"github.com/agentfleet/agentfleet/internal/httpauth"
+)
+
+// takes says whether c itself takes the command flag name.
+func (c *command) takes(name string) bool {
+	switch name {
+	case "json":
+		return c.json
+	case "id":
+		return c.id
+	case "revision":
+		return c.revision
+	case "replace":
+		return c.replace
+	case "since":
+		return c.since
+	case "http", "read-only", "trace-url":
+		return c.dashboard
+	}
+	if slices.Contains(httpauth.FlagNames, name) || slices.Contains(dashboard.LimitFlagNames, name) {
+		return c.dashboard
+	}
+	switch name {
+	case "reject", "reason", "args":
+		return c.decision
+	case "o":
+		return c.name == "call"
+	}
+	return false
+}
+
+// anyTakes says whether c or one of its subcommands takes the command flag
+// name.
+func (c *command) anyTakes(name string) bool {
+	if c.takes(name) {
+		return true
+	}
+	for _, s := range c.subs {
+		if s.takes(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// commandFlags are the flags that only some commands take.
+var commandFlags = slices.Concat([]string{"json", "id", "revision", "replace", "since", "http", "read-only", "trace-url", "reject", "reason", "args", "o"},
+	httpauth.FlagNames, dashboard.LimitFlagNames)
