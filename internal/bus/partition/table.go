@@ -27,7 +27,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -236,11 +235,22 @@ func (t *Table) Owns(p int) bool {
 	return ok && !t.releasing[p] && t.lease.ended == nil
 }
 
-// Owned returns the partitions this member owns, in order.
+// Owned returns the partitions this member owns and is not handing over,
+// in order. Release, which runs before the partition leaves the held set
+// and its key goes to the next owner, does not see its own partition here:
+// a gauge of len(Owned()) set at the end of Release counts it no more, so
+// that the gauges of all members never sum past the partitions there are.
 func (t *Table) Owned() []int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return slices.Sorted(maps.Keys(t.held))
+	var owned []int
+	for p := range t.held {
+		if !t.releasing[p] {
+			owned = append(owned, p)
+		}
+	}
+	slices.Sort(owned)
+	return owned
 }
 
 // Members returns the live members this one sees, itself included.
