@@ -339,7 +339,17 @@ func (t *Table) Leave() error {
 	ctx, cancel = context.WithTimeout(context.Background(), t.cfg.TTL)
 	defer cancel()
 	if valid {
-		if err := t.members.Delete(ctx, t.id, jetstream.LastRevision(rev)); err != nil {
+		err := t.members.Delete(ctx, t.id, jetstream.LastRevision(rev))
+		if err != nil {
+			// A renewal whose answer did not come in time (a busy machine,
+			// a slow link) may be stored all the same, at a later revision
+			// than the one recorded: the key is still this member's, at
+			// that revision.
+			if later, ours := t.stillOurs(ctx, lease{rev: rev}); ours {
+				err = t.members.Delete(ctx, t.id, jetstream.LastRevision(later))
+			}
+		}
+		if err != nil {
 			errs = append(errs, fmt.Errorf("partition: leave: %w", err))
 		}
 	}
