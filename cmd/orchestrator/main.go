@@ -145,7 +145,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.BoolVar(&m.Elect, "elect", true, "retired: every orchestrator is active and owns a share of the sessions; the flag is ignored")
 	fs.DurationVar(&m.LeaseTTL, "leader-ttl", partition.DefaultTTL, "retired: the same as --lease-ttl")
 	fs.DurationVar(&m.SessionIdle, "session-idle", 10*time.Minute, "evict sessions idle this long from memory (durable only)")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
