@@ -176,6 +176,21 @@ func (m *Main) ParseFlags(args []string) error {
 	if m.logger, err = m.Log.Logger(m.Stderr); err != nil {
 		return err
 	}
+	choice := cli.NATSChoice{URL: m.NATS.URL}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "nats-url":
+			choice.URLGiven = true
+		case "listen", "data-dir", "nats-config":
+			choice.Embedded = append(choice.Embedded, "--"+f.Name)
+		}
+	})
+	var note string
+	if m.NATS.URL, note, err = cli.ChooseNATS(choice); err != nil {
+		return err
+	} else if note != "" {
+		m.logger.Warn(note)
+	}
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
 		case "elect":
