@@ -205,8 +205,8 @@ func TestComposeSecurity(t *testing.T) {
 	}
 	for name, svc := range c.Services {
 		for _, p := range svc.Ports {
-			if !strings.HasPrefix(p, "127.0.0.1:") {
-				t.Errorf("compose: %s publishes %q on every interface of the host; want 127.0.0.1:…", name, p)
+			if addr := composeDefault(p); !strings.HasPrefix(addr, "127.0.0.1:") {
+				t.Errorf("compose: %s publishes %q (%s unless the shell says otherwise) on every interface of the host; want 127.0.0.1:…", name, p, addr)
 			}
 		}
 		for _, a := range svc.Command {
@@ -247,6 +247,53 @@ func TestComposeSecurity(t *testing.T) {
 	for _, svc := range []string{"orchestrator", "toolworker"} {
 		if c.Services[svc].Environment["NATS_USER"] != svc {
 			t.Errorf("compose: %s connects as NATS user %q, want %s", svc, c.Services[svc].Environment["NATS_USER"], svc)
+		}
+	}
+}
+
+// composeDefault returns a compose value with its interpolations replaced
+// by their defaults: "${X:-127.0.0.1}:4222:4222" is "127.0.0.1:4222:4222"
+// when X is not set; a variable without a default is empty.
+func composeDefault(v string) string {
+	return regexp.MustCompile(`\$\{[A-Za-z_][A-Za-z0-9_]*(?::?-([^}]*))?[^}]*\}`).ReplaceAllString(v, "$1")
+}
+
+// TestComposePorts checks what the README promises of compose: the
+// dashboard and API of the first orchestrator on 127.0.0.1:8080, replicas
+// on ports of their own, NATS on the host's loopback unless the user opts
+// in (NATS_PUBLISH_ADDR), and every secret from the environment that a
+// .env file sets, required (compose refuses to start without it).
+func TestComposePorts(t *testing.T) {
+	c := loadCompose(t)
+	orch := c.Services["orchestrator"].Ports
+	if len(orch) != 1 || !regexp.MustCompile(`^127\.0\.0\.1:8080(-80[0-9][0-9])?:8080$`).MatchString(orch[0]) {
+		t.Errorf("compose: orchestrator publishes %v, want 127.0.0.1:8080 (a range from 8080 for replicas) to its 8080", orch)
+	}
+	readme, _ := os.ReadFile("README.md")
+	if !strings.Contains(string(readme), "127.0.0.1:8080") {
+		t.Error("README.md does not say where the dashboard is (127.0.0.1:8080)")
+	}
+	nats := c.Services["nats"].Ports
+	if len(nats) != 1 || !strings.HasPrefix(nats[0], "${NATS_PUBLISH_ADDR:-127.0.0.1}:") || composeDefault(nats[0]) != "127.0.0.1:4222:4222" {
+		t.Errorf("compose: nats publishes %v, want ${NATS_PUBLISH_ADDR:-127.0.0.1}:4222:4222 (loopback unless opted in)", nats)
+	}
+	for name, def := range c.Secrets {
+		if def.Environment == "" || def.File != "" {
+			t.Errorf("compose: secret %s comes from %+v, want a variable of the environment (.env)", name, def)
+		}
+	}
+	for v, val := range c.Services["nats"].Environment {
+		if strings.HasSuffix(v, "_PASSWORD") && !strings.HasPrefix(val, "${"+v+":?") {
+			t.Errorf("compose: nats gets %s as %q, want it required from the environment (${%s:?…})", v, val, v)
+		}
+	}
+	for in, want := range map[string]string{
+		"${NATS_PUBLISH_ADDR:-127.0.0.1}:4222:4222": "127.0.0.1:4222:4222",
+		"${X-0.0.0.0}:1:1":                          "0.0.0.0:1:1", "${X}:1:1": ":1:1", "127.0.0.1::8080": "127.0.0.1::8080",
+		"${X:?set it}": "",
+	} {
+		if got := composeDefault(in); got != want {
+			t.Errorf("composeDefault(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -52,6 +52,12 @@ func (m *Main) chat(ctx context.Context) error {
 	} else {
 		c.session = strings.ToLower(rand.Text()[:8])
 	}
+	// The agent first: a chat with an agent no orchestrator has would
+	// fail only at the first message. Only a refusal stops it; a user
+	// who may not ask for the tools chats as before.
+	if reply, err := m.requestAgentTools(ctx, c.agent); err == nil && reply.Error != "" {
+		return fmt.Errorf("agent %s: %s", c.agent, reply.Error)
+	}
 	var err error
 	if c.events, err = m.conn.Subscribe(m.eventsSubject(c.agent, c.session)); err != nil {
 		return err

@@ -279,7 +279,7 @@ func (m *Main) ParseFlags(args []string) error {
 	top.SetOutput(m.Stderr)
 	top.Usage = func() { m.usage(m.Stderr, top) }
 	m.globalFlags(top)
-	if err := top.Parse(args); err != nil {
+	if err := cli.Parse(top, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
@@ -408,7 +408,7 @@ func (m *Main) ParseFlags(args []string) error {
 func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := cli.Parse(fs, args); err != nil {
 			return nil, err
 		}
 		rest := fs.Args()

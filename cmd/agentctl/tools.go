@@ -90,24 +90,12 @@ const defaultAgentToolsWait = 5 * time.Second
 // <prefix>.ask.<agent> (no session): the fleet's tools its profile allows and
 // the orchestrator's own, in the order the model gets them.
 func (m *Main) agentTools(ctx context.Context, agent string) error {
-	subject := m.subjects.AgentTools(agent)
-	wait := m.Timeout
-	if wait == 0 {
-		wait = defaultAgentToolsWait
-	}
-	data, err := m.conn.Request(ctx, subject, nil, wait)
+	reply, err := m.requestAgentTools(ctx, agent)
 	if errors.Is(err, client.ErrInterrupted) {
 		return nil
 	}
 	if err != nil {
 		return err
-	}
-	var reply struct {
-		Tools []agentfleet.ToolDef `json:"tools"`
-		Error string               `json:"error"`
-	}
-	if err := json.Unmarshal(data, &reply); err != nil {
-		return fmt.Errorf("the answer on %s is not a list of tools: %w", subject, err)
 	}
 	if reply.Error != "" {
 		return fmt.Errorf("the orchestrator refused: %s", reply.Error)
@@ -124,6 +112,31 @@ func (m *Main) agentTools(ctx context.Context, agent string) error {
 		writeTool(m.Stdout, &fleet.FleetTool{ToolDef: reply.Tools[i]})
 	}
 	return nil
+}
+
+// agentToolsReply is an orchestrator's answer on an agent's tools subject.
+type agentToolsReply struct {
+	Tools []agentfleet.ToolDef `json:"tools"`
+	Error string               `json:"error"`
+}
+
+// requestAgentTools asks an orchestrator for the tools agent sees; a
+// refusal (an unknown agent) is the reply's Error.
+func (m *Main) requestAgentTools(ctx context.Context, agent string) (*agentToolsReply, error) {
+	subject := m.subjects.AgentTools(agent)
+	wait := m.Timeout
+	if wait == 0 {
+		wait = defaultAgentToolsWait
+	}
+	data, err := m.conn.Request(ctx, subject, nil, wait)
+	if err != nil {
+		return nil, err
+	}
+	var reply agentToolsReply
+	if err := json.Unmarshal(data, &reply); err != nil {
+		return nil, fmt.Errorf("the answer on %s is not a list of tools: %w", subject, err)
+	}
+	return &reply, nil
 }
 
 // writeTool writes one tool as readable text: name, label and traits,

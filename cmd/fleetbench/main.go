@@ -33,6 +33,7 @@ import (
 
 	"github.com/agentfleet/agentfleet/internal/bus"
 	busserver "github.com/agentfleet/agentfleet/internal/bus/server"
+	"github.com/agentfleet/agentfleet/internal/cli"
 	"github.com/nats-io/nats-server/v2/server"
 )
 
@@ -172,7 +173,7 @@ func (m *Main) ParseFlags(args []string) error {
 		fmt.Fprint(m.Stderr, usage)
 		return fmt.Errorf("unknown command %q", m.Command)
 	}
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := cli.Parse(fs, args[1:]); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -149,7 +149,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.BoolVar(&m.Elect, "elect", true, "retired: every orchestrator is active and owns a share of the sessions; the flag is ignored")
 	fs.DurationVar(&m.LeaseTTL, "leader-ttl", partition.DefaultTTL, "retired: the same as --lease-ttl")
 	fs.DurationVar(&m.SessionIdle, "session-idle", 10*time.Minute, "evict sessions idle this long from memory (durable only)")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -179,6 +179,21 @@ func (m *Main) ParseFlags(args []string) error {
 	}
 	if m.logger, err = m.Log.Logger(m.Stderr); err != nil {
 		return err
+	}
+	choice := cli.NATSChoice{URL: m.NATS.URL}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "nats-url":
+			choice.URLGiven = true
+		case "listen", "data-dir", "nats-config":
+			choice.Embedded = append(choice.Embedded, "--"+f.Name)
+		}
+	})
+	var note string
+	if m.NATS.URL, note, err = cli.ChooseNATS(choice); err != nil {
+		return err
+	} else if note != "" {
+		m.logger.Warn(note)
 	}
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {

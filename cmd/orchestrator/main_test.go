@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -33,7 +34,11 @@ func run(t *testing.T, args ...string) *Main {
 	t.Helper()
 	m := NewMain()
 	m.Stderr = new(strings.Builder)
-	args = append([]string{"--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--http", "127.0.0.1:0"}, args...)
+	embedded := []string{"--listen", "127.0.0.1:0", "--data-dir", t.TempDir()}
+	if slices.Contains(args, "--nats-url") {
+		embedded = nil // joining a server: the embedded one's flags would conflict
+	}
+	args = append(append(embedded, "--http", "127.0.0.1:0"), args...)
 	if err := m.ParseFlags(args); err != nil {
 		t.Fatal(err)
 	}
@@ -47,6 +52,38 @@ func run(t *testing.T, args ...string) *Main {
 		}
 	})
 	return m
+}
+
+// TestFlagsBeatTheEnvironment sets NATS_URL and gives --listen and
+// --data-dir: the orchestrator runs its embedded server there, as the
+// flags say, instead of joining $NATS_URL, and says so. --nats-url given
+// with them is a conflict of two flags: an error naming both.
+func TestFlagsBeatTheEnvironment(t *testing.T) {
+	t.Setenv("NATS_URL", "nats://127.0.0.1:1")
+	m := NewMain()
+	var stderr strings.Builder
+	m.Stderr = &stderr
+	dir := t.TempDir()
+	if err := m.ParseFlags([]string{"--listen", "127.0.0.1:0", "--data-dir", dir, "--http", ""}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		m.Close()
+		t.Fatalf("with --listen and --data-dir given and NATS_URL set: %v", err)
+	}
+	defer m.Close()
+	if m.embedded == nil || strings.Contains(m.NATSURL(), "127.0.0.1:1") {
+		t.Errorf("joined %s, want the embedded server of --listen", m.NATSURL())
+	}
+	if !strings.Contains(stderr.String(), "not joining $NATS_URL") {
+		t.Errorf("the log does not say $NATS_URL was overruled: %s", stderr.String())
+	}
+	m2 := NewMain()
+	m2.Stderr = new(strings.Builder)
+	err := m2.ParseFlags([]string{"--nats-url", "nats://127.0.0.1:1", "--data-dir", dir})
+	if err == nil || !strings.Contains(err.Error(), "--nats-url") || !strings.Contains(err.Error(), "--data-dir") {
+		t.Errorf("--nats-url with --data-dir: err = %v, want a conflict naming both", err)
+	}
 }
 
 func connect(t *testing.T, m *Main) *nats.Conn {

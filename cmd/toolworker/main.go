@@ -134,7 +134,7 @@ func (m *Main) ParseFlags(args []string) error {
 		prefixes[name] = prefix
 		return nil
 	})
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if m.MCPTimeout < 0 {

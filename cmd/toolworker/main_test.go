@@ -18,6 +18,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	busfleet "github.com/agentfleet/agentfleet/internal/bus/fleet"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
+	"github.com/agentfleet/agentfleet/internal/bus/wire"
 	"github.com/agentfleet/agentfleet/internal/fleetexec"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/scripts"
@@ -278,25 +279,43 @@ func TestScriptFlags(t *testing.T) {
 // worker serves the same tool: a call to an idempotent tool completes on the
 // other worker; a call to a tool that is not idempotent ends at once with an
 // error result saying its outcome is unknown.
+//
+// Both workers serve before the call, and the one that acks it is killed:
+// the test waits on the ack, not on a clock, so a slow start of either
+// process cannot let the call finish before the kill.
 func TestLostWorkerRetryPolicy(t *testing.T) {
 	for _, idempotent := range []bool{true, false} {
 		t.Run(map[bool]string{true: "idempotent", false: "not idempotent"}[idempotent], func(t *testing.T) {
 			srv := bustest.MustRunNATS(t)
 			nc := bustest.MustConnect(t, srv)
+			// The call's frames, seen from another connection: the ack
+			// names the worker that took the call.
+			acks := make(chan string, 16)
+			watch, err := bustest.MustConnect(t, srv).Subscribe("_INBOX.>", func(m *nats.Msg) {
+				if f, err := wire.DecodeFrame(m.Data); err == nil && f.T == wire.FrameAck {
+					select {
+					case acks <- f.Worker:
+					default:
+					}
+				}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer watch.Unsubscribe()
 			args := "--nats-url " + srv.ClientURL() + " --tools sleep --heartbeat 100ms --name "
-			victim := startChild(t, nc, args+"victim")
+			workers := map[string]*exec.Cmd{"a": startChild(t, nc, args+"a"), "b": startChild(t, nc, args+"b")}
 			client, err := toolrpc.NewToolClient(nc, toolrpc.ClientConfig{RetryBackoff: 10 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer client.Close()
-			// The call must outlast the start of the survivor, which
-			// took over a second on a busy machine: at 600ms the victim
-			// finished it before it was killed. An idempotent call sleeps
-			// as long again on the survivor.
-			call := sleepCall(8000, 60*time.Second)
+			// The kill follows the ack by the time a signal takes; the
+			// sleep only has to outlast that, on a busy machine too. An
+			// idempotent call sleeps as long again on the survivor.
+			call := sleepCall(3000, 60*time.Second)
 			call.Tool.Annotations.Idempotent = idempotent
-			progress := make(chan any, 64)
+			progress := make(chan any, 256)
 			type result struct {
 				res *agentfleet.ToolResult
 				err error
@@ -311,9 +330,18 @@ func TestLostWorkerRetryPolicy(t *testing.T) {
 				})
 				done <- result{res, err}
 			}()
-			<-progress // running on the victim, the only worker so far
-			startChild(t, nc, args+"survivor")
-			if err := victim.Process.Signal(syscall.SIGKILL); err != nil {
+			var victim, survivor string
+			select {
+			case w := <-acks:
+				victim, _, _ = strings.Cut(w, "/")
+			case r := <-done:
+				t.Fatalf("the call ended before any worker acked it: %v, %v", r.res, r.err)
+			}
+			survivor = map[string]string{"a": "b", "b": "a"}[victim]
+			if survivor == "" {
+				t.Fatalf("the call was acked by %q, want worker a or b", victim)
+			}
+			if err := workers[victim].Process.Signal(syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
 			r := <-done
@@ -321,8 +349,8 @@ func TestLostWorkerRetryPolicy(t *testing.T) {
 				if r.err != nil {
 					t.Fatalf("idempotent call: %v", r.err)
 				}
-				if !strings.HasPrefix(r.res.Worker, "survivor/") || r.res.Attempts != 2 {
-					t.Errorf("result from %s after %d attempts, want survivor after 2", r.res.Worker, r.res.Attempts)
+				if !strings.HasPrefix(r.res.Worker, survivor+"/") || r.res.Attempts != 2 {
+					t.Errorf("result from %s after %d attempts, want %s (the survivor) after 2", r.res.Worker, r.res.Attempts, survivor)
 				}
 				// The retry names the lost worker, for the orchestrator's log.
 				var retry map[string]any
@@ -331,8 +359,8 @@ func TestLostWorkerRetryPolicy(t *testing.T) {
 						retry = p["retry"].(map[string]any)
 					}
 				}
-				if w, _ := retry["worker"].(string); !strings.HasPrefix(w, "victim/") || retry["attempt"] != 2 {
-					t.Errorf("retry progress = %v, want attempt 2 naming the lost victim", retry)
+				if w, _ := retry["worker"].(string); !strings.HasPrefix(w, victim+"/") || retry["attempt"] != 2 {
+					t.Errorf("retry progress = %v, want attempt 2 naming the lost worker %s", retry, victim)
 				}
 				return
 			}

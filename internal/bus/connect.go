@@ -125,11 +125,11 @@ func Connect(cfg ConnectConfig) (*nats.Conn, error) {
 		}
 		err = redactError(err, url)
 		if cfg.RetryFor <= 0 || !errors.Is(err, nats.ErrNoServers) {
-			return nil, fmt.Errorf("nats: connect to %s: %w", shown, err)
+			return nil, fmt.Errorf("%s: %w", withHint("nats: connect to "+shown, err, false), err)
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			return nil, fmt.Errorf("nats: connect to %s: no server answered for %s (check the URL and that the server runs, or wait longer with --connect-retry): %w", shown, cfg.RetryFor, err)
+			return nil, fmt.Errorf("%s: %w", withHint(fmt.Sprintf("nats: connect to %s: no server answered for %s", shown, cfg.RetryFor), err, true), err)
 		}
 		log.Warn("NATS not reachable yet, retrying", "url", shown, "err", err, "retry_in", min(wait, left).String(), "gives_up_in", left.Round(time.Second).String())
 		// A backoff of the process's own, not a wait for an event: no

@@ -360,7 +360,7 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 	rep.TermExitErr = "0"
 	if err := term.ExitError(); err != nil {
 		rep.TermExitErr = err.Error()
-		rep.fail("%s exited with %v after SIGTERM; want 0", term.Name, err)
+		rep.fail("%s exited with %v after SIGTERM; want 0; its last words:\n%s", term.Name, err, term.Tail(5))
 	}
 	cfg.Logf("scale: SIGTERM %s: %d partitions moved in %v, exit %s", term.Name, rep.TermParts, rep.TermMoved, rep.TermExitErr)
 

@@ -95,11 +95,13 @@ func (Offline) Complete(ctx context.Context, req *loop.Request, onDelta loop.Del
 	user := lastUserText(req.Messages)
 	if results := lastToolResults(req.Messages); len(results) > 0 {
 		var ok bool
-		if text, calls, ok = followToolRequest(user, results, req.Tools); !ok {
+		if text, calls, ok = followToolRequest(user, results, req.Tools, wroteTool(req.Messages)); !ok {
 			text = summarizeResults(results)
 		}
 	} else if r, ok := offlineToolRequest(user); ok {
 		text, calls = planToolRequest(user, r, req.Tools)
+	} else if c, ok := offlineUse(user, req.Tools); ok {
+		calls = []offlineCall{c}
 	} else {
 		text, calls = planOffline(user, req.Tools)
 	}

@@ -44,7 +44,8 @@ type offlineRecipe struct {
 	// (its numbers or quoted text) or a default.
 	example func(request string) map[string]any
 	// answer returns the final answer from the example's arguments and
-	// the tool's result.
+	// the tool's result, after what the model did ("I wrote the tool
+	// double; " or "The tool double exists already; ").
 	answer func(args map[string]any, result string) string
 }
 
@@ -73,7 +74,7 @@ var offlineRecipes = []offlineRecipe{
 			return map[string]any{"n": requestNumbers(request, 21)[0]}
 		},
 		answer: func(args map[string]any, result string) string {
-			return fmt.Sprintf("I wrote the tool double; %s doubled is %s.", formatNumber(args["n"]), result)
+			return fmt.Sprintf("%s doubled is %s.", formatNumber(args["n"]), result)
 		},
 	},
 	{
@@ -96,7 +97,7 @@ var offlineRecipes = []offlineRecipe{
 			return map[string]any{"a": n[0], "b": n[1]}
 		},
 		answer: func(args map[string]any, result string) string {
-			return fmt.Sprintf("I wrote the tool add; %s + %s is %s.", formatNumber(args["a"]), formatNumber(args["b"]), result)
+			return fmt.Sprintf("%s + %s is %s.", formatNumber(args["a"]), formatNumber(args["b"]), result)
 		},
 	},
 	{
@@ -119,7 +120,7 @@ var offlineRecipes = []offlineRecipe{
 			return map[string]any{"text": text}
 		},
 		answer: func(args map[string]any, result string) string {
-			return fmt.Sprintf("I wrote the tool reverse; %q reversed is %q.", args["text"], result)
+			return fmt.Sprintf("%q reversed is %q.", args["text"], result)
 		},
 	},
 }
@@ -171,7 +172,10 @@ func planToolRequest(request string, r *offlineRecipe, defs []agentfleet.ToolDef
 // the example call of the new tool; after that call, the answer. ok is
 // false when results are not those of the request's tools, which are then
 // summarized as any results are.
-func followToolRequest(request string, results []*agentfleet.ToolResultMessage, defs []agentfleet.ToolDef) (text string, calls []offlineCall, ok bool) {
+//
+// wrote says whether write_tool stored the tool since the request: the
+// answer says so, or that the tool existed already.
+func followToolRequest(request string, results []*agentfleet.ToolResultMessage, defs []agentfleet.ToolDef, wrote bool) (text string, calls []offlineCall, ok bool) {
 	r, asked := offlineToolRequest(request)
 	if !asked || r == nil || len(results) != 1 {
 		return "", nil, false
@@ -182,9 +186,45 @@ func followToolRequest(request string, results []*agentfleet.ToolResultMessage, 
 	case res.ToolName == writeToolName && !res.IsError && hasTool(defs, name):
 		return "", []offlineCall{{tool: name, args: r.example(request)}}, true
 	case res.ToolName == name && !res.IsError:
-		return r.answer(r.example(request), strings.TrimSpace(resultText(res.Content))), nil, true
+		did := "The tool " + name + " exists already; "
+		if wrote {
+			did = "I wrote the tool " + name + "; "
+		}
+		return did + r.answer(r.example(request), strings.TrimSpace(resultText(res.Content))), nil, true
 	}
 	return "", nil, false
+}
+
+// offlineUse returns the call that text asks for by a written tool's name
+// and its arguments ("double 7"), once the fleet serves that tool.
+func offlineUse(text string, defs []agentfleet.ToolDef) (offlineCall, bool) {
+	fields := strings.Fields(text)
+	if len(fields) < 2 {
+		return offlineCall{}, false
+	}
+	for i := range offlineRecipes {
+		r := &offlineRecipes[i]
+		if name := r.def["name"].(string); strings.EqualFold(fields[0], name) && hasTool(defs, name) {
+			return offlineCall{tool: name, args: r.example(text)}, true
+		}
+	}
+	return offlineCall{}, false
+}
+
+// wroteTool reports whether write_tool stored a tool since the last user
+// message of msgs.
+func wroteTool(msgs []agentfleet.Message) bool {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		switch m := msgs[i].(type) {
+		case *agentfleet.UserMessage:
+			return false
+		case *agentfleet.ToolResultMessage:
+			if m.ToolName == writeToolName && !m.IsError {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // hasTool reports whether defs offers the tool name.

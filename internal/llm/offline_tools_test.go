@@ -101,10 +101,52 @@ func TestOfflineWritesTools(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := agentfleet.JoinText(m.Content); !strings.Contains(got, c.answer) || m.StopReason != agentfleet.StopReasonStop {
-				t.Errorf("turn 3 = %q (%s), want it to say %q", got, m.StopReason, c.answer)
+			if got := agentfleet.JoinText(m.Content); !strings.Contains(got, c.answer) || !strings.HasPrefix(got, "I wrote the tool "+c.tool+"; ") || m.StopReason != agentfleet.StopReasonStop {
+				t.Errorf("turn 3 = %q (%s), want it to say it wrote %s and %q", got, m.StopReason, c.tool, c.answer)
 			}
 		})
+	}
+}
+
+// TestOfflineSaysWhatItDid asks for a tool the fleet has already: the
+// model calls it and says it existed, not that it wrote it. Then "double
+// 7" calls the tool double with n 7; without a tool double it does not.
+func TestOfflineSaysWhatItDid(t *testing.T) {
+	ctx := context.Background()
+	tools := append([]agentfleet.ToolDef{{Name: "write_tool"}, {Name: "double"}}, allTools...)
+	msgs := []agentfleet.Message{agentfleet.NewUserMessage("make a tool that doubles numbers")}
+	m, err := Offline{}.Complete(ctx, &loop.Request{Messages: msgs, Tools: tools}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, _ := toolCallOf(t, m)
+	if tc.Name != "double" {
+		t.Fatalf("turn 1 calls %s, want double (it exists)", tc.Name)
+	}
+	msgs = append(msgs, m, &agentfleet.ToolResultMessage{Role: "tool", ToolCallID: tc.ID, ToolName: "double", Content: []agentfleet.Content{agentfleet.Text("42")}})
+	if m, err = (Offline{}).Complete(ctx, &loop.Request{Messages: msgs, Tools: tools}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := agentfleet.JoinText(m.Content), "The tool double exists already; 21 doubled is 42."; got != want {
+		t.Errorf("answer = %q, want %q", got, want)
+	}
+
+	msgs = append(msgs, m, agentfleet.NewUserMessage("double 7"))
+	if m, err = (Offline{}).Complete(ctx, &loop.Request{Messages: msgs, Tools: tools}, nil); err != nil {
+		t.Fatal(err)
+	}
+	tc, args := toolCallOf(t, m)
+	if tc.Name != "double" || args["n"] != float64(7) {
+		t.Errorf("double 7 calls %s %v, want double {n: 7}", tc.Name, args)
+	}
+	m, err = Offline{}.Complete(ctx, &loop.Request{Messages: []agentfleet.Message{agentfleet.NewUserMessage("double 7")}, Tools: allTools}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range m.Content {
+		if c.Type == agentfleet.ContentToolCall && c.Name == "double" {
+			t.Errorf("double 7 without a tool double calls it")
+		}
 	}
 }
 

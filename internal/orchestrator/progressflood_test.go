@@ -32,9 +32,14 @@ func TestProgressFloodBoundedInEventStream(t *testing.T) {
 		}
 		return agentfleet.TextResult("flooded"), nil
 	})
-	f := startFleet(t, orchestrator.Config{Model: newScript(), Durable: true, DurableConfig: input.DurableConfig{EventsMaxBytes: 256 << 20}},
+	// The flood's frames crowd out the worker's heartbeats: under two CPU
+	// hogs, three missed beats gave the worker up for lost on every
+	// attempt. Losing a worker is not what this test is about, so the
+	// client tolerates 30 (30 s at the default beat).
+	f := startFleet(t, orchestrator.Config{Model: newScript(), Durable: true, DurableConfig: input.DurableConfig{EventsMaxBytes: 256 << 20},
+		Tools: toolrpc.ClientConfig{HeartbeatMisses: 30}},
 		toolrpc.ServerConfig{Tools: []*agentfleet.Tool{flood, echo("say")}})
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	o, err := f.orch.CallTool(ctx, "default", "flood", agentfleet.ToolCall{ID: "call_flood", Name: "flood", Arguments: map[string]any{}}, nil)
 	if err != nil || o.IsError || agentfleet.JoinText(o.Result.Content) != "flooded" {

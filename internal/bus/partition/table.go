@@ -27,7 +27,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -236,11 +235,22 @@ func (t *Table) Owns(p int) bool {
 	return ok && !t.releasing[p] && t.lease.ended == nil
 }
 
-// Owned returns the partitions this member owns, in order.
+// Owned returns the partitions this member owns and is not handing over,
+// in order. Release, which runs before the partition leaves the held set
+// and its key goes to the next owner, does not see its own partition here:
+// a gauge of len(Owned()) set at the end of Release counts it no more, so
+// that the gauges of all members never sum past the partitions there are.
 func (t *Table) Owned() []int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return slices.Sorted(maps.Keys(t.held))
+	var owned []int
+	for p := range t.held {
+		if !t.releasing[p] {
+			owned = append(owned, p)
+		}
+	}
+	slices.Sort(owned)
+	return owned
 }
 
 // Members returns the live members this one sees, itself included.
@@ -329,7 +339,17 @@ func (t *Table) Leave() error {
 	ctx, cancel = context.WithTimeout(context.Background(), t.cfg.TTL)
 	defer cancel()
 	if valid {
-		if err := t.members.Delete(ctx, t.id, jetstream.LastRevision(rev)); err != nil {
+		err := t.members.Delete(ctx, t.id, jetstream.LastRevision(rev))
+		if err != nil {
+			// A renewal whose answer did not come in time (a busy machine,
+			// a slow link) may be stored all the same, at a later revision
+			// than the one recorded: the key is still this member's, at
+			// that revision.
+			if later, ours := t.stillOurs(ctx, lease{rev: rev}); ours {
+				err = t.members.Delete(ctx, t.id, jetstream.LastRevision(later))
+			}
+		}
+		if err != nil {
 			errs = append(errs, fmt.Errorf("partition: leave: %w", err))
 		}
 	}

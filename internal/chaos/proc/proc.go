@@ -325,3 +325,16 @@ func (p *Proc) CountLines(s string) int {
 	}
 	return strings.Count(string(b), s)
 }
+
+// Tail returns the last n lines of the log, so that a failure can say what
+// the process said last (an exit status alone says nothing of why).
+func (p *Proc) Tail(n int) string {
+	p.logMu.Lock()
+	defer p.logMu.Unlock()
+	b, err := os.ReadFile(p.Log)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
+}
