@@ -116,7 +116,7 @@ func newFleet(cfg *Config, dir, modelURL string) (*fleet, error) {
 			Argv: append([]string{cfg.Orchestrator, "--nats-url", url, "--http", "127.0.0.1:" + strconv.Itoa(port),
 				"--log-level", "info", "--workers", "0", "--llm-stream=false", "--max-retry-delay", "1s",
 				"--ack-wait", cfg.AckWait.String(), "--stream-replicas", strconv.Itoa(cfg.NATSNodes),
-				"--shutdown-timeout", "500ms", "--data-dir", filepath.Join(dir, name+"-data")}, orchFlags...),
+				"--shutdown-timeout", "500ms"}, orchFlags...),
 			Env:    append([]string{"OPENAI_BASE_URL=" + modelURL, "OPENAI_API_KEY=x", "OPENAI_MODEL=chaos"}, traceEnv(cfg)...),
 			Marker: "orchestrator serving", Unmarker: "lost the lead",
 			Ready: proc.HTTPReady("http://127.0.0.1:" + strconv.Itoa(port) + "/readyz"),

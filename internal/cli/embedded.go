@@ -31,7 +31,11 @@ func ChooseNATS(c NATSChoice) (url, note string, err error) {
 	case len(c.Embedded) == 0:
 		return c.URL, "", nil
 	case c.URLGiven:
-		return "", "", fmt.Errorf("--nats-url joins a NATS server, %s are for the embedded one: give one or the other", strings.Join(c.Embedded, " and "))
+		verb := "is"
+		if len(c.Embedded) > 1 {
+			verb = "are"
+		}
+		return "", "", fmt.Errorf("--nats-url joins a NATS server, %s %s for the embedded one: give one or the other", strings.Join(c.Embedded, " and "), verb)
 	}
 	return "", fmt.Sprintf("%s given: running the embedded NATS server, not joining $NATS_URL (a flag beats the environment; unset NATS_URL, or give --nats-url, to join it)", strings.Join(c.Embedded, " and ")), nil
 }

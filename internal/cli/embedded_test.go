@@ -17,7 +17,7 @@ func TestChooseNATS(t *testing.T) {
 		{"environment: join", NATSChoice{URL: "nats://a:4222"}, "nats://a:4222", "", ""},
 		{"embedded flags beat the environment", NATSChoice{URL: "nats://a:4222", Embedded: []string{"--listen", "--data-dir"}}, "", "--listen and --data-dir given: running the embedded NATS server, not joining $NATS_URL", ""},
 		{"embedded flags alone", NATSChoice{Embedded: []string{"--listen"}}, "", "", ""},
-		{"two flags conflict", NATSChoice{URL: "nats://a:4222", URLGiven: true, Embedded: []string{"--data-dir"}}, "", "", "--nats-url joins a NATS server, --data-dir are for the embedded one"},
+		{"two flags conflict", NATSChoice{URL: "nats://a:4222", URLGiven: true, Embedded: []string{"--data-dir"}}, "", "", "--nats-url joins a NATS server, --data-dir is for the embedded one"},
 	} {
 		url, note, err := ChooseNATS(tt.in)
 		if tt.wantErr != "" {
