@@ -48,8 +48,25 @@ type service struct {
 
 // endpoint is one endpoint of a service; stats under service.mu.
 type endpoint struct {
+	mu    *sync.Mutex // the service's
 	info  micro.EndpointInfo
 	stats micro.EndpointStats
+}
+
+// record counts one request that took d from its receipt to its answer,
+// and the error it was answered with ("" for none). A call that runs on
+// after its handler returned is recorded when it ends, so that the
+// processing time of `nats micro stats` covers the call.
+func (e *endpoint) record(d time.Duration, errDesc string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.stats.NumRequests++
+	e.stats.ProcessingTime += d
+	e.stats.AverageProcessingTime = e.stats.ProcessingTime / time.Duration(e.stats.NumRequests)
+	if errDesc != "" {
+		e.stats.NumErrors++
+		e.stats.LastError = errDesc
+	}
 }
 
 // serviceConfig configures newService.
@@ -135,24 +152,18 @@ func (s *service) answerable(m *nats.Msg) bool {
 
 // addEndpoint subscribes subject in the service's queue group, and direct
 // (if not "") alone; handle runs for each request on the subscription's
-// goroutine and returns the error it answered with, if any, for the
-// endpoint's stats.
-func (s *service) addEndpoint(name, subject, direct string, metadata map[string]string, handle func(m *nats.Msg) (answeredErr string)) error {
-	e := &endpoint{info: micro.EndpointInfo{Name: name, Subject: subject, QueueGroup: s.queue, Metadata: metadata}}
+// goroutine. When it answered the request itself, it returns the error it
+// answered with, if any, for the endpoint's stats; when it handed the
+// request to work that goes on after it returns, it says so (async) and
+// that work calls e.record when it ends.
+func (s *service) addEndpoint(name, subject, direct string, metadata map[string]string, handle func(m *nats.Msg, e *endpoint) (answeredErr string, async bool)) error {
+	e := &endpoint{mu: &s.mu, info: micro.EndpointInfo{Name: name, Subject: subject, QueueGroup: s.queue, Metadata: metadata}}
 	e.stats.Name, e.stats.Subject, e.stats.QueueGroup = name, subject, s.queue
 	handler := func(m *nats.Msg) {
 		start := time.Now()
-		errDesc := handle(m)
-		d := time.Since(start)
-		s.mu.Lock()
-		e.stats.NumRequests++
-		e.stats.ProcessingTime += d
-		e.stats.AverageProcessingTime = e.stats.ProcessingTime / time.Duration(e.stats.NumRequests)
-		if errDesc != "" {
-			e.stats.NumErrors++
-			e.stats.LastError = errDesc
+		if errDesc, async := handle(m, e); !async {
+			e.record(time.Since(start), errDesc)
 		}
-		s.mu.Unlock()
 	}
 	sub, err := s.nc.QueueSubscribe(subject, s.queue, handler)
 	if err != nil {

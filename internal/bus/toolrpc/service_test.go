@@ -1,7 +1,9 @@
 package toolrpc_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -152,5 +154,57 @@ func request(t *testing.T, nc *nats.Conn, subject string, data []byte, v any) {
 	}
 	if err := json.Unmarshal(m.Data, v); err != nil {
 		t.Fatalf("%s: %s: %v", subject, m.Data, err)
+	}
+}
+
+// TestStatsCoverTheCall checks that `nats micro stats` counts a call's
+// whole run, not only its handler, which hands the call to a goroutine and
+// returns at once: a tool that works for 300 ms shows at least that much
+// processing time, and a tool that fails counts as an error naming the
+// tool and its outcome, not the tool's own text.
+func TestStatsCoverTheCall(t *testing.T) {
+	const work = 300 * time.Millisecond
+	slow := &agentfleet.Tool{
+		ToolDef: agentfleet.ToolDef{Name: "slow", Description: "works a while", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		Handler: agentfleet.HandlerFunc(func(ctx context.Context, c *agentfleet.Call) (*agentfleet.ToolResult, error) {
+			if c.Arguments["fail"] == true {
+				return nil, errors.New("secret detail")
+			}
+			time.Sleep(work) // the work whose time the stats must show
+			return agentfleet.TextResult("done"), nil
+		}),
+	}
+	srv := bustest.MustRunNATS(t)
+	ws, err := toolrpc.Serve(bustest.MustConnect(t, srv), toolrpc.ServerConfig{Name: "w", Tools: []*agentfleet.Tool{slow}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.Stop() })
+	nc := bustest.MustConnect(t, srv)
+	for i, args := range []map[string]any{{}, {"fail": true}} {
+		call, _ := wire.EncodeRequest(&wire.CallRequest{V: wire.ProtocolVersion, ID: fmt.Sprint("c", i), Tool: "slow", Args: args})
+		sub, _ := nc.SubscribeSync(nc.NewRespInbox())
+		nc.PublishRequest("agent.tool.slow", sub.Subject, call)
+		for final := false; !final; {
+			m, err := sub.NextMsg(10 * time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, _ := wire.DecodeFrame(m.Data)
+			final = f != nil && (f.T == wire.FrameResult || f.T == wire.FrameError)
+		}
+		sub.Unsubscribe()
+	}
+	var stats micro.Stats
+	request(t, nc, "$SRV.STATS.w", nil, &stats)
+	if len(stats.Endpoints) != 1 {
+		t.Fatalf("stats = %+v", stats)
+	}
+	e := stats.Endpoints[0]
+	if e.NumRequests != 2 || e.ProcessingTime < work {
+		t.Errorf("endpoint stats = %d requests in %v, want 2 in at least %v (the call's work)", e.NumRequests, e.ProcessingTime, work)
+	}
+	if e.NumErrors != 1 || e.LastError != "tool slow: error" {
+		t.Errorf("endpoint errors = %d, last %q; want 1, %q", e.NumErrors, e.LastError, "tool slow: error")
 	}
 }

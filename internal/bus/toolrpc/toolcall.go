@@ -56,6 +56,30 @@ type call struct {
 	// outcomeRec is the call's record in the outcome bucket, nil when it
 	// has none (outcome.go).
 	outcomeRec *callOutcome
+	// ep is the endpoint that took the call, whose stats count it when it
+	// ends; nil for a call that came through no endpoint.
+	ep *endpoint
+}
+
+// statsError is what the stats of an endpoint say of a call that ended
+// with outcome: nothing for ok, else the tool and the outcome (never the
+// tool's text, which may hold what the caller alone may read).
+func statsError(tool, outcome string) string {
+	switch outcome {
+	case "ok":
+		return ""
+	case "":
+		return "tool " + tool + ": the handler exited"
+	}
+	return "tool " + tool + ": " + outcome
+}
+
+// recordStats counts the call, once, in its endpoint's stats.
+func (c *call) recordStats(outcome string) {
+	if c.ep != nil {
+		c.ep.record(time.Since(c.start), statsError(c.t.Name, outcome))
+		c.ep = nil
+	}
 }
 
 // release gives back what Admit granted the call.
@@ -128,6 +152,7 @@ func (c *call) end() {
 	s.mu.Unlock()
 	c.free()
 	c.release()
+	c.recordStats(c.outcome)
 }
 
 // free gives the call's slot back, once.
@@ -270,6 +295,9 @@ func (c *call) finish(res *agentfleet.ToolResult, err error) (outcome string) {
 		return c.tooLarge(buf.Len(), max)
 	}
 	c.endOutcome(buf.Bytes(), buf.Len())
+	// Counted before the result goes out, so that whoever reads the stats
+	// after the result finds the call in them.
+	c.recordStats(outcome)
 	if f.IsError {
 		err = c.publishFailed(buf.Bytes())
 	} else {

@@ -342,9 +342,10 @@ func (s *ToolServer) observe(tool, outcome string, d time.Duration) {
 // handler returns the handler of one tool's endpoint. It runs on the
 // endpoint's two subscriptions, one request at a time on each, so it only checks the
 // request and a free slot, and runs the call in a goroutine (see call). It
-// returns the error it answered with, for the endpoint's stats.
-func (s *ToolServer) handler(t *agentfleet.Tool) func(req *nats.Msg) (answeredErr string) {
-	return func(req *nats.Msg) (answeredErr string) {
+// returns the error it answered a refusal with, for the endpoint's stats,
+// or async for a call it started: the call records itself when it ends.
+func (s *ToolServer) handler(t *agentfleet.Tool) func(req *nats.Msg, ep *endpoint) (answeredErr string, async bool) {
+	return func(req *nats.Msg, ep *endpoint) (answeredErr string, async bool) {
 		start := time.Now()
 		if err := s.replies.Check(req.Reply); err != nil {
 			// Nobody could read the result, nor tell the call to stop: a
@@ -354,7 +355,7 @@ func (s *ToolServer) handler(t *agentfleet.Tool) func(req *nats.Msg) (answeredEr
 			// worker's rights on a subject of the sender's choosing.
 			s.refuseNoReply(t, err)
 			s.observe(t.Name, "no_reply", time.Since(start))
-			return ""
+			return "", false
 		}
 		creq, err := wire.DecodeRequest(req.Data)
 		if err == nil && creq.Tool != t.Name {
@@ -363,28 +364,29 @@ func (s *ToolServer) handler(t *agentfleet.Tool) func(req *nats.Msg) (answeredEr
 		if err != nil {
 			s.sendError(req.Reply, "", wire.CodeBadRequest, err.Error())
 			s.observe(t.Name, "bad_request", time.Since(start))
-			return bus.HeaderValue(err.Error())
+			return bus.HeaderValue(err.Error()), false
 		}
 		fence, ok := s.checkFence(req, t.Name, creq, start)
 		if !ok {
-			return ""
+			return "", false
 		}
 		select {
 		case s.slots <- struct{}{}:
 		default:
 			s.refuse(req, t, creq, "worker busy", start)
-			return ""
+			return "", false
 		}
 		var admitted func()
 		if s.cfg.Admit != nil {
 			if admitted, err = s.cfg.Admit(t); err != nil {
 				<-s.slots
 				s.refuse(req, t, creq, "worker busy: "+err.Error(), start)
-				return ""
+				return "", false
 			}
 		}
 		c := s.newCall(t, creq, req.Reply, req.Header, start)
 		c.admitted = admitted
+		c.ep = ep
 		c.ctx.caller.Fence = fence
 		s.mu.Lock()
 		if s.draining {
@@ -398,7 +400,7 @@ func (s *ToolServer) handler(t *agentfleet.Tool) func(req *nats.Msg) (answeredEr
 			c.release()
 			<-s.slots
 			s.refuse(req, t, creq, "worker draining", start)
-			return ""
+			return "", false
 		}
 		// Calls are keyed by id and reply inbox: ids come from models and
 		// may repeat across sessions; the inbox is unique per attempt.
@@ -407,7 +409,7 @@ func (s *ToolServer) handler(t *agentfleet.Tool) func(req *nats.Msg) (answeredEr
 		s.mu.Unlock()
 		s.inFlight.Add(1)
 		s.start(c)
-		return ""
+		return "", true
 	}
 }
 
