@@ -1,9 +1,10 @@
 package toolrpc
 
 import (
-	"github.com/agentfleet/agentfleet/internal/bus/wire"
 	"sync"
 	"time"
+
+	"github.com/agentfleet/agentfleet/internal/bus/wire"
 )
 
 // Room kept in a call record's frame buffer: progress and heartbeats are

@@ -2,6 +2,7 @@ package toolrpc
 
 import (
 	"errors"
+
 	"github.com/agentfleet/agentfleet"
 )
 

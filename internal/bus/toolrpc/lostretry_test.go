@@ -3,11 +3,12 @@ package toolrpc_test
 import (
 	"context"
 	"errors"
-	"github.com/agentfleet/agentfleet/internal/fleetexec"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/agentfleet/agentfleet/internal/fleetexec"
 
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"

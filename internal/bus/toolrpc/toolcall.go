@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/bus/microsvc"
 	"github.com/agentfleet/agentfleet/internal/bus/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
@@ -58,7 +59,7 @@ type call struct {
 	outcomeRec *callOutcome
 	// ep is the endpoint that took the call, whose stats count it when it
 	// ends; nil for a call that came through no endpoint.
-	ep *endpoint
+	ep *microsvc.Endpoint
 }
 
 // statsError is what the stats of an endpoint say of a call that ended
@@ -77,7 +78,7 @@ func statsError(tool, outcome string) string {
 // recordStats counts the call, once, in its endpoint's stats.
 func (c *call) recordStats(outcome string) {
 	if c.ep != nil {
-		c.ep.record(time.Since(c.start), statsError(c.t.Name, outcome))
+		c.ep.Record(time.Since(c.start), statsError(c.t.Name, outcome))
 		c.ep = nil
 	}
 }

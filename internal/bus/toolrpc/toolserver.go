@@ -13,6 +13,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/fleet"
+	"github.com/agentfleet/agentfleet/internal/bus/microsvc"
 	"github.com/agentfleet/agentfleet/internal/bus/ownership"
 	"github.com/agentfleet/agentfleet/internal/bus/wire"
 	"github.com/nats-io/nats.go"
@@ -80,7 +81,7 @@ type ToolServer struct {
 	nc       *nats.Conn
 	cfg      ServerConfig
 	subjects bus.Subjects
-	svc      *service
+	svc      *microsvc.Service
 	id       string
 	log      *slog.Logger
 	replies  bus.ReplyGuard
@@ -101,7 +102,7 @@ type ToolServer struct {
 
 	// Messages the server drops without an answer, counted and warned
 	// about at most once a second: a flood of them must not flood the log.
-	noReply, badCancel rateLog
+	noReply, badCancel microsvc.RateLog
 
 	mu    sync.Mutex
 	calls map[callKey]*call
@@ -166,7 +167,7 @@ func Serve(nc *nats.Conn, cfg ServerConfig) (*ToolServer, error) {
 		calls:  make(map[callKey]*call),
 		fences: newFences(cfg.FenceTTL, cfg.FenceKeys),
 	}
-	s.svc, err = newService(nc, serviceConfig{
+	s.svc, err = microsvc.New(nc, microsvc.Config{
 		Name:        cfg.Name,
 		Version:     cfg.Version,
 		Description: "agentfleet tool worker",
@@ -189,19 +190,19 @@ func Serve(nc *nats.Conn, cfg ServerConfig) (*ToolServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tool server: %w", err)
 	}
-	s.id = s.svc.identity.ID
+	s.id = s.svc.ID()
 	s.name, s.cancelSubject = cfg.Name+"/"+s.id, subjects.Cancel(s.id)
 	s.cancelSub, err = nc.Subscribe(s.cancelSubject, s.onCancel)
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("tool server: %w", err), s.svc.stop())
+		return nil, errors.Join(fmt.Errorf("tool server: %w", err), s.svc.Stop())
 	}
 	for _, t := range cfg.Tools {
-		if err := s.svc.addEndpoint(t.Name, subjects.Tool(t.Name), subjects.WorkerTool(t.Name, s.id), fleet.ToolMetadata(&t.ToolDef), s.handler(t)); err != nil {
-			return nil, errors.Join(fmt.Errorf("tool server: tool %q: %w", t.Name, err), s.svc.stop(), s.cancelSub.Unsubscribe())
+		if err := s.svc.AddEndpoint(t.Name, subjects.Tool(t.Name), subjects.WorkerTool(t.Name, s.id), fleet.ToolMetadata(&t.ToolDef), s.handler(t)); err != nil {
+			return nil, errors.Join(fmt.Errorf("tool server: tool %q: %w", t.Name, err), s.svc.Stop(), s.cancelSub.Unsubscribe())
 		}
 	}
 	if err := nc.Flush(); err != nil {
-		return nil, errors.Join(fmt.Errorf("tool server: %w", err), s.svc.stop(), s.cancelSub.Unsubscribe())
+		return nil, errors.Join(fmt.Errorf("tool server: %w", err), s.svc.Stop(), s.cancelSub.Unsubscribe())
 	}
 	s.announce("joined")
 	s.beatStop, s.beatDone = make(chan struct{}), make(chan struct{})
@@ -274,7 +275,7 @@ func (s *ToolServer) drain(ctx context.Context, force bool) error {
 	s.mu.Unlock()
 	// Stop drains the endpoints' subscriptions: the requests they already
 	// hold still reach the handler after it returns, and are refused.
-	err := s.svc.stop()
+	err := s.svc.Stop()
 	s.stopBeat()
 	s.announce("left")
 	done := make(chan struct{})
@@ -313,7 +314,7 @@ func (s *ToolServer) cancelAll(cause error) {
 func (s *ToolServer) onCancel(m *nats.Msg) {
 	f, err := wire.DecodeCancel(m.Data)
 	if err != nil {
-		if warn, n := s.badCancel.count(); warn {
+		if warn, n := s.badCancel.Count(); warn {
 			s.log.Warn("ignoring a bad cancel frame", "subject", m.Subject, "err", err, "ignored_so_far", n)
 		}
 		return
@@ -344,8 +345,8 @@ func (s *ToolServer) observe(tool, outcome string, d time.Duration) {
 // request and a free slot, and runs the call in a goroutine (see call). It
 // returns the error it answered a refusal with, for the endpoint's stats,
 // or async for a call it started: the call records itself when it ends.
-func (s *ToolServer) handler(t *agentfleet.Tool) func(req *nats.Msg, ep *endpoint) (answeredErr string, async bool) {
-	return func(req *nats.Msg, ep *endpoint) (answeredErr string, async bool) {
+func (s *ToolServer) handler(t *agentfleet.Tool) func(req *nats.Msg, ep *microsvc.Endpoint) (answeredErr string, async bool) {
+	return func(req *nats.Msg, ep *microsvc.Endpoint) (answeredErr string, async bool) {
 		start := time.Now()
 		if err := s.replies.Check(req.Reply); err != nil {
 			// Nobody could read the result, nor tell the call to stop: a
@@ -422,29 +423,14 @@ const HeaderBusy = "Agentfleet-Busy"
 
 // NoReply returns the number of requests refused because they had no reply
 // subject, or one that the server's ReplyGuard refused.
-func (s *ToolServer) NoReply() uint64 { return s.noReply.n.Load() }
+func (s *ToolServer) NoReply() uint64 { return s.noReply.N() }
 
 // BadCancels returns the number of messages on the cancel subject that were
 // not cancels.
-func (s *ToolServer) BadCancels() uint64 { return s.badCancel.n.Load() }
-
-// rateLog counts events and lets one warning through per second.
-type rateLog struct {
-	n    atomic.Uint64
-	last atomic.Int64 // unix nanoseconds of the last warning
-}
-
-// count counts one event and reports whether to warn about it, with the
-// count so far.
-func (l *rateLog) count() (warn bool, n uint64) {
-	n = l.n.Add(1)
-	now := time.Now().UnixNano()
-	last := l.last.Load()
-	return now-last >= int64(time.Second) && l.last.CompareAndSwap(last, now), n
-}
+func (s *ToolServer) BadCancels() uint64 { return s.badCancel.N() }
 
 func (s *ToolServer) refuseNoReply(t *agentfleet.Tool, err error) {
-	if warn, n := s.noReply.count(); warn {
+	if warn, n := s.noReply.Count(); warn {
 		s.log.Warn("refused a call request; not run, not answered", "tool", t.Name, "err", err, "refused_so_far", n)
 	}
 }

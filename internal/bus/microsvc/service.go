@@ -1,4 +1,11 @@
-package toolrpc
+// Package microsvc is a worker's NATS micro service: its endpoints, their
+// stats, and the answers to $SRV.PING, $SRV.INFO and $SRV.STATS in micro's
+// protocol, each sent only where the reply guard allows.
+//
+// It imports the NATS client and its micro types, and internal/bus for
+// the reply guard and tokens; nothing else of the fleet. Its tests run
+// through the tool server that serves on it (internal/bus/toolrpc).
+package microsvc
 
 import (
 	"encoding/json"
@@ -6,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentfleet/agentfleet/internal/bus"
@@ -14,7 +22,7 @@ import (
 	"github.com/nats-io/nuid"
 )
 
-// service is a worker's NATS micro service: its endpoints, and the answers
+// Service is a worker's NATS micro service: its endpoints, and the answers
 // to $SRV.PING, $SRV.INFO and $SRV.STATS in micro's protocol (the types of
 // package micro), so that `nats micro`, discovery and dashboards see it as
 // micro's own. It speaks the protocol itself rather than through
@@ -22,7 +30,7 @@ import (
 // subject they carry, with the worker's rights: a client allowed to ask
 // $SRV.INFO could have every worker publish its info on a KV key, a stream
 // or a session's subjects. Every answer here goes through a ReplyGuard.
-type service struct {
+type Service struct {
 	nc          *nats.Conn
 	identity    micro.ServiceIdentity
 	description string
@@ -31,10 +39,10 @@ type service struct {
 	statsData   func() any // the data of every endpoint's stats
 	started     time.Time
 	log         *slog.Logger
-	refused     *rateLog // requests whose reply the guard refused
+	refused     *RateLog // requests whose reply the guard refused
 
 	mu        sync.Mutex
-	endpoints []*endpoint
+	endpoints []*Endpoint
 	subs      []*nats.Subscription // verbs, then endpoints
 	stopped   bool
 
@@ -46,18 +54,18 @@ type service struct {
 	answering bool
 }
 
-// endpoint is one endpoint of a service; stats under service.mu.
-type endpoint struct {
+// Endpoint is one endpoint of a service; stats under service.mu.
+type Endpoint struct {
 	mu    *sync.Mutex // the service's
 	info  micro.EndpointInfo
 	stats micro.EndpointStats
 }
 
-// record counts one request that took d from its receipt to its answer,
+// Record counts one request that took d from its receipt to its answer,
 // and the error it was answered with ("" for none). A call that runs on
 // after its handler returned is recorded when it ends, so that the
 // processing time of `nats micro stats` covers the call.
-func (e *endpoint) record(d time.Duration, errDesc string) {
+func (e *Endpoint) Record(d time.Duration, errDesc string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.stats.NumRequests++
@@ -69,23 +77,23 @@ func (e *endpoint) record(d time.Duration, errDesc string) {
 	}
 }
 
-// serviceConfig configures newService.
-type serviceConfig struct {
+// Config configures New.
+type Config struct {
 	Name, Version, Description, QueueGroup string
 	Metadata                               map[string]string
 	Replies                                bus.ReplyGuard
 	StatsData                              func() any
 	Logger                                 *slog.Logger
-	Refused                                *rateLog
+	Refused                                *RateLog
 }
 
-// newService subscribes the control subjects of a service named cfg.Name
+// New subscribes the control subjects of a service named cfg.Name
 // (a micro name: letters, digits, '-' and '_') with a new instance id.
-func newService(nc *nats.Conn, cfg serviceConfig) (*service, error) {
+func New(nc *nats.Conn, cfg Config) (*Service, error) {
 	if !bus.ValidToken(cfg.Name) {
 		return nil, fmt.Errorf("service name %q may hold only letters, digits, '-' and '_'", cfg.Name)
 	}
-	s := &service{
+	s := &Service{
 		nc: nc, description: cfg.Description, queue: cfg.QueueGroup, replies: cfg.Replies,
 		statsData: cfg.StatsData, started: time.Now().UTC(), log: cfg.Logger, refused: cfg.Refused, answering: true,
 		identity: micro.ServiceIdentity{Name: cfg.Name, ID: nuid.Next(), Version: cfg.Version, Metadata: cfg.Metadata},
@@ -97,12 +105,12 @@ func newService(nc *nats.Conn, cfg serviceConfig) (*service, error) {
 		for _, sub := range [][2]string{{"", ""}, {cfg.Name, ""}, {cfg.Name, s.identity.ID}} {
 			subject, err := micro.ControlSubject(verb, sub[0], sub[1])
 			if err != nil {
-				return nil, errors.Join(err, s.stop())
+				return nil, errors.Join(err, s.Stop())
 			}
 			verb := verb
 			ns, err := nc.Subscribe(subject, func(m *nats.Msg) { s.control(verb, m) })
 			if err != nil {
-				return nil, errors.Join(fmt.Errorf("subscribe %s: %w", subject, err), s.stop())
+				return nil, errors.Join(fmt.Errorf("subscribe %s: %w", subject, err), s.Stop())
 			}
 			s.subs = append(s.subs, ns)
 		}
@@ -111,7 +119,7 @@ func newService(nc *nats.Conn, cfg serviceConfig) (*service, error) {
 }
 
 // control answers one control request.
-func (s *service) control(verb micro.Verb, m *nats.Msg) {
+func (s *Service) control(verb micro.Verb, m *nats.Msg) {
 	s.gate.RLock()
 	defer s.gate.RUnlock()
 	if !s.answering || !s.answerable(m) {
@@ -137,32 +145,32 @@ func (s *service) control(verb micro.Verb, m *nats.Msg) {
 
 // answerable reports whether m's reply subject may be answered, counting
 // and (at most once a second) logging a refusal.
-func (s *service) answerable(m *nats.Msg) bool {
+func (s *Service) answerable(m *nats.Msg) bool {
 	err := s.replies.Check(m.Reply)
 	if err == nil {
 		return true
 	}
 	if m.Reply != "" {
-		if warn, n := s.refused.count(); warn {
+		if warn, n := s.refused.Count(); warn {
 			s.log.Warn("refused a request; not answered", "subject", m.Subject, "err", err, "refused_so_far", n)
 		}
 	}
 	return false
 }
 
-// addEndpoint subscribes subject in the service's queue group, and direct
+// AddEndpoint subscribes subject in the service's queue group, and direct
 // (if not "") alone; handle runs for each request on the subscription's
 // goroutine. When it answered the request itself, it returns the error it
 // answered with, if any, for the endpoint's stats; when it handed the
 // request to work that goes on after it returns, it says so (async) and
-// that work calls e.record when it ends.
-func (s *service) addEndpoint(name, subject, direct string, metadata map[string]string, handle func(m *nats.Msg, e *endpoint) (answeredErr string, async bool)) error {
-	e := &endpoint{mu: &s.mu, info: micro.EndpointInfo{Name: name, Subject: subject, QueueGroup: s.queue, Metadata: metadata}}
+// that work calls e.Record when it ends.
+func (s *Service) AddEndpoint(name, subject, direct string, metadata map[string]string, handle func(m *nats.Msg, e *Endpoint) (answeredErr string, async bool)) error {
+	e := &Endpoint{mu: &s.mu, info: micro.EndpointInfo{Name: name, Subject: subject, QueueGroup: s.queue, Metadata: metadata}}
 	e.stats.Name, e.stats.Subject, e.stats.QueueGroup = name, subject, s.queue
 	handler := func(m *nats.Msg) {
 		start := time.Now()
 		if errDesc, async := handle(m, e); !async {
-			e.record(time.Since(start), errDesc)
+			e.Record(time.Since(start), errDesc)
 		}
 	}
 	sub, err := s.nc.QueueSubscribe(subject, s.queue, handler)
@@ -186,7 +194,7 @@ func (s *service) addEndpoint(name, subject, direct string, metadata map[string]
 	return nil
 }
 
-func (s *service) info() micro.Info {
+func (s *Service) info() micro.Info {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	eps := make([]micro.EndpointInfo, len(s.endpoints))
@@ -196,7 +204,7 @@ func (s *service) info() micro.Info {
 	return micro.Info{ServiceIdentity: s.identity, Type: micro.InfoResponseType, Description: s.description, Endpoints: eps}
 }
 
-func (s *service) stats() micro.Stats {
+func (s *Service) stats() micro.Stats {
 	var data json.RawMessage
 	if s.statsData != nil {
 		data, _ = json.Marshal(s.statsData())
@@ -212,10 +220,10 @@ func (s *service) stats() micro.Stats {
 	return micro.Stats{ServiceIdentity: s.identity, Type: micro.StatsResponseType, Started: s.started, Endpoints: eps}
 }
 
-// stop drains every subscription: requests already received still reach
+// Stop drains every subscription: requests already received still reach
 // their handlers, but control requests are no longer answered. It may be
 // called more than once.
-func (s *service) stop() error {
+func (s *Service) Stop() error {
 	s.gate.Lock()
 	s.answering = false
 	s.gate.Unlock()
@@ -233,3 +241,24 @@ func (s *service) stop() error {
 	}
 	return errors.Join(errs...)
 }
+
+// ID returns the service's instance id.
+func (s *Service) ID() string { return s.identity.ID }
+
+// RateLog counts events and lets one warning through per second.
+type RateLog struct {
+	n    atomic.Uint64
+	last atomic.Int64 // unix nanoseconds of the last warning
+}
+
+// Count counts one event and reports whether to warn about it, with the
+// count so far.
+func (l *RateLog) Count() (warn bool, n uint64) {
+	n = l.n.Add(1)
+	now := time.Now().UnixNano()
+	last := l.last.Load()
+	return now-last >= int64(time.Second) && l.last.CompareAndSwap(last, now), n
+}
+
+// N returns the events counted.
+func (l *RateLog) N() uint64 { return l.n.Load() }
