@@ -76,8 +76,14 @@ func History(ctx context.Context, nc *nats.Conn, subjects bus.Subjects, agent, s
 	if err != nil {
 		return nil, fmt.Errorf("history of %s/%s: %w", agent, session, err)
 	}
+	return DecodeHistory(agent, session, m.Data)
+}
+
+// DecodeHistory decodes an answer on Subjects.SessionHistory; the error
+// says why it is none, or why the orchestrator gave no page.
+func DecodeHistory(agent, session string, data []byte) (*HistoryReplyJSON, error) {
 	var r HistoryReplyJSON
-	if err := json.Unmarshal(m.Data, &r); err != nil {
+	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, fmt.Errorf("history of %s/%s: the answer is not a history page: %v", agent, session, err)
 	}
 	if r.Error != "" {
