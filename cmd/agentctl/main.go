@@ -184,6 +184,7 @@ var commands = []*command{
 	{name: "approve", args: "<agent> <session> <call>", help: "decide a tool call that waits for approval (agent.approve): approve it, edit it with --args, or --reject it with a --reason", json: true, decision: true, check: checkApprove, run: (*Main).approve},
 	{name: "tail", args: "[agent [session]]", help: "follow events as readable lines; '*' matches any agent or session (--since 10m: replay first)", json: true, since: true, check: checkTail, run: (*Main).tail},
 	{name: "chat", args: "<agent> [session]", help: "chat in the terminal, with the answer and tool calls as they stream", check: checkChat, run: (*Main).chat},
+	{name: "history", args: "<agent> <session>", help: "print a session's stored records with their sequences, runs and writers", json: true, check: checkSession, run: (*Main).history},
 	{name: "tools", args: "[agent]", help: "list the fleet's tools with their argument schemas; given an agent, the tools it sees (from its orchestrator)", json: true, check: checkTools, run: (*Main).tools, subs: toolsCommands},
 	{name: "call", args: "<tool> [json-args]", help: "run one tool on the fleet directly, printing its progress", json: true, check: checkCall, run: (*Main).call},
 	{name: "dashboard", args: "", help: "serve the browser dashboard on --http (actions hidden when the NATS user may not send, or with --read-only)", dashboard: true, check: checkDashboard, run: (*Main).dashboard},
@@ -231,7 +232,7 @@ The first argument of tools is taken for a subcommand when it is export,
 import, history or delete, so no agent of those names can be given to it.
 
 Command flags:
-  --json          print raw JSON (ask, tail, tools, call; tools history,
+  --json          print raw JSON (ask, tail, history, tools, call; tools history,
                   import and delete; tools export prints JSON anyway)
   --id string     client message id, for de-duplication (ask, send, steer)
   --revision N    the revision to print (tools export)
@@ -482,6 +483,17 @@ func checkMessage(m *Main, pos []string) error {
 func checkAbort(m *Main, pos []string) error {
 	if len(pos) < 2 {
 		return fmt.Errorf("want <agent> <session> [reason], got %d argument(s)", len(pos))
+	}
+	if err := checkName("agent", pos[0]); err != nil {
+		return err
+	}
+	return checkName("session", pos[1])
+}
+
+// checkSession checks the arguments of a command on one session.
+func checkSession(m *Main, pos []string) error {
+	if len(pos) != 2 {
+		return fmt.Errorf("want <agent> <session>, got %d argument(s)", len(pos))
 	}
 	if err := checkName("agent", pos[0]); err != nil {
 		return err

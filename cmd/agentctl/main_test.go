@@ -517,6 +517,12 @@ func TestRoles(t *testing.T) {
 	if err != nil || !strings.Contains(stdout, "list_tools — ") || !strings.Contains(stdout, "calculator — Calculator") {
 		t.Errorf("client tools default: err %v, stdout %q", err, stdout)
 	}
+	// A person reads a session's records through the fleet's export of
+	// the ask subjects, with no JetStream of their own.
+	stdout, _, err = run(t, s.ClientURL(), as("alice", "history", "default", "a2")...)
+	if err != nil || !strings.Contains(stdout, "user      what is 2+3?") || !strings.Contains(stdout, "end       calculator: 5") {
+		t.Errorf("alice history: err %v, stdout %q", err, stdout)
+	}
 	stdout, _, err = run(t, s.ClientURL(), as("orchestrator", "call", "echo", `{"text":"direct"}`)...)
 	if err != nil || stdout != "direct\n" {
 		t.Errorf("orchestrator call: err %v, stdout %q", err, stdout)
@@ -594,7 +600,7 @@ func TestBadArguments(t *testing.T) {
 		want string
 	}{
 		{nil, "agentctl: no command given"},
-		{[]string{"frobnicate"}, `agentctl: unknown command "frobnicate" (commands: ask, send, steer, abort, approve, tail, chat, tools, call, dashboard, mcp)`},
+		{[]string{"frobnicate"}, `agentctl: unknown command "frobnicate" (commands: ask, send, steer, abort, approve, tail, chat, history, tools, call, dashboard, mcp)`},
 		{[]string{"ask", "default", "a b", "hi"}, `agentctl ask: session name "a b" may hold only letters, digits, '-' and '_'`},
 		{[]string{"ask", "de.fault", "s", "hi"}, `agentctl ask: agent name "de.fault" may hold only letters, digits, '-' and '_'`},
 		{[]string{"ask", "default", "s"}, "agentctl ask: want <agent> <session> <text>, got 2 argument(s)"},
@@ -606,6 +612,10 @@ func TestBadArguments(t *testing.T) {
 		{[]string{"chat"}, "agentctl chat: want <agent> [session], got 0 argument(s)"},
 		{[]string{"chat", "default", "s*"}, `agentctl chat: session name "s*" may hold only`},
 		{[]string{"tools", "a", "b"}, "agentctl tools: want [agent], got 2 arguments"},
+		{[]string{"history", "default"}, "agentctl history: want <agent> <session>, got 1 argument(s)"},
+		{[]string{"history", "default", "s", "x"}, "agentctl history: want <agent> <session>, got 3 argument(s)"},
+		{[]string{"history", "default", "s>"}, `agentctl history: session name "s>" may hold only`},
+		{[]string{"history", "--revision", "2", "default", "s"}, "agentctl history: flag provided but not defined: -revision"},
 		{[]string{"tools", "export"}, "agentctl tools export: want <name>, got 0 arguments"},
 		{[]string{"tools", "history", "a", "b"}, "agentctl tools history: want <name>, got 2 arguments"},
 		{[]string{"tools", "delete", "a.b"}, `agentctl tools delete: tool name "a.b" may hold only`},

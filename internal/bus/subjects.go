@@ -193,6 +193,38 @@ func (s Subjects) ParseAgentTools(subject string) (string, error) {
 	return agent, nil
 }
 
+// SessionHistory returns the request subject on which an orchestrator
+// answers with a session's stored records: the session's ask subject with
+// a fifth token, "history". Like AgentTools it lies under the ask subjects,
+// so that whoever may ask the session may read what it holds, with no
+// permission of its own; the input subscriptions take four tokens, so it
+// is never taken for input.
+func (s Subjects) SessionHistory(agent, session string) string {
+	return s.Prefix + "." + KindAsk + "." + agent + "." + session + ".history"
+}
+
+// SessionHistoryWildcard matches SessionHistory of every session.
+func (s Subjects) SessionHistoryWildcard() string {
+	return s.Prefix + "." + KindAsk + ".*.*.history"
+}
+
+// ParseSessionHistory returns the agent and session of a SessionHistory
+// subject; the error says which token is at fault.
+func (s Subjects) ParseSessionHistory(subject string) (agent, session string, err error) {
+	rest, ok := strings.CutPrefix(subject, s.Prefix+"."+KindAsk+".")
+	parts := strings.Split(rest, ".")
+	if !ok || len(parts) != 3 || parts[2] != "history" {
+		return "", "", fmt.Errorf("subject %q: want %s.%s.<agent>.<session>.history", subject, s.Prefix, KindAsk)
+	}
+	if err := CheckToken("agent", parts[0]); err != nil {
+		return "", "", fmt.Errorf("subject %q: %w", subject, err)
+	}
+	if err := CheckToken("session", parts[1]); err != nil {
+		return "", "", fmt.Errorf("subject %q: %w", subject, err)
+	}
+	return parts[0], parts[1], nil
+}
+
 // Call returns the subject on which an orchestrator runs one call of an
 // agent's tools for a client outside any run (agentctl mcp):
 // <prefix>.call.<agent>.<session>. The session names the caller in the

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentfleet/agentfleet"
@@ -139,6 +140,9 @@ type Orchestrator struct {
 	services *services.Services // answers Subjects.AgentTools and Subjects.Call
 	durable  *businput.Durable
 	history  *history.Store
+	// opened is history once it is open, for the services, which answer
+	// before it is.
+	opened   atomic.Pointer[history.Store]
 	outcomes *toolrpc.Outcomes // durable only: the outcomes workers record (outcomes.go)
 	objects  *objref.Store     // large payloads; nil without JetStream (payloads.go)
 	table    *partition.Table  // with durable input: the partitions this one owns

@@ -94,6 +94,7 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 	if err != nil {
 		return fail(err)
 	}
+	o.opened.Store(o.history)
 	o.openOutcomes(ctx, dcfg.Replicas)
 	if o.in, err = o.durable.Input(ctx, o.input); err != nil {
 		return fail(err)

@@ -2,8 +2,10 @@ package orchestrator
 
 import (
 	"context"
+	"errors"
 
 	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/bus/history"
 	"github.com/agentfleet/agentfleet/internal/bus/services"
 )
 
@@ -34,4 +36,16 @@ func (s agentServices) CallTool(ctx context.Context, agentName, session string, 
 		return nil, err
 	}
 	return &services.CallOutcome{Result: out.Result, IsError: out.IsError, Kind: string(out.Kind)}, nil
+}
+
+// SessionHistory loads a session's stored records for a history page.
+func (s agentServices) SessionHistory(ctx context.Context, agentName, session string) (*history.Loaded, error) {
+	if err := s.o.CheckAgent(agentName); err != nil {
+		return nil, err
+	}
+	h := s.o.opened.Load()
+	if h == nil {
+		return nil, errors.New("no stored history here: this orchestrator keeps sessions in memory (no JetStream), or is still starting")
+	}
+	return h.Load(ctx, agentName, session)
 }

@@ -1,10 +1,12 @@
 // Package services answers the orchestrator's request subjects on NATS:
-// the agents' tool lists (Subjects.AgentTools) and direct tool calls
-// (Subjects.Call, for agentctl mcp). It subscribes, checks each request's
+// the agents' tool lists (Subjects.AgentTools), direct tool calls
+// (Subjects.Call, for agentctl mcp) and sessions' stored records
+// (Subjects.SessionHistory, for agentctl history). It subscribes, checks each request's
 // reply subject with the reply guard, decodes the request, asks an Agents
 // (the orchestrator) and encodes and sends the answer.
 //
-// It imports the NATS client, internal/bus and the agentfleet root types;
+// It imports the NATS client, internal/bus, its client types and history
+// store, and the agentfleet root types;
 // never the agent core (internal/loop, internal/pipeline) nor the
 // orchestrator, which it reaches only through Agents.
 package services
@@ -18,6 +20,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/history"
 	"github.com/agentfleet/agentfleet/internal/bus/input"
 	"github.com/nats-io/nats.go"
 )
@@ -33,6 +36,9 @@ type Agents interface {
 	// session. It fails only for an unknown agent or session name;
 	// everything else is an outcome.
 	CallTool(ctx context.Context, agent, session string, call agentfleet.ToolCall) (*CallOutcome, error)
+	// SessionHistory returns a session's stored records. It fails for an
+	// unknown agent, and for an orchestrator that stores no history.
+	SessionHistory(ctx context.Context, agent, session string) (*history.Loaded, error)
 }
 
 // CallOutcome is how a direct call ended: its result, whether that is an
@@ -58,7 +64,7 @@ type Config struct {
 
 // Services are the subscriptions that answer the request subjects.
 type Services struct {
-	tools, calls *nats.Subscription
+	tools, calls, history *nats.Subscription
 }
 
 // Start subscribes the request subjects on nc, in the queue group
@@ -80,6 +86,9 @@ func Start(ctx context.Context, nc *bus.Conn, cfg Config, agents Agents) (*Servi
 	if s.calls, err = a.answerCalls(); err != nil {
 		return nil, errors.Join(err, s.tools.Unsubscribe())
 	}
+	if s.history, err = a.answerHistory(); err != nil {
+		return nil, errors.Join(err, s.tools.Unsubscribe(), s.calls.Unsubscribe())
+	}
 	// A round trip, so that the server holds both subscriptions when Start
 	// returns: a request sent right after is answered, not refused with
 	// "no responders".
@@ -92,7 +101,7 @@ func Start(ctx context.Context, nc *bus.Conn, cfg Config, agents Agents) (*Servi
 // Close unsubscribes the request subjects; calls already running go on
 // until the ctx given to Start ends.
 func (s *Services) Close() error {
-	return errors.Join(s.tools.Unsubscribe(), s.calls.Unsubscribe())
+	return errors.Join(s.tools.Unsubscribe(), s.calls.Unsubscribe(), s.history.Unsubscribe())
 }
 
 // answerer answers the requests of Start's subscriptions.

@@ -14,6 +14,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/bus/client"
+	"github.com/agentfleet/agentfleet/internal/bus/history"
 	"github.com/agentfleet/agentfleet/internal/bus/services"
 	"github.com/nats-io/nats.go"
 )
@@ -41,6 +42,17 @@ func (g *agents) CallTool(_ context.Context, agent, session string, call agentfl
 	}
 	text, _ := call.Arguments["text"].(string)
 	return &services.CallOutcome{Result: &agentfleet.ToolResult{Content: []agentfleet.Content{agentfleet.Text(text)}}, Kind: "ok"}, nil
+}
+
+// SessionHistory serves the records of stored for any session of "a".
+func (g *agents) SessionHistory(_ context.Context, agent, session string) (*history.Loaded, error) {
+	g.mu.Lock()
+	g.calls = append(g.calls, agent+"/"+session+"/history")
+	g.mu.Unlock()
+	if agent != "a" {
+		return nil, errors.New("unknown agent " + agent)
+	}
+	return stored(), nil
 }
 
 func (g *agents) ran() []string {
@@ -154,6 +166,7 @@ func TestRequestWithoutInboxIsNotAnswered(t *testing.T) {
 	for _, tc := range []struct{ name, subject, body, next string }{
 		{"tools", subjects.AgentTools("a"), "", subjects.AgentTools("a")},
 		{"call", subjects.Call("a", "s1"), `{"id":"c1","name":"echo","arguments":{"text":"hi"}}`, subjects.Call("a", "s2")},
+		{"history", subjects.SessionHistory("a", "s1"), "", subjects.SessionHistory("a", "s2")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stray := bus.DefaultPrefix + ".stray." + tc.name
