@@ -67,7 +67,9 @@ func sumCosts(ends []history.RunEnd) costReport {
 	for _, r := range agents {
 		rep.Agents = append(rep.Agents, *r)
 	}
-	by := func(a, b costRow) int { return cmp.Or(cmp.Compare(a.Agent, b.Agent), cmp.Compare(a.Session, b.Session)) }
+	by := func(a, b costRow) int {
+		return cmp.Or(cmp.Compare(a.Agent, b.Agent), cmp.Compare(a.Session, b.Session))
+	}
 	slices.SortFunc(rep.Sessions, by)
 	slices.SortFunc(rep.Agents, by)
 	return rep
