@@ -108,6 +108,7 @@ func TestFleetQuotaThreeProcesses(t *testing.T) {
 	model := llmtest.NewRateServer(t, 14, "1", llmtest.TextReply("ok"))
 	nc := quotaFleet(t, model.BaseURL(), "{rpm: 600}")
 	const runs = 80
+	waits, _ := nc.SubscribeSync("agent.events.load.*.model.waiting")
 	began := time.Now()
 	out, starts := load(t, nc, runs)
 	for i := range runs {
@@ -126,6 +127,14 @@ func TestFleetQuotaThreeProcesses(t *testing.T) {
 	}
 	if len(orchs) != 3 {
 		t.Errorf("runs by orchestrator %v, want all three", orchs)
+	}
+	// Calls that waited said so, with the reason.
+	m, err := waits.NextMsg(5 * time.Second)
+	if err != nil {
+		t.Fatalf("no model.waiting event: %v", err)
+	}
+	if e := decodeEvent(t, m); e.Model != "limited" || (e.Reason != "rate_requests" && e.Reason != "queued") || e.RunID == "" {
+		t.Errorf("model.waiting %+v, want model limited waiting for requests", e)
 	}
 	arrivals := model.Arrivals()
 	if len(arrivals) != runs {

@@ -140,7 +140,8 @@ func (c *Client) Complete(ctx context.Context, req *loop.Request, onDelta loop.D
 			))
 		},
 	}
-	call := quota.Call{Model: creq.Model, Agent: req.Agent, Session: req.Session, Priority: req.Priority, Tokens: req.EstimatedTokens}
+	call := quota.Call{Model: creq.Model, Agent: req.Agent, Session: req.Session, Priority: req.Priority, Tokens: req.EstimatedTokens,
+		Notify: func(e *agentfleet.Event) { loop.Notify(ctx, e) }}
 	err = retry.Do(ctx, policy, func(ctx context.Context, attempt int) error {
 		attempts = attempt
 		began := time.Now()

@@ -22,6 +22,10 @@ type Call struct {
 	Model, Agent, Session, Priority string
 	// Tokens is the attempt's estimated tokens (loop.Request's estimate).
 	Tokens int
+	// Notify, if set, receives the events the gate has about the call
+	// (model.waiting), for the call's run: the model adapter passes them
+	// to the loop. Optional.
+	Notify func(*agentfleet.Event)
 }
 
 // Ticket is an admitted attempt. Done must be called once, when the

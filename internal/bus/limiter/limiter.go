@@ -187,7 +187,7 @@ func keyToken(s string) string {
 // Admit implements quota.Gate: it queues the call behind this
 // orchestrator's other calls for its model and returns when the shared
 // state grants it. The first time it must wait, the call's run gets a
-// model.waiting event (loop.Notify, through notify).
+// model.waiting event (through c.Notify).
 func (l *Limiter) Admit(ctx context.Context, c quota.Call) (quota.Ticket, error) {
 	m := l.model(c.Model)
 	if m == nil {

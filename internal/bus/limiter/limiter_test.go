@@ -11,7 +11,6 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/bus/limiter"
-	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/quota"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
@@ -116,13 +115,13 @@ func TestPauseIsFleetWide(t *testing.T) {
 	// The waiting call of b says why it waits.
 	var waiting []*agentfleet.Event
 	var mu sync.Mutex
-	wctx := loop.WithNotify(ctx, func(e *agentfleet.Event) {
+	notify := func(e *agentfleet.Event) {
 		mu.Lock()
 		waiting = append(waiting, e)
 		mu.Unlock()
-	})
+	}
 	for _, l := range []*limiter.Limiter{b, a} {
-		tk, err := l.Admit(wctx, quota.Call{Model: "m", Priority: "batch"})
+		tk, err := l.Admit(ctx, quota.Call{Model: "m", Priority: "batch", Notify: notify})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/agentfleet/agentfleet"
-	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/quota"
 )
 
@@ -176,7 +175,10 @@ func (m *model) notify(d quota.Decision) {
 	})
 	m.mu.Unlock()
 	for _, w := range fresh {
-		loop.Notify(w.ctx, &agentfleet.Event{
+		if w.call.Notify == nil {
+			continue
+		}
+		w.call.Notify(&agentfleet.Event{
 			Type: agentfleet.EventModelWaiting, Model: m.name, Priority: w.call.Priority, Reason: d.Reason,
 			DurationMS: float64(d.Wait.Microseconds()) / 1000,
 		})
