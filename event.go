@@ -47,6 +47,11 @@ const (
 	// its session over to another agent (a transfer_to_<agent> call):
 	// From, To, the call's ToolCallID and Reason.
 	EventSessionHandoff EventType = "session.handoff"
+	// EventModelWaiting comes after message.start when the turn's model
+	// call waits for the fleet's shared quota of its model: Model, the
+	// run's Priority, the Reason (rate_requests, rate_tokens, concurrency,
+	// paused, queued) and the wait expected, in DurationMS (0: unknown).
+	EventModelWaiting EventType = "model.waiting"
 
 	// Fleet events, published on <prefix>.events._.fleet.<type>: a scripted
 	// tool was written (or replaced) or deleted.
@@ -117,10 +122,20 @@ type Event struct {
 	TokensAfter      int    `json:"tokens_after,omitempty"`
 	// budget.exceeded: the budget (max_tokens_per_run,
 	// max_tokens_per_session, max_tool_calls_per_run), its limit and what
-	// was used.
+	// was used (tokens or tool calls).
 	Budget string `json:"budget,omitempty"`
 	Limit  int    `json:"limit,omitempty"`
 	Used   int    `json:"used,omitempty"`
+	// budget.exceeded of a cost budget (max_cost_per_run,
+	// max_cost_per_session, max_cost_per_agent): its limit and what was
+	// used, in US dollars.
+	LimitUSD float64 `json:"limit_usd,omitempty"`
+	UsedUSD  float64 `json:"used_usd,omitempty"`
+
+	// model.waiting: the model whose quota the call waits for, and the
+	// run's priority.
+	Model    string `json:"model,omitempty"`
+	Priority string `json:"priority,omitempty"`
 
 	// session.handoff: the agent that served the session and the one
 	// that serves it from now on.

@@ -25,7 +25,7 @@ func (e *Event) AppendJSON(b []byte) ([]byte, error) {
 // a short buffer once.
 func (e *Event) sizeHint() int {
 	n := 192 + len(e.TraceID) + len(e.Agent) + len(e.Session) + len(e.RunID) + len(e.Delta) + len(e.ToolCallID) + len(e.ToolName) +
-		len(e.Worker) + len(e.Orchestrator) + len(e.Outcome) + len(e.Decision) + len(e.DecisionID) + len(e.Reason) + len(e.From) + len(e.To) + len(e.Strategy) + len(e.Budget) + len(e.ErrorMessage) + len(e.Subject) + len(e.Payload)
+		len(e.Worker) + len(e.Orchestrator) + len(e.Outcome) + len(e.Decision) + len(e.DecisionID) + len(e.Reason) + len(e.From) + len(e.To) + len(e.Strategy) + len(e.Budget) + len(e.Model) + len(e.Priority) + len(e.ErrorMessage) + len(e.Subject) + len(e.Payload)
 	if e.Parent != nil {
 		n += 96 + len(e.Parent.Agent) + len(e.Parent.Session) + len(e.Parent.RunID) + len(e.Parent.ToolCallID) + 16*len(e.Parent.Chain)
 	}
@@ -145,6 +145,14 @@ func (e *Event) appendJSON(b []byte) ([]byte, error) {
 	b = appendStringField(b, `,"budget":`, e.Budget)
 	b = appendIntField(b, `,"limit":`, e.Limit)
 	b = appendIntField(b, `,"used":`, e.Used)
+	if b, err = appendFloatField(b, `,"limit_usd":`, e.LimitUSD); err != nil {
+		return b, err
+	}
+	if b, err = appendFloatField(b, `,"used_usd":`, e.UsedUSD); err != nil {
+		return b, err
+	}
+	b = appendStringField(b, `,"model":`, e.Model)
+	b = appendStringField(b, `,"priority":`, e.Priority)
 	b = appendStringField(b, `,"from":`, e.From)
 	b = appendStringField(b, `,"to":`, e.To)
 	b = appendStringField(b, `,"message":`, e.ErrorMessage)
@@ -176,6 +184,14 @@ func appendIntField(b []byte, key string, n int) []byte {
 	return strconv.AppendInt(append(b, key...), int64(n), 10)
 }
 
+// appendFloatField appends key and f, unless f is 0 (omitempty).
+func appendFloatField(b []byte, key string, f float64) ([]byte, error) {
+	if f == 0 {
+		return b, nil
+	}
+	return appendJSONFloat(append(b, key...), f)
+}
+
 func appendAssistantMessage(b []byte, m *AssistantMessage) ([]byte, error) {
 	var err error
 	b = append(b, `{"role":`...)
@@ -188,7 +204,9 @@ func appendAssistantMessage(b []byte, m *AssistantMessage) ([]byte, error) {
 	b = appendStringField(b, `,"provider":`, m.Provider)
 	b = appendStringField(b, `,"model":`, m.Model)
 	if m.Usage != nil {
-		b = appendUsage(append(b, `,"usage":`...), m.Usage)
+		if b, err = appendUsage(append(b, `,"usage":`...), m.Usage); err != nil {
+			return b, err
+		}
 	}
 	b = appendStringField(b, `,"stop_reason":`, string(m.StopReason))
 	b = appendStringField(b, `,"error_message":`, m.ErrorMessage)
@@ -213,7 +231,9 @@ func appendToolResult(b []byte, r *ToolResult) ([]byte, error) {
 		}
 	}
 	if r.Usage != nil {
-		b = appendUsage(append(b, `,"usage":`...), r.Usage)
+		if b, err = appendUsage(append(b, `,"usage":`...), r.Usage); err != nil {
+			return b, err
+		}
 	}
 	if r.Terminate {
 		b = append(b, `,"terminate":true`...)
@@ -258,12 +278,14 @@ func appendContents(b []byte, cs []Content) ([]byte, error) {
 	return append(b, ']'), nil
 }
 
-func appendUsage(b []byte, u *Usage) []byte {
+func appendUsage(b []byte, u *Usage) ([]byte, error) {
 	b = append(b, `{"input_tokens":`...)
 	b = strconv.AppendInt(b, int64(u.InputTokens), 10)
 	b = append(b, `,"output_tokens":`...)
 	b = strconv.AppendInt(b, int64(u.OutputTokens), 10)
 	b = append(b, `,"total_tokens":`...)
 	b = strconv.AppendInt(b, int64(u.TotalTokens), 10)
-	return append(b, '}')
+	b = appendIntField(b, `,"cached_input_tokens":`, u.CachedInputTokens)
+	b, err := appendFloatField(b, `,"cost":`, u.Cost)
+	return append(b, '}'), err
 }

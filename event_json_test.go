@@ -17,7 +17,7 @@ var eventTypes = []agentfleet.EventType{
 	agentfleet.EventMessageStart, agentfleet.EventMessageUpdate, agentfleet.EventMessageEnd,
 	agentfleet.EventToolStart, agentfleet.EventToolUpdate, agentfleet.EventToolEnd, agentfleet.EventToolApproval,
 	agentfleet.EventError, agentfleet.EventToolWritten, agentfleet.EventToolDeleted,
-	agentfleet.EventContextCompacted, agentfleet.EventBudgetExceeded,
+	agentfleet.EventContextCompacted, agentfleet.EventBudgetExceeded, agentfleet.EventModelWaiting,
 	"custom<&>",
 }
 
@@ -69,7 +69,8 @@ func oddEvents() []*agentfleet.Event {
 				Annotations:  &agentfleet.Annotations{ReadOnly: si%2 == 0, Idempotent: si%3 == 0, Destructive: si%5 == 0},
 				ErrorMessage: s, Subject: s, Payload: s,
 				Strategy: s, DroppedTurns: si - 2, DroppedMessages: si * 3, ShortenedResults: -si, TokensBefore: si * 1000, TokensAfter: si,
-				Budget: s, Limit: si - 1, Used: si * 7,
+				Budget: s, Limit: si - 1, Used: si * 7, LimitUSD: float64(si) * 0.0125, UsedUSD: -float64(si) * 1e-7,
+				Model: s, Priority: s,
 				Parent: parentOf(s, si),
 			})
 		}
@@ -80,7 +81,7 @@ func oddEvents() []*agentfleet.Event {
 				StopReason: agentfleet.StopReasonStop,
 				Message: &agentfleet.AssistantMessage{
 					Role: "assistant", Content: []agentfleet.Content{agentfleet.Text(s), agentfleet.Image("aGk=", "image/png")},
-					API: s, Provider: "p", Model: s, Usage: &agentfleet.Usage{InputTokens: vi, OutputTokens: 2, TotalTokens: vi + 2},
+					API: s, Provider: "p", Model: s, Usage: &agentfleet.Usage{InputTokens: vi, OutputTokens: 2, TotalTokens: vi + 2, CachedInputTokens: vi / 2, Cost: float64(vi) * 3.75e-7},
 					StopReason: agentfleet.StopReasonToolUse, ErrorMessage: s, RunID: s, Timestamp: oddTimes[(vi+1)%len(oddTimes)],
 				},
 				ToolCallID: "c", ToolName: "t", Arguments: map[string]any{"v": v, s: vi, "nested": map[string]any{s: v}},
@@ -88,7 +89,7 @@ func oddEvents() []*agentfleet.Event {
 				Result: &agentfleet.ToolResult{
 					Content: []agentfleet.Content{agentfleet.Text(s), {Type: "tool_call", ID: s, Name: "n", Arguments: json.RawMessage(`{"x": "<&>"}`)},
 						{Type: "tool_calls", ToolCalls: []agentfleet.RawToolCall{{ID: "1", Function: &agentfleet.RawFunction{Name: s}}}}},
-					Details: map[string]any{"v": v}, Usage: &agentfleet.Usage{TotalTokens: 3}, Terminate: vi%2 == 1,
+					Details: map[string]any{"v": v}, Usage: &agentfleet.Usage{TotalTokens: 3, Cost: []float64{0, 0.5, math.NaN(), 2e-7}[vi%4]}, Terminate: vi%2 == 1,
 					Worker: "ignored", Attempts: 3,
 				},
 				IsError: vi%2 == 1, DurationMS: float64(vi) * 0.137, Worker: "w", Attempt: 1,

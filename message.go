@@ -48,7 +48,18 @@ type UserMessage struct {
 	// Parent is set on the message of a run that answers another agent's
 	// tool call (see Parent); nil for a client's message.
 	Parent *Parent `json:"parent,omitempty"`
+	// Priority, when set, is the priority of the run the message starts
+	// for the fleet's model quota (PriorityInteractive, PriorityBatch), in
+	// place of the agent profile's.
+	Priority string `json:"priority,omitempty"`
 }
+
+// The priorities of runs for the fleet's model quota: waiting model calls
+// of interactive runs are granted before those of batch runs.
+const (
+	PriorityInteractive = "interactive"
+	PriorityBatch       = "batch"
+)
 
 // NewUserMessage returns a user message holding one text block.
 func NewUserMessage(text string) *UserMessage {

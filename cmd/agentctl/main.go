@@ -183,6 +183,7 @@ var commands = []*command{
 	{name: "abort", args: "<agent> <session> [reason]", help: "abort the session's running run (agent.abort); fails when there is none", check: checkAbort, run: (*Main).abort},
 	{name: "approve", args: "<agent> <session> <call>", help: "decide a tool call that waits for approval (agent.approve): approve it, edit it with --args, or --reject it with a --reason", json: true, decision: true, check: checkApprove, run: (*Main).approve},
 	{name: "tail", args: "[agent [session]]", help: "follow events as readable lines; '*' matches any agent or session (--since 10m: replay first)", json: true, since: true, check: checkTail, run: (*Main).tail},
+	{name: "cost", args: "[agent]", help: "sum what the stored runs cost, by session and agent, from the history stream (--since 24h: only those stored since)", json: true, since: true, check: checkCost, run: (*Main).cost},
 	{name: "chat", args: "<agent> [session]", help: "chat in the terminal, with the answer and tool calls as they stream", check: checkChat, run: (*Main).chat},
 	{name: "history", args: "<agent> <session>", help: "print a session's stored records with their sequences, runs and writers", json: true, check: checkSession, run: (*Main).history},
 	{name: "tools", args: "[agent]", help: "list the fleet's tools with their argument schemas; given an agent, the tools it sees (from its orchestrator)", json: true, check: checkTools, run: (*Main).tools, subs: toolsCommands},
@@ -350,7 +351,7 @@ func (m *Main) ParseFlags(args []string) error {
 		fs.StringVar(&m.Output, "o", "", "write the file the tool returns (its first ref block, or image) to this path; '-': standard output")
 	}
 	if m.cmd.anyTakes("since") {
-		fs.DurationVar(&m.Since, "since", 0, "start this far back (e.g. 10m), replaying the events the fleet keeps in JetStream")
+		fs.DurationVar(&m.Since, "since", 0, "how far back (e.g. 10m): tail replays the events the fleet keeps in JetStream from there; cost counts the runs stored since")
 	}
 	pos, err := parseInterspersed(fs, top.Args()[1:])
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	busserver "github.com/agentfleet/agentfleet/internal/bus/server"
 	"github.com/agentfleet/agentfleet/internal/llm"
+	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
 	"github.com/agentfleet/agentfleet/internal/worker"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -40,6 +41,12 @@ func startFleet(t *testing.T) string {
 // default agent).
 func startFleetWith(t *testing.T, profiles []orchestrator.Profile) string {
 	t.Helper()
+	return startFleetModel(t, profiles, llm.Offline{})
+}
+
+// startFleetModel is startFleetWith with model answering.
+func startFleetModel(t *testing.T, profiles []orchestrator.Profile, model loop.Model) string {
+	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	s := bustest.MustRunNATS(t)
 	w, err := worker.Start(bustest.MustConnect(t, s), worker.Config{Logger: quiet})
@@ -48,7 +55,7 @@ func startFleetWith(t *testing.T, profiles []orchestrator.Profile) string {
 	}
 	t.Cleanup(func() { w.Stop() })
 	o, err := orchestrator.New(bustest.MustConnect(t, s), orchestrator.Config{
-		Model: llm.Offline{}, ModelName: llm.OfflineName, Logger: quiet, Durable: true, Profiles: profiles,
+		Model: model, ModelName: llm.OfflineName, Logger: quiet, Durable: true, Profiles: profiles,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -600,7 +607,11 @@ func TestBadArguments(t *testing.T) {
 		want string
 	}{
 		{nil, "agentctl: no command given"},
-		{[]string{"frobnicate"}, `agentctl: unknown command "frobnicate" (commands: ask, send, steer, abort, approve, tail, chat, history, tools, call, dashboard, mcp)`},
+		{[]string{"frobnicate"}, `agentctl: unknown command "frobnicate" (commands: ask, send, steer, abort, approve, tail, cost, chat, history, tools, call, dashboard, mcp)`},
+		{[]string{"cost", "a", "b"}, "agentctl cost: want [agent], got 2 arguments"},
+		{[]string{"cost", "a.b"}, `agentctl cost: agent name "a.b" may hold only`},
+		{[]string{"cost", "--since", "-1h"}, "agentctl cost: --since -1h0m0s is negative"},
+		{[]string{"cost", "--since", "soon"}, `agentctl cost: invalid value "soon" for flag -since`},
 		{[]string{"ask", "default", "a b", "hi"}, `agentctl ask: session name "a b" may hold only letters, digits, '-' and '_'`},
 		{[]string{"ask", "de.fault", "s", "hi"}, `agentctl ask: agent name "de.fault" may hold only letters, digits, '-' and '_'`},
 		{[]string{"ask", "default", "s"}, "agentctl ask: want <agent> <session> <text>, got 2 argument(s)"},

@@ -25,6 +25,7 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/input"
+	"github.com/agentfleet/agentfleet/internal/bus/limiter"
 	"github.com/agentfleet/agentfleet/internal/bus/partition"
 	"github.com/agentfleet/agentfleet/internal/bus/scriptfleet"
 	busserver "github.com/agentfleet/agentfleet/internal/bus/server"
@@ -35,6 +36,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/metrics"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
+	"github.com/agentfleet/agentfleet/internal/profile"
 	"github.com/agentfleet/agentfleet/internal/script"
 	"github.com/agentfleet/agentfleet/internal/script/procmem"
 	"github.com/agentfleet/agentfleet/internal/tools"
@@ -93,14 +95,16 @@ type Main struct {
 	dash              *dashboard.Handler
 	Stderr            io.Writer
 
-	logger   *slog.Logger
-	profiles []orchestrator.Profile
-	embedded *server.Server
-	nc       *bus.Conn
-	workers  []*worker.Worker
-	wconns   []*bus.Conn
-	orch     *orchestrator.Orchestrator
-	tracer   *tracing.Provider
+	logger    *slog.Logger
+	profiles  []orchestrator.Profile
+	endpoints []profile.Endpoint
+	limiter   *limiter.Limiter
+	embedded  *server.Server
+	nc        *bus.Conn
+	workers   []*worker.Worker
+	wconns    []*bus.Conn
+	orch      *orchestrator.Orchestrator
+	tracer    *tracing.Provider
 }
 
 // NewMain returns a Main with the defaults of its flags.
@@ -217,9 +221,11 @@ func (m *Main) ParseFlags(args []string) error {
 		}
 	}
 	if m.Config != "" {
-		if m.profiles, err = orchestrator.LoadProfiles(m.Config); err != nil {
+		c, err := profile.LoadConfig(m.Config)
+		if err != nil {
 			return fmt.Errorf("--config: %w", err)
 		}
+		m.profiles, m.endpoints = c.Agents, c.Endpoints
 	}
 	return nil
 }
@@ -293,7 +299,17 @@ func (m *Main) Run(ctx context.Context) error {
 		m.logger.Info("in-process tool workers", "workers", m.Workers, "scripts", scripted, "concurrency", m.WorkerConc)
 	}
 	m.metrics.Workers().SetCapacity(m.workerSum((*worker.Worker).InFlight), m.workerSum((*worker.Worker).Concurrency))
-	model, name, err := m.model()
+	var (
+		model    loop.Model
+		name     string
+		modelFor func(p *orchestrator.Profile) loop.Model
+	)
+	if len(m.endpoints) > 0 {
+		model, name, modelFor, err = m.endpointModels(ctx, m.Durable != "false" && input.HasJetStream(ctx, m.nc))
+	} else {
+		model, name, err = m.model()
+		modelFor = m.modelFor(model)
+	}
 	if err != nil {
 		return err
 	}
@@ -321,7 +337,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	m.orch, err = orchestrator.New(m.nc, orchestrator.Config{
 		Prefix: m.Prefix, Profiles: m.profiles, Model: model, ModelName: name, Logger: m.logger, LocalTools: local,
-		ModelFor: m.modelFor(model), ContextWindow: llm.ContextWindow,
+		ModelFor: modelFor, ContextWindow: llm.ContextWindow, AgentCost: m.agentCost(),
 		Durable: m.Durable != "false", DurableOptional: m.Durable == "auto",
 		DurableConfig: m.Streams, SessionIdle: m.SessionIdle, Observer: m.metrics,
 		LeaseTTL: m.LeaseTTL, OnLeaseLost: m.metrics.LeaseLost,
@@ -491,6 +507,9 @@ func (m *Main) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), m.ShutdownWait)
 		errs = append(errs, wrapErr("orchestrator", m.orch.Close(ctx)))
 		cancel()
+	}
+	if m.limiter != nil {
+		m.limiter.Close()
 	}
 	for _, w := range m.workers {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

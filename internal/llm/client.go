@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/loop"
+	"github.com/agentfleet/agentfleet/internal/quota"
 	"github.com/agentfleet/agentfleet/internal/retry"
 	"github.com/agentfleet/agentfleet/internal/tracing"
 	openai "github.com/sashabaranov/go-openai"
@@ -139,10 +140,12 @@ func (c *Client) Complete(ctx context.Context, req *loop.Request, onDelta loop.D
 			))
 		},
 	}
+	call := quota.Call{Model: creq.Model, Agent: req.Agent, Session: req.Session, Priority: req.Priority, Tokens: req.EstimatedTokens,
+		Notify: func(e *agentfleet.Event) { loop.Notify(ctx, e) }}
 	err = retry.Do(ctx, policy, func(ctx context.Context, attempt int) error {
 		attempts = attempt
 		began := time.Now()
-		r, header, err := c.attempt(ctx, &creq, deliver)
+		r, header, err := c.attempt(ctx, &creq, call, deliver)
 		if c.cfg.Observe != nil {
 			c.cfg.Observe(time.Since(began), err)
 		}
@@ -197,7 +200,7 @@ func canceled(ctx context.Context, attempts int) *Error {
 // attempt makes one request, within the Concurrency bound and the
 // RequestTimeout. It returns the reply, or the error and the headers of
 // the last response (nil when none came), where Retry-After may be.
-func (c *Client) attempt(ctx context.Context, creq *openai.ChatCompletionRequest, deliver func(string)) (*reply, http.Header, error) {
+func (c *Client) attempt(ctx context.Context, creq *openai.ChatCompletionRequest, call quota.Call, deliver func(string)) (r *reply, header http.Header, err error) {
 	if c.sem != nil {
 		select {
 		case c.sem <- struct{}{}:
@@ -206,22 +209,44 @@ func (c *Client) attempt(ctx context.Context, creq *openai.ChatCompletionRequest
 			return nil, nil, ctx.Err()
 		}
 	}
+	if c.cfg.Gate != nil {
+		t, gerr := c.cfg.Gate.Admit(ctx, call)
+		if gerr != nil {
+			return nil, nil, gerr
+		}
+		defer func() { c.done(t, r, header, err) }()
+	}
 	actx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
 	defer cancel()
 	actx, rec := withResponseRecord(actx)
 
-	var r *reply
-	var err error
 	if creq.Stream {
 		r, err = c.stream(actx, creq, deliver)
 	} else {
 		r, err = c.complete(actx, creq, deliver)
 	}
-	_, header := rec.get()
+	_, header = rec.get()
 	if err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
 		err = fmt.Errorf("no complete response within RequestTimeout %v: %w", c.cfg.RequestTimeout, context.DeadlineExceeded)
 	}
 	return r, header, err
+}
+
+// done reports the end of an admitted attempt to its ticket: the usage of
+// its reply, or the status of its error and the wait its response asked
+// for.
+func (c *Client) done(t quota.Ticket, r *reply, header http.Header, err error) {
+	if err == nil {
+		var u *agentfleet.Usage
+		if r != nil && r.usage != nil {
+			u = &agentfleet.Usage{InputTokens: r.usage.PromptTokens, OutputTokens: r.usage.CompletionTokens, TotalTokens: r.usage.TotalTokens}
+		}
+		t.Done(u, http.StatusOK, 0)
+		return
+	}
+	_, status, _ := classify(err)
+	wait, _ := retryAfter(header, time.Now())
+	t.Done(nil, status, wait)
 }
 
 // stream makes a streamed request and reads its response.

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"os"
 	"time"
+
+	"github.com/agentfleet/agentfleet/internal/quota"
 )
 
 // Defaults of Config, used where a field is left at its zero value.
@@ -70,6 +72,12 @@ type Config struct {
 	// Headers and to read response headers such as Retry-After; the value
 	// passed is not modified.
 	HTTPClient *http.Client
+
+	// Gate, if set, admits every attempt of a call under a quota shared
+	// with other processes (package bus/limiter), and learns of its end:
+	// its usage, and a provider's Retry-After, which pauses the model for
+	// all of them. Optional; default none.
+	Gate quota.Gate
 
 	// Observe, if set, is called after every attempt with its duration and
 	// its error (nil on success), for metrics. Optional.

@@ -87,6 +87,9 @@ func (r *reply) message(provider string) *agentfleet.AssistantMessage {
 			OutputTokens: r.usage.CompletionTokens,
 			TotalTokens:  r.usage.TotalTokens,
 		}
+		if d := r.usage.PromptTokensDetails; d != nil && d.CachedTokens > 0 && d.CachedTokens <= r.usage.PromptTokens {
+			m.Usage.CachedInputTokens = d.CachedTokens
+		}
 	}
 	m.StopReason, m.ErrorMessage = stopReason(r.finish, len(r.calls) > 0)
 	return m

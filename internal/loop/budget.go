@@ -12,8 +12,18 @@ import (
 // model call, having spent a token budget (window.Budget.Tokens); nil when
 // it may go on.
 func (r *run) overBudget() *agentfleet.AssistantMessage {
-	if e := r.limits().Tokens(window.TokensOf(r.usage), r.s.spent()); e != nil {
+	b := r.limits()
+	if e := b.Tokens(window.TokensOf(r.usage), r.s.spent()); e != nil {
 		return r.budget(e)
+	}
+	if b.MaxCostPerRun > 0 || b.MaxCostPerSession > 0 || b.MaxCostPerAgent > 0 {
+		var agent float64
+		if f := r.s.cfg.AgentCost; f != nil && b.MaxCostPerAgent > 0 {
+			agent = f()
+		}
+		if e := b.Cost(agentfleet.CostOf(r.usage), r.s.spentUSD(), agent); e != nil {
+			return r.budget(e)
+		}
 	}
 	return nil
 }
@@ -41,6 +51,7 @@ func (r *run) overToolCalls(calls []agentfleet.ToolCall) *agentfleet.AssistantMe
 // stopped by the budget e.
 func (r *run) budget(e *window.Exceeded) *agentfleet.AssistantMessage {
 	text := e.Text()
-	r.emit(&agentfleet.Event{Type: agentfleet.EventBudgetExceeded, Budget: e.Name, Limit: e.Limit, Used: e.Used, ErrorMessage: text})
+	r.emit(&agentfleet.Event{Type: agentfleet.EventBudgetExceeded, Budget: e.Name, Limit: e.Limit, Used: e.Used,
+		LimitUSD: e.LimitUSD, UsedUSD: e.UsedUSD, ErrorMessage: text})
 	return r.synthetic(agentfleet.StopReasonBudget, text)
 }

@@ -60,3 +60,15 @@ func spentBy(m agentfleet.Message) int {
 	}
 	return 0
 }
+
+// costBy returns what m counts toward the session's cost budget, as
+// spentBy does for tokens.
+func costBy(m agentfleet.Message) float64 {
+	switch m := m.(type) {
+	case *agentfleet.AssistantMessage:
+		return agentfleet.CostOf(m.Usage)
+	case *agentfleet.ToolResultMessage:
+		return agentfleet.CostOf(m.Usage)
+	}
+	return 0
+}

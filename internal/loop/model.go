@@ -18,6 +18,33 @@ type Request struct {
 	// Agent and Session identify the caller, for logs and rate limits.
 	Agent   string
 	Session string
+	// Priority is the run's priority for a shared quota ("interactive",
+	// "batch"; empty: the quota's default), from Config.Priority or the
+	// run's input.
+	Priority string
+	// EstimatedTokens is the session's estimate of the request's input
+	// tokens (calibrated by earlier usage), set by the loop before each
+	// call, for a tokens-per-minute quota; 0: unknown.
+	EstimatedTokens int
+}
+
+type notifyKey struct{}
+
+// WithNotify returns ctx carrying f as the receiver of Notify: the loop
+// sets it on the context of each model call; tests of model adapters set
+// their own.
+func WithNotify(ctx context.Context, f func(*agentfleet.Event)) context.Context {
+	return context.WithValue(ctx, notifyKey{}, f)
+}
+
+// Notify emits e, an event about the model call whose ctx is given (such
+// as model.waiting), among the events of that call's run, envelope filled
+// in; outside a run's model call it does nothing. A model adapter calls it
+// from Complete.
+func Notify(ctx context.Context, e *agentfleet.Event) {
+	if f, ok := ctx.Value(notifyKey{}).(func(*agentfleet.Event)); ok && e != nil {
+		f(e)
+	}
 }
 
 // DeltaFunc receives the text of a response as it streams.

@@ -24,3 +24,12 @@ func (s *Session) originOf(first []*pending, id string) *agentfleet.Parent {
 	}
 	return nil
 }
+
+// priority returns the run's priority: that of its first input that names
+// one, else the agent's (Config.Priority).
+func (r *run) priority() string {
+	if r.prio != "" {
+		return r.prio
+	}
+	return r.s.cfg.Priority
+}

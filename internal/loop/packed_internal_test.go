@@ -80,12 +80,12 @@ func TestPackedMessagesRoundTrip(t *testing.T) {
 	now := time.Now().UTC()
 	// A zone comes back by its offset, as from the history store's JSON.
 	zone := time.Date(2026, 12, 2, 10, 0, 0, 1, time.FixedZone("", 3600))
-	usage := &agentfleet.Usage{InputTokens: 1, OutputTokens: 2, TotalTokens: 3}
+	usage := &agentfleet.Usage{InputTokens: 1, OutputTokens: 2, TotalTokens: 3, CachedInputTokens: 1, Cost: 0.000123}
 	content := []agentfleet.Content{{Type: "t", Text: "x", Data: "d", MIMEType: "m", ID: "i", Name: "n",
 		Arguments: json.RawMessage(`{"a":1}`), ToolCalls: []agentfleet.RawToolCall{{ID: "c", Type: "function", Name: "f"}}}}
 	full := []agentfleet.Message{
 		&agentfleet.UserMessage{Role: "other", Content: content, ID: "id", Timestamp: now,
-			Parent: &agentfleet.Parent{Agent: "a", Session: "s", RunID: "r", ToolCallID: "c", Chain: []string{"a"}, Budget: &agentfleet.Budget{Tokens: 9, ToolCalls: 2}}},
+			Parent: &agentfleet.Parent{Agent: "a", Session: "s", RunID: "r", ToolCallID: "c", Chain: []string{"a"}, Budget: &agentfleet.Budget{Tokens: 9, ToolCalls: 2}}, Priority: "batch"},
 		&agentfleet.AssistantMessage{Role: "other", Content: content, API: "a", Provider: "p", Model: "m", Usage: usage,
 			StopReason: agentfleet.StopReasonStop, ErrorMessage: "e", RunID: "another run", Timestamp: zone},
 		&agentfleet.ToolResultMessage{Role: "other", ToolCallID: "c", ToolName: "n", Content: content,

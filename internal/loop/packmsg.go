@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/agentfleet/agentfleet"
@@ -89,6 +90,8 @@ func (w *packWriter) usage(u *agentfleet.Usage) {
 	w.b = binary.AppendVarint(w.b, int64(u.InputTokens))
 	w.b = binary.AppendVarint(w.b, int64(u.OutputTokens))
 	w.b = binary.AppendVarint(w.b, int64(u.TotalTokens))
+	w.b = binary.AppendVarint(w.b, int64(u.CachedInputTokens))
+	w.b = binary.LittleEndian.AppendUint64(w.b, math.Float64bits(u.Cost))
 }
 
 func (w *packWriter) contents(cs []agentfleet.Content) {
@@ -122,6 +125,7 @@ func appendPackedMessage(b []byte, runID string, m agentfleet.Message) ([]byte, 
 		w.time(m.Timestamp)
 		// The parent of a child's run, rare: its JSON.
 		w.jsonOf(m.Parent, m.Parent == nil)
+		w.str(m.Priority)
 	case *agentfleet.AssistantMessage:
 		w.str(unless(m.Role, agentfleet.RoleAssistant))
 		w.contents(m.Content)
@@ -211,6 +215,15 @@ func (r *packReader) byte(field string) byte {
 	return r.b[r.off-1]
 }
 
+// uint64le reads 8 bytes, little-endian.
+func (r *packReader) uint64le(field string) uint64 {
+	p := r.take(field, 8)
+	if p == nil {
+		return 0
+	}
+	return binary.LittleEndian.Uint64(p)
+}
+
 // take returns the next n bytes, without a copy.
 func (r *packReader) take(field string, n uint64) []byte {
 	if r.err != nil {
@@ -284,7 +297,10 @@ func (r *packReader) usage(field string) *agentfleet.Usage {
 	if r.byte(field) == 0 {
 		return nil
 	}
-	return &agentfleet.Usage{InputTokens: int(r.varint(field)), OutputTokens: int(r.varint(field)), TotalTokens: int(r.varint(field))}
+	u := &agentfleet.Usage{InputTokens: int(r.varint(field)), OutputTokens: int(r.varint(field)), TotalTokens: int(r.varint(field)),
+		CachedInputTokens: int(r.varint(field))}
+	u.Cost = math.Float64frombits(r.uint64le(field))
+	return u
 }
 
 func (r *packReader) contents() []agentfleet.Content {
@@ -318,6 +334,7 @@ func unpackMessage(kind byte, runID string, data []byte) (agentfleet.Message, er
 		if r.jsonInto("parent", &p) {
 			u.Parent = &p
 		}
+		u.Priority = r.str("priority")
 		m = u
 	case packAssistant:
 		a := &agentfleet.AssistantMessage{Role: or(r.str("role"), agentfleet.RoleAssistant)}

@@ -44,7 +44,8 @@ type run struct {
 	// answers (origin.go); nil for a client's run. Every event of the run
 	// carries it.
 	origin *agentfleet.Parent
-	calls  int // tool calls the run asked for and ran, for the budget
+	calls  int    // tool calls the run asked for and ran, for the budget
+	prio   string // the priority its first input chose, if any
 
 	mu      sync.Mutex
 	stopErr error // why the run is suspended
@@ -141,6 +142,12 @@ func (r *run) execute(first []*pending) *agentfleet.AssistantMessage {
 		}
 	}
 	r.origin = r.s.originOf(first, r.id)
+	for _, p := range first {
+		if p.msg != nil && p.msg.Priority != "" {
+			r.prio = p.msg.Priority
+			break
+		}
+	}
 	r.startSpan(first)
 	if r.resumed {
 		r.emit(&agentfleet.Event{Type: agentfleet.EventRunResumed})
@@ -334,6 +341,13 @@ func (r *run) complete(req *Request) (msg *agentfleet.AssistantMessage, err erro
 	if r.s.cfg.Model == nil {
 		return nil, errors.New("no model configured")
 	}
+	if req.Priority == "" {
+		req.Priority = r.priority()
+	}
+	if req.EstimatedTokens == 0 {
+		req.EstimatedTokens = r.s.tokens.Tokens(requestBytes(req))
+	}
+	ctx = WithNotify(ctx, r.emit)
 	msg, err = r.s.cfg.Model.Complete(ctx, req, func(delta string) {
 		if delta != "" {
 			r.emit(&agentfleet.Event{Type: agentfleet.EventMessageUpdate, Delta: delta})

@@ -58,8 +58,15 @@ type Config struct {
 	// PrepareContext is not set; its zero value sends the history whole
 	// until the model refuses a request as too long.
 	Context window.Policy
-	// Budget bounds the tokens and tool calls of runs; zero fields, none.
+	// Budget bounds the tokens, tool calls and cost of runs; zero fields,
+	// none.
 	Budget window.Budget
+	// AgentCost, if set, returns what the agent's model calls cost today
+	// across the fleet, for Budget.MaxCostPerAgent; default 0.
+	AgentCost func() float64
+	// Priority is the priority of the agent's model calls (Request.Priority),
+	// for a fleet-wide quota; a run's input may choose another. Optional.
+	Priority string
 	// Summary is the session's last stored summary (the summarize
 	// strategy), for a session that resumes.
 	Summary *agentfleet.ContextSummary
@@ -130,11 +137,12 @@ type Session struct {
 	// tokens estimates requests; calibrated by every model response.
 	tokens window.Estimator
 
-	mu       sync.Mutex
-	spentTok int // tokens of every model response in the history
-	summary  *agentfleet.ContextSummary
-	history  []agentfleet.Message
-	runOf    []string // the run of each history message
+	mu        sync.Mutex
+	spentTok  int     // tokens of every model response in the history
+	spentCost float64 // their cost, in US dollars
+	summary   *agentfleet.ContextSummary
+	history   []agentfleet.Message
+	runOf     []string // the run of each history message
 	// packed is the history and runOf of an idle session, packed
 	// (packed.go); history and runOf are nil while it is set.
 	packed   []byte
@@ -190,6 +198,7 @@ func (t *Template) New(own Own) *Session {
 	}
 	if own.Summary != nil {
 		s.spentTok += window.TokensOf(own.Summary.Usage)
+		s.spentCost += agentfleet.CostOf(own.Summary.Usage)
 	}
 	entries := orderResults(slices.Clone(own.History))
 	if len(entries) > 0 {
@@ -208,6 +217,7 @@ func (t *Template) New(own Own) *Session {
 			}
 		}
 		s.spentTok += spentBy(e.Message)
+		s.spentCost += costBy(e.Message)
 	}
 	return s
 }
@@ -420,11 +430,19 @@ func (s *Session) setSummary(sum *agentfleet.ContextSummary) {
 	s.mu.Unlock()
 }
 
-// addSpent counts n tokens spent outside the history (summaries).
-func (s *Session) addSpent(n int) {
+// addSpent counts the usage u spent outside the history (summaries).
+func (s *Session) addSpent(u *agentfleet.Usage) {
 	s.mu.Lock()
-	s.spentTok += n
+	s.spentTok += window.TokensOf(u)
+	s.spentCost += agentfleet.CostOf(u)
 	s.mu.Unlock()
+}
+
+// spentUSD returns what the session's model responses have cost.
+func (s *Session) spentUSD() float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.spentCost
 }
 
 // spent returns the tokens the session's model responses have used.
@@ -510,6 +528,7 @@ func mergeArrivals(a, b []*pending) []*pending {
 func (s *Session) record(runID string, m agentfleet.Message) {
 	s.mu.Lock()
 	s.spentTok += spentBy(m)
+	s.spentCost += costBy(m)
 	s.unpackLocked()
 	s.history = append(s.history, m)
 	s.runOf = append(s.runOf, runID)

@@ -86,7 +86,7 @@ func (r *run) writeSummary(ctx context.Context, st *State, prev string, msgs []a
 		return nil, errors.New("the model wrote an empty summary")
 	}
 	r.usage = r.usage.Add(msg.Usage)
-	r.s.addSpent(window.TokensOf(msg.Usage))
+	r.s.addSpent(msg.Usage)
 	return &agentfleet.ContextSummary{Covers: covers, Text: agentfleet.JoinText(msg.Content), Usage: msg.Usage}, nil
 }
 

@@ -39,6 +39,7 @@ type Orchestrator struct {
 	runTokens     prometheus.Histogram
 	compactions   *prometheus.CounterVec // reason
 	budgets       *prometheus.CounterVec // budget
+	quota         quotaMetrics
 
 	tools, stopReasons, classes, attemptOutcomes, inputOutcomes, eventTypes *bounded
 
@@ -64,12 +65,12 @@ var (
 		agentfleet.EventRunStart, agentfleet.EventRunEnd, agentfleet.EventRunSuspended, agentfleet.EventRunResumed, agentfleet.EventTurnStart, agentfleet.EventTurnEnd,
 		agentfleet.EventMessageStart, agentfleet.EventMessageUpdate, agentfleet.EventMessageEnd,
 		agentfleet.EventToolStart, agentfleet.EventToolUpdate, agentfleet.EventToolEnd, agentfleet.EventToolApproval, agentfleet.EventError,
-		agentfleet.EventContextCompacted, agentfleet.EventBudgetExceeded, agentfleet.EventSessionHandoff,
+		agentfleet.EventContextCompacted, agentfleet.EventBudgetExceeded, agentfleet.EventSessionHandoff, agentfleet.EventModelWaiting,
 	}
 	// compactReasons are the reasons of context.compacted events.
 	compactReasons = []string{"window", "context_length_exceeded"}
 	// budgetNames are the budgets of budget.exceeded events.
-	budgetNames = []string{"max_tokens_per_run", "max_tokens_per_session", "max_tool_calls_per_run"}
+	budgetNames = []string{"max_tokens_per_run", "max_tokens_per_session", "max_tool_calls_per_run", "max_cost_per_run", "max_cost_per_session", "max_cost_per_agent"}
 	// approvalDecisions are the labels of approvals_total: requested,
 	// then one of the decisions.
 	approvalDecisions = []string{"requested", agentfleet.ApprovalApproved, agentfleet.ApprovalRejected, agentfleet.ApprovalTimedOut}
@@ -177,7 +178,7 @@ func NewOrchestrator() *Orchestrator {
 	}, []string{"reason"})
 	o.budgets = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "budget_exceeded_total",
-		Help: "Runs stopped by a budget, by budget (max_tokens_per_run, max_tokens_per_session, max_tool_calls_per_run).",
+		Help: "Runs stopped by a budget, by budget (max_tokens_per_run, max_tokens_per_session, max_tool_calls_per_run, max_cost_per_run, max_cost_per_session, max_cost_per_agent).",
 	}, []string{"budget"})
 	for _, r := range compactReasons {
 		o.compactions.WithLabelValues(r)
@@ -189,6 +190,7 @@ func NewOrchestrator() *Orchestrator {
 	o.reg.MustRegister(o.runTokens, o.compactions, o.budgets, o.leaseLost, o.partitions, o.runsStarted, o.runsEnded, o.turns, o.runsActive, sessions,
 		o.llmDuration, o.llmAttempts, o.llmErrors, tokens,
 		o.toolDuration, o.toolAttempts, o.toolsInFlight, o.input, o.published, o.approvals, o.approvalWait)
+	o.quota = newQuotaMetrics(o.reg)
 	for _, d := range approvalDecisions {
 		o.approvals.WithLabelValues(d)
 	}

@@ -79,6 +79,7 @@ func (a *agent) template(o *Orchestrator) *loop.Template {
 			Agent: p.Name, Model: a.model, ModelName: p.Model,
 			SystemPrompt: p.SystemPrompt, Tools: a.store, MaxTurns: p.MaxTurns,
 			Context: p.Context(o.window(p.Model)), Budget: p.Budget(),
+			Priority: p.Priority, AgentCost: o.agentCost(p.Name),
 			Pipeline: pipeline.Config{
 				Mode: pipeline.Mode(p.Mode), MaxParallel: p.MaxParallel, DefaultTimeout: p.DefaultToolTimeout(),
 				Before: o.cfg.Before, After: o.cfg.After,
@@ -91,4 +92,14 @@ func (a *agent) template(o *Orchestrator) *loop.Template {
 		})
 	})
 	return a.tmpl
+}
+
+// agentCost returns the loop's AgentCost of the agent name, nil when the
+// orchestrator has no source of it.
+func (o *Orchestrator) agentCost(name string) func() float64 {
+	f := o.cfg.AgentCost
+	if f == nil {
+		return nil
+	}
+	return func() float64 { return f(name) }
 }

@@ -51,6 +51,9 @@ type Config struct {
 	// or when it returns 0, their history is sent whole until the model
 	// refuses a request as too long.
 	ContextWindow func(model string) int
+	// AgentCost returns what an agent's model calls cost today across the
+	// fleet, for the profiles' max_cost_per_agent; optional (0).
+	AgentCost func(agent string) float64
 	// LocalTools are served by the orchestrator itself to every agent that
 	// allows them (list_tools always is).
 	LocalTools []*agentfleet.Tool

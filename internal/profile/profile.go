@@ -80,6 +80,18 @@ type Profile struct {
 	MaxTokensPerSession int `yaml:"max_tokens_per_session" json:"max_tokens_per_session"`
 	// MaxToolCallsPerRun bounds the tool calls of one run; default none.
 	MaxToolCallsPerRun int `yaml:"max_tool_calls_per_run" json:"max_tool_calls_per_run"`
+	// MaxCostPerRun, MaxCostPerSession and MaxCostPerAgent bound, in US
+	// dollars, what the model calls of one run, of a session, and of all
+	// the agent's runs today (UTC, across the fleet) cost, priced by the
+	// endpoints' tables; a run that reaches one stops with stop reason
+	// budget. Default none.
+	MaxCostPerRun     float64 `yaml:"max_cost_per_run" json:"max_cost_per_run"`
+	MaxCostPerSession float64 `yaml:"max_cost_per_session" json:"max_cost_per_session"`
+	MaxCostPerAgent   float64 `yaml:"max_cost_per_agent" json:"max_cost_per_agent"`
+	// Priority is the priority of the agent's model calls in the fleet's
+	// shared quota: interactive (granted first) or batch; default
+	// between the two. A run's input may choose its own.
+	Priority string `yaml:"priority" json:"priority"`
 
 	// Agents lists the agents this one may ask as tools, by name: each
 	// becomes a tool ask_<name> {message, session?} whose result is that
@@ -119,7 +131,8 @@ func (p *Profile) Context(tokens int) window.Policy {
 
 // Budget returns the profile's budgets.
 func (p *Profile) Budget() window.Budget {
-	return window.Budget{MaxTokensPerRun: p.MaxTokensPerRun, MaxTokensPerSession: p.MaxTokensPerSession, MaxToolCallsPerRun: p.MaxToolCallsPerRun}
+	return window.Budget{MaxTokensPerRun: p.MaxTokensPerRun, MaxTokensPerSession: p.MaxTokensPerSession, MaxToolCallsPerRun: p.MaxToolCallsPerRun,
+		MaxCostPerRun: p.MaxCostPerRun, MaxCostPerSession: p.MaxCostPerSession, MaxCostPerAgent: p.MaxCostPerAgent}
 }
 
 // Approval returns the profile's approval policy.
@@ -206,6 +219,9 @@ func (p *Profile) check(i int) error {
 			return fmt.Errorf("%s: %s %d is negative", where, f.name, f.v)
 		}
 	}
+	if err := p.checkQuota(where); err != nil {
+		return err
+	}
 	if p.MaxToolResultBytes < -1 {
 		return fmt.Errorf("%s: max_tool_result_bytes %d is below -1 (no limit)", where, p.MaxToolResultBytes)
 	}
@@ -265,26 +281,47 @@ func (p *Profile) checkList(field, verb string, names []string, known map[string
 
 // File is the layout of an agents file (YAML or JSON).
 type File struct {
-	Agents []Profile `yaml:"agents" json:"agents"`
+	Agents    []Profile  `yaml:"agents" json:"agents"`
+	Endpoints []Endpoint `yaml:"endpoints" json:"endpoints"`
 }
 
 // Load reads agent profiles from a YAML or JSON file. Unknown fields,
 // duplicate names and bad values are errors that name the file, the agent
 // and the field.
 func Load(file string) ([]Profile, error) {
+	c, err := LoadConfig(file)
+	if err != nil {
+		return nil, err
+	}
+	return c.Agents, nil
+}
+
+// LoadConfig reads a whole agents file, endpoints included, as Load does.
+func LoadConfig(file string) (*Config, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("agent profiles: %w", err)
 	}
-	ps, err := Parse(data)
+	c, err := ParseConfig(data)
 	if err != nil {
 		return nil, fmt.Errorf("agent profiles %s: %w", file, err)
 	}
-	return ps, nil
+	return c, nil
 }
 
 // Parse parses agent profiles from YAML or JSON.
 func Parse(data []byte) ([]Profile, error) {
+	c, err := ParseConfig(data)
+	if err != nil {
+		return nil, err
+	}
+	return c.Agents, nil
+}
+
+// ParseConfig parses a whole agents file from YAML or JSON: the agents
+// and the model endpoints; with endpoints, every agent's model must be
+// one of theirs.
+func ParseConfig(data []byte) (*Config, error) {
 	var f File
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -294,7 +331,15 @@ func Parse(data []byte) ([]Profile, error) {
 	if len(f.Agents) == 0 {
 		return nil, errors.New(`no agents: the file must hold "agents:" with at least one profile`)
 	}
-	return Check(f.Agents)
+	ps, err := Check(f.Agents)
+	if err != nil {
+		return nil, err
+	}
+	c := &Config{Agents: ps, Endpoints: f.Endpoints}
+	if err := c.checkModels(); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // Check validates the profiles ps and fills in their defaults: each

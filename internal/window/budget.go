@@ -2,6 +2,7 @@ package window
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/agentfleet/agentfleet"
 )
@@ -20,6 +21,12 @@ type Budget struct {
 	// MaxToolCallsPerRun bounds the tool calls one run executes: a model
 	// response whose calls would pass it has none of them run.
 	MaxToolCallsPerRun int
+	// MaxCostPerRun, MaxCostPerSession and MaxCostPerAgent bound, in US
+	// dollars, what the model calls of one run, of all the runs of the
+	// session, and of all the agent's runs across the fleet today (UTC)
+	// cost. They are checked before each model call, like the token
+	// budgets.
+	MaxCostPerRun, MaxCostPerSession, MaxCostPerAgent float64
 }
 
 // The budget names of budget.exceeded events, as in agent profiles.
@@ -27,6 +34,9 @@ const (
 	BudgetTokensPerRun     = "max_tokens_per_run"
 	BudgetTokensPerSession = "max_tokens_per_session"
 	BudgetToolCallsPerRun  = "max_tool_calls_per_run"
+	BudgetCostPerRun       = "max_cost_per_run"
+	BudgetCostPerSession   = "max_cost_per_session"
+	BudgetCostPerAgent     = "max_cost_per_agent"
 )
 
 // BudgetText is the result of the tool calls not executed because of the
@@ -46,17 +56,45 @@ func TokensOf(u *agentfleet.Usage) int {
 }
 
 // Exceeded is a budget that a run reached: the budget's name (one of the
-// Budget constants), its limit, what was used, and the unit of both.
+// Budget constants), its limit, what was used, and the unit of both. A
+// cost budget has its limit and use in LimitUSD and UsedUSD, unit "USD".
 type Exceeded struct {
-	Name        string
-	Limit, Used int
-	Unit        string
+	Name              string
+	Limit, Used       int
+	LimitUSD, UsedUSD float64
+	Unit              string
 }
 
 // Text says why the run stopped, for its final message and the
 // budget.exceeded event.
 func (e *Exceeded) Text() string {
+	if e.Unit == UnitUSD {
+		return fmt.Sprintf("the run stopped at its budget %s of %s USD (used %s)", e.Name, dollars(e.LimitUSD), dollars(e.UsedUSD))
+	}
 	return fmt.Sprintf("the run stopped at its budget %s of %d %s (used %d)", e.Name, e.Limit, e.Unit, e.Used)
+}
+
+// UnitUSD is the unit of the cost budgets.
+const UnitUSD = "USD"
+
+// dollars writes an amount with enough digits to tell small costs apart.
+func dollars(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+// Cost returns the cost budget that a run which spent run dollars, in a
+// session that spent session and of an agent that spent agent today, has
+// reached, so that it may make no further model call; nil when it may go
+// on. The run's budget is checked first, then the session's, then the
+// agent's.
+func (b Budget) Cost(run, session, agent float64) *Exceeded {
+	for _, c := range []struct {
+		name        string
+		limit, used float64
+	}{{BudgetCostPerRun, b.MaxCostPerRun, run}, {BudgetCostPerSession, b.MaxCostPerSession, session}, {BudgetCostPerAgent, b.MaxCostPerAgent, agent}} {
+		if c.limit > 0 && c.used >= c.limit {
+			return &Exceeded{Name: c.name, LimitUSD: c.limit, UsedUSD: c.used, Unit: UnitUSD}
+		}
+	}
+	return nil
 }
 
 // Tokens returns the token budget that a run which spent runTokens, in a

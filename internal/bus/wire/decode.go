@@ -361,6 +361,28 @@ func (r *reader) int() (int64, *DecodeError) {
 	return 0, r.errAt(h.off, "is %s, want an integer", h.kind.a())
 }
 
+// float reads a finite number, float or integer; nil is 0.
+func (r *reader) float() (float64, *DecodeError) {
+	h, err := r.next()
+	if err != nil {
+		return 0, err
+	}
+	switch h.kind {
+	case kindNil:
+		return 0, nil
+	case kindInt:
+		return float64(h.i), nil
+	case kindUint:
+		return float64(h.u), nil
+	case kindFloat:
+		if math.IsNaN(h.f) || math.IsInf(h.f, 0) {
+			return 0, r.errAt(h.off, "number %v is not finite", h.f)
+		}
+		return h.f, nil
+	}
+	return 0, r.errAt(h.off, "is %s, want a number", h.kind.a())
+}
+
 // bool reads a boolean; nil is false.
 func (r *reader) bool() (bool, *DecodeError) {
 	h, err := r.next()

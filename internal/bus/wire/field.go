@@ -117,6 +117,25 @@ func integer[T any, I ~int | ~int64](key string, always bool, p func(*T) *I) fie
 	return f
 }
 
+// number is a finite, non-negative float field (a cost), left out when
+// zero.
+func number[T any](key string, p func(*T) *float64) field[T] {
+	return field[T]{
+		key:  key,
+		omit: func(v *T) bool { return *p(v) == 0 },
+		enc:  func(enc *msgpack.Encoder, v *T) error { return enc.EncodeFloat64(*p(v)) },
+		dec: func(r *reader, v *T, _ int) *DecodeError {
+			off := r.off
+			f, err := r.float()
+			if err == nil && f < 0 {
+				return r.errAt(off, "number %v is negative", f)
+			}
+			*p(v) = f
+			return err
+		},
+	}
+}
+
 // flag is a boolean field, left out when false.
 func flag[T any](key string, p func(*T) *bool) field[T] {
 	return field[T]{

@@ -123,6 +123,8 @@ var usageFields = []field[agentfleet.Usage]{
 	integer("input_tokens", true, func(u *agentfleet.Usage) *int { return &u.InputTokens }),
 	integer("output_tokens", true, func(u *agentfleet.Usage) *int { return &u.OutputTokens }),
 	integer("total_tokens", true, func(u *agentfleet.Usage) *int { return &u.TotalTokens }),
+	integer("cached_input_tokens", false, func(u *agentfleet.Usage) *int { return &u.CachedInputTokens }),
+	number("cost", func(u *agentfleet.Usage) *float64 { return &u.Cost }),
 }
 
 // contentFields are the fields of the content blocks of a result: only

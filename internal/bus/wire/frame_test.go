@@ -21,7 +21,7 @@ func TestFrameRoundTrip(t *testing.T) {
 		{T: FrameHeartbeat, ID: "c1"},
 		{T: FrameResult, ID: "c1", Worker: "w/1", Result: &agentfleet.ToolResult{
 			Content: []agentfleet.Content{agentfleet.Text("ok")}, Details: map[string]any{"n": int8(1)}, Terminate: true,
-			Usage: &agentfleet.Usage{InputTokens: 1, OutputTokens: 2, TotalTokens: 3}}},
+			Usage: &agentfleet.Usage{InputTokens: 1, OutputTokens: 2, TotalTokens: 3, CachedInputTokens: 1, Cost: 1.5e-6}}},
 		{T: FrameError, ID: "c1", Error: "Tool x not served", Code: CodeNotFound},
 		{T: FrameCancel, ID: "c1"},
 	}
@@ -72,6 +72,9 @@ func TestDecodeErrors(t *testing.T) {
 		{"unknown type", enc(map[string]any{"t": "zap"}), false, `frame type "zap" is unknown`},
 		{"result without result", enc(map[string]any{"t": "result"}), false, "result frame has no result"},
 		{"bad content", enc(map[string]any{"t": "result", "result": map[string]any{"content": []any{map[string]any{"type": "video"}}}}), false, "content block 0"},
+		{"negative cost", enc(map[string]any{"t": "result", "result": map[string]any{"usage": map[string]any{"cost": -1.5}}}), false, "number -1.5 is negative"},
+		{"cost not a number", enc(map[string]any{"t": "result", "result": map[string]any{"usage": map[string]any{"cost": math.NaN()}}}), false, "is not finite"},
+		{"cost a string", enc(map[string]any{"t": "result", "result": map[string]any{"usage": map[string]any{"cost": "1"}}}), false, "want a number"},
 		{"garbage request", []byte("hello"), true, "call request is not a MessagePack map"},
 		{"no id", enc(map[string]any{"tool": "x"}), true, "call request has no id"},
 		{"no tool", enc(map[string]any{"id": "c"}), true, "call request c has no tool name"},
@@ -128,7 +131,7 @@ func TestHandEncodingMatchesTags(t *testing.T) {
 		{T: FrameProgress, ID: "c1", Partial: map[string]any{"elapsed_ms": 100, "nested": []any{"a", 1.5}}},
 		{T: FrameResult, ID: "c1", Worker: "w", IsError: true, Result: &agentfleet.ToolResult{
 			Content: []agentfleet.Content{agentfleet.Text("ok"), agentfleet.Image("aGk=", "image/png")},
-			Details: map[string]any{"n": 1}, Terminate: true, Usage: &agentfleet.Usage{InputTokens: 1, OutputTokens: 2, TotalTokens: 3}}},
+			Details: map[string]any{"n": 1}, Terminate: true, Usage: &agentfleet.Usage{InputTokens: 1, OutputTokens: 2, TotalTokens: 3, CachedInputTokens: 1, Cost: 0.25}}},
 		{T: FrameResult, Result: &agentfleet.ToolResult{Content: []agentfleet.Content{}}},
 		{T: FrameError, ID: "c1", Error: "nope", Code: CodeNotFound},
 		{T: FrameCancel, ID: "c1", Inbox: "_INBOX.x.1"},

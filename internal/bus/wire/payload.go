@@ -19,6 +19,9 @@ const MaxTextBytes = 1 << 20
 type UserPayload struct {
 	Content json.RawMessage `json:"content"`
 	ID      string          `json:"id,omitempty"`
+	// Priority, optional, is the run's priority in the fleet's model
+	// quota: interactive or batch.
+	Priority string `json:"priority,omitempty"`
 }
 
 // ParseUserMessage decodes the payload of an in, ask or steer message. A
@@ -52,6 +55,12 @@ func ParseUserMessage(data []byte, msgID string) (*agentfleet.UserMessage, error
 	}
 	if p.ID != "" {
 		m.ID = p.ID
+	}
+	switch p.Priority {
+	case "", agentfleet.PriorityInteractive, agentfleet.PriorityBatch:
+		m.Priority = p.Priority
+	default:
+		return nil, fmt.Errorf("priority %q is not interactive or batch", truncate(p.Priority, 64))
 	}
 	c := bytes.TrimSpace(p.Content)
 	switch {
@@ -107,4 +116,12 @@ func ParseAbort(data []byte) (string, error) {
 		return "", fmt.Errorf("abort payload is not a valid object {\"reason\": ...}: %w", err)
 	}
 	return p.Reason, nil
+}
+
+// truncate shortens s to at most n bytes, for an error message.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }

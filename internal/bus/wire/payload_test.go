@@ -20,6 +20,9 @@ func TestParseUserMessage(t *testing.T) {
 		{name: "header id", payload: `{"content":"hi"}`, msgID: "h1", wantText: "hi", wantID: "h1"},
 		{name: "payload id wins", payload: `{"content":"hi","id":"p"}`, msgID: "h", wantText: "hi", wantID: "p"},
 		{name: "blocks", payload: `{"content":[{"type":"text","text":"look"},{"type":"image","data":"aGk=","mime_type":"image/png"}]}`, wantText: "look", wantImages: 1},
+		{name: "priority", payload: `{"content":"hi","priority":"interactive"}`, wantText: "hi"},
+		{name: "bad priority", payload: `{"content":"hi","priority":"urgent!"}`, wantErr: `priority "urgent!" is not interactive or batch`},
+		{name: "priority not a string", payload: `{"content":"hi","priority":1}`, wantErr: "payload is not a valid message object"},
 		{name: "empty", payload: "  ", wantErr: "payload is empty"},
 		{name: "invalid UTF-8", payload: "\xff\xfe", wantErr: "not valid UTF-8"},
 		{name: "broken JSON", payload: `{"content":`, wantErr: "payload is not a valid message object"},
@@ -101,4 +104,11 @@ func FuzzParseAbort(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ParseAbort(data)
 	})
+}
+
+func TestParseUserMessagePriority(t *testing.T) {
+	m, err := ParseUserMessage([]byte(`{"content":"hi","priority":"batch"}`), "")
+	if err != nil || m.Priority != "batch" {
+		t.Fatalf("priority %q, err %v", m.Priority, err)
+	}
 }

@@ -266,7 +266,7 @@ function touchSession(run) {
   }
   if (s) state.sessions.delete(key);
   s = { agent: run.agent, session: run.session, runId: run.id, status: run.status, time: run.last,
-    tools: run.calls.size, tokens: tokensOf(run), errorMessage: run.errorMessage, direct: run.direct, waiting: waitingIn(run) };
+    tools: run.calls.size, tokens: tokensOf(run), cost: sessionCost(run.agent, run.session), errorMessage: run.errorMessage, direct: run.direct, waiting: waitingIn(run) };
   state.sessions.set(key, s);
   for (const [k] of state.sessions) {
     if (state.sessions.size <= state.maxRuns) break;
@@ -280,6 +280,27 @@ function tokensOf(run) {
   let n = 0;
   for (const t of run.turns.values()) if (t.usage) n += t.usage.total_tokens || 0;
   return n;
+}
+
+// costOf returns what a run's model calls cost, in dollars: its final
+// usage's, else the sum of its turns' so far.
+function costOf(run) {
+  if (run.usage) return Number(run.usage.cost) || 0;
+  let c = 0;
+  for (const t of run.turns.values()) if (t.usage) c += Number(t.usage.cost) || 0;
+  return c;
+}
+
+// sessionCost sums the cost of the runs of a session that the page holds.
+function sessionCost(agent, session) {
+  let c = 0;
+  for (const r of runsOf(agent, session)) c += costOf(r);
+  return c;
+}
+
+// usdText writes dollars, with enough decimals for one small call.
+function usdText(c) {
+  return '$' + (c >= 0.01 ? c.toFixed(4) : c.toFixed(6));
 }
 
 function failed(status) {
@@ -337,7 +358,7 @@ function renderSessions() {
     el('td', { className: 'status status-' + s.status }, s.status, s.direct ? el('span', { className: 'muted' }, ' (call)') : '',
       s.waiting ? el('span', { className: 'badge waiting-badge', title: s.waiting + ' calls wait for a decision' }, 'waits for approval') : ''),
     el('td', { title: s.runId }, s.runId.replace(/^direct-/, '').slice(0, 8)),
-    el('td', {}, s.tools), el('td', {}, s.tokens || ''),
+    el('td', {}, s.tools), el('td', {}, s.tokens || ''), el('td', { className: 'cost' }, s.cost ? usdText(s.cost) : ''),
     el('td', { title: s.time || '' }, s.time ? new Date(s.time).toLocaleTimeString() : ''));
     tr.addEventListener('click', () => { location.hash = encodeURIComponent(key); });
     frag.append(tr);
@@ -386,6 +407,7 @@ function renderRun() {
     run.parent && parentFact(run),
     el('span', { className: 'fact' }, 'stop reason ', el('span', { className: 'stop-reason status status-' + run.status }, run.status)),
     el('span', { className: 'fact tokens' }, tokenText(run)),
+    costOf(run) > 0 && el('span', { className: 'fact cost', title: 'this run; the session so far: ' + usdText(sessionCost(run.agent, run.session)) }, usdText(costOf(run))),
     el('span', { className: 'fact run-duration' }, durationText(run.start, run.end || (run.status === 'running' ? new Date().toISOString() : run.last))),
     run.orchestrator && el('span', { className: 'fact muted' }, 'orchestrator ' + run.orchestrator));
   if (run.status === 'running' && !run.direct && !state.readOnly) {

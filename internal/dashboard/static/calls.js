@@ -43,7 +43,8 @@ function noteRetry(c, partial) {
 // budget.exceeded event in run.
 function noteRunEvent(run, ev) {
   if (ev.type === 'budget.exceeded') {
-    run.budgets.push({ budget: String(ev.budget || ''), limit: Number(ev.limit) || 0, used: Number(ev.used) || 0, turn: ev.turn, time: ev.time });
+    run.budgets.push({ budget: String(ev.budget || ''), limit: Number(ev.limit) || 0, used: Number(ev.used) || 0,
+      limit_usd: Number(ev.limit_usd) || 0, used_usd: Number(ev.used_usd) || 0, turn: ev.turn, time: ev.time });
     if (run.budgets.length > MAX_NOTES) run.budgets.shift();
     return;
   }

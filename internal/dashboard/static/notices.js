@@ -124,5 +124,6 @@ function runErrors(run) {
 }
 
 function budgetText(b) {
+  if (b.limit_usd) return 'budget ' + (b.budget || '?') + ' exceeded: used ' + usdText(b.used_usd || 0) + ' of ' + usdText(b.limit_usd);
   return 'budget ' + (b.budget || '?') + ' exceeded: used ' + (b.used || 0) + ' of ' + (b.limit || 0);
 }
