@@ -57,6 +57,12 @@ func Do(ctx context.Context, p Policy, op func(ctx context.Context, n int) error
 
 // stopped is the error of Do whose ctx ended after the failure last.
 func stopped(ctx context.Context, last error) error {
+	if cause := context.Cause(ctx); cause != ctx.Err() {
+		// Cancelled with a cause: matched by both, so that callers that
+		// ask for the cause find it, and those that ask for
+		// context.Canceled still do.
+		return fmt.Errorf("%w: %w (last error: %v)", ctx.Err(), cause, last)
+	}
 	return fmt.Errorf("%w (last error: %v)", ctx.Err(), last)
 }
 

@@ -59,18 +59,28 @@ type Endpoint struct {
 	mu    *sync.Mutex // the service's
 	info  micro.EndpointInfo
 	stats micro.EndpointStats
+	ended int // the requests Record counted
 }
 
-// Record counts one request that took d from its receipt to its answer,
-// and the error it was answered with ("" for none). A call that runs on
-// after its handler returned is recorded when it ends, so that the
-// processing time of `nats micro stats` covers the call.
+// begin counts a request as it arrives, so that the stats count the calls
+// still running too.
+func (e *Endpoint) begin() {
+	e.mu.Lock()
+	e.stats.NumRequests++
+	e.mu.Unlock()
+}
+
+// Record counts what one request that took d from its receipt to its
+// answer spent, and the error it was answered with ("" for none). A call
+// that runs on after its handler returned is recorded when it ends, so
+// that the processing time of `nats micro stats` covers the call; the
+// average is over the requests that ended.
 func (e *Endpoint) Record(d time.Duration, errDesc string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.stats.NumRequests++
+	e.ended++
 	e.stats.ProcessingTime += d
-	e.stats.AverageProcessingTime = e.stats.ProcessingTime / time.Duration(e.stats.NumRequests)
+	e.stats.AverageProcessingTime = e.stats.ProcessingTime / time.Duration(e.ended)
 	if errDesc != "" {
 		e.stats.NumErrors++
 		e.stats.LastError = errDesc
@@ -169,6 +179,7 @@ func (s *Service) AddEndpoint(name, subject, direct string, metadata map[string]
 	e.stats.Name, e.stats.Subject, e.stats.QueueGroup = name, subject, s.queue
 	handler := func(m *nats.Msg) {
 		start := time.Now()
+		e.begin()
 		if errDesc, async := handle(m, e); !async {
 			e.Record(time.Since(start), errDesc)
 		}
