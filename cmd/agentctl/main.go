@@ -120,6 +120,9 @@ type Main struct {
 	Reject bool
 	Reason string
 	Args   string
+	// At and BeforeRun are the point of fork.
+	At        uint64
+	BeforeRun string
 	// Output is where call writes the file its tool returns ("-": stdout).
 	Output string
 
@@ -162,6 +165,7 @@ type command struct {
 	since             bool // takes --since
 	dashboard         bool // takes --http, --read-only, --trace-url
 	decision          bool // takes --reject, --reason, --args
+	fork              bool // takes --at, --before-run
 	check             func(m *Main, pos []string) error
 	run               func(m *Main, ctx context.Context) error
 	subs              []*command
@@ -182,6 +186,8 @@ var commands = []*command{
 	{name: "steer", args: "<agent> <session> <text>", help: "steer the running run before its next model call (agent.steer)", id: true, check: checkMessage, run: (*Main).steer},
 	{name: "abort", args: "<agent> <session> [reason]", help: "abort the session's running run (agent.abort); fails when there is none", check: checkAbort, run: (*Main).abort},
 	{name: "approve", args: "<agent> <session> <call>", help: "decide a tool call that waits for approval (agent.approve): approve it, edit it with --args, or --reject it with a --reason", json: true, decision: true, check: checkApprove, run: (*Main).approve},
+	{name: "history", args: "<agent> <session>", help: "print a session's stored records with their sequences, run ids and writers (reads AGENT_HISTORY)", json: true, check: checkHistory, run: (*Main).history},
+	{name: "fork", args: "<agent> <session> <new-session>", help: "copy a session's records up to a point (--at SEQ, --before-run RUN) into a new session (agent.fork)", json: true, fork: true, check: checkFork, run: (*Main).fork},
 	{name: "tail", args: "[agent [session]]", help: "follow events as readable lines; '*' matches any agent or session (--since 10m: replay first)", json: true, since: true, check: checkTail, run: (*Main).tail},
 	{name: "chat", args: "<agent> [session]", help: "chat in the terminal, with the answer and tool calls as they stream", check: checkChat, run: (*Main).chat},
 	{name: "tools", args: "[agent]", help: "list the fleet's tools with their argument schemas; given an agent, the tools it sees (from its orchestrator)", json: true, check: checkTools, run: (*Main).tools, subs: toolsCommands},
@@ -251,6 +257,13 @@ Command flags:
   --reject        reject the call (approve)
   --reason text   why, for the model (approve)
   --args json     approve with these arguments instead (approve)
+  --at SEQ, --before-run RUN
+                  where to fork: after stored message SEQ, or before run
+                  RUN; neither: the whole history (fork)
+
+history reads the stream AGENT_HISTORY and needs a NATS user that may read
+it; fork needs one that may publish on agent.fork.> (no shipped role may:
+give it to an operator).
 
 Flags:
 `)
@@ -347,6 +360,9 @@ func (m *Main) ParseFlags(args []string) error {
 	}
 	if m.cmd.anyTakes("o") {
 		fs.StringVar(&m.Output, "o", "", "write the file the tool returns (its first ref block, or image) to this path; '-': standard output")
+	}
+	if m.cmd.anyTakes("at") {
+		m.forkFlags(fs)
 	}
 	if m.cmd.anyTakes("since") {
 		fs.DurationVar(&m.Since, "since", 0, "start this far back (e.g. 10m), replaying the events the fleet keeps in JetStream")

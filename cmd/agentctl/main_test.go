@@ -594,7 +594,7 @@ func TestBadArguments(t *testing.T) {
 		want string
 	}{
 		{nil, "agentctl: no command given"},
-		{[]string{"frobnicate"}, `agentctl: unknown command "frobnicate" (commands: ask, send, steer, abort, approve, tail, chat, tools, call, dashboard, mcp)`},
+		{[]string{"frobnicate"}, `agentctl: unknown command "frobnicate" (commands: ask, send, steer, abort, approve, history, fork, tail, chat, tools, call, dashboard, mcp)`},
 		{[]string{"ask", "default", "a b", "hi"}, `agentctl ask: session name "a b" may hold only letters, digits, '-' and '_'`},
 		{[]string{"ask", "de.fault", "s", "hi"}, `agentctl ask: agent name "de.fault" may hold only letters, digits, '-' and '_'`},
 		{[]string{"ask", "default", "s"}, "agentctl ask: want <agent> <session> <text>, got 2 argument(s)"},

@@ -176,6 +176,8 @@ func encodeRecord(r Record) (entry, error) {
 		v, e.kind = r.Summary, RecordSummary
 	case r.Handoff != nil:
 		v, e.kind = r.Handoff, RecordHandoff
+	case r.Forked != nil:
+		v, e.kind = r.Forked, RecordForked
 	default:
 		return e, fmt.Errorf("history: record of run %s holds nothing to store", r.RunID)
 	}
@@ -203,6 +205,8 @@ func (r Record) what() string {
 		return "approval decision"
 	case r.Handoff != nil:
 		return "handoff"
+	case r.Forked != nil:
+		return "forked record"
 	default:
 		return "summary"
 	}
