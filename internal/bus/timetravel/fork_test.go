@@ -225,3 +225,50 @@ func TestServe(t *testing.T) {
 		t.Fatalf("the refused request forked f6: %+v, %v", l, err)
 	}
 }
+
+// TestServeBounded holds the one fork slot of a server and sends another
+// request: it is answered at once with a busy error, and the held fork
+// completes once let go.
+func TestServeBounded(t *testing.T) {
+	st, nc := open(t)
+	seed(t, st, "src")
+	subjects, _ := bus.NewSubjects("")
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	srv, err := timetravel.Serve(context.Background(), nc, timetravel.Config{Subjects: subjects, Store: st, MaxInFlight: 1, Agent: func(string) error {
+		entered <- struct{}{}
+		<-release
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	held, err := nc.SubscribeSync(nc.NewRespInbox())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.PublishRequest(timetravel.Subject(subjects, "default", "src"), held.Subject, []byte(`{"new_session":"h1"}`)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first fork did not start")
+	}
+	m, err := nc.Request(timetravel.Subject(subjects, "default", "src"), []byte(`{"new_session":"h2"}`), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(m.Data), "busy: 1 forks in flight") {
+		t.Fatalf("second fork: %s, want busy", m.Data)
+	}
+	close(release)
+	m, err = held.NextMsg(10 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep timetravel.Reply
+	if err := json.Unmarshal(m.Data, &rep); err != nil || rep.Forked == nil {
+		t.Fatalf("held fork: %s, %v", m.Data, err)
+	}
+}

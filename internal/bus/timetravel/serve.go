@@ -89,7 +89,11 @@ type Config struct {
 	Replies bus.ReplyGuard
 	// Timeout bounds one fork; default 30s.
 	Timeout time.Duration
-	Logger  *slog.Logger
+	// MaxInFlight bounds the forks run at once (each loads a whole
+	// history); a request past it is answered at once with a busy error.
+	// Default 4.
+	MaxInFlight int
+	Logger      *slog.Logger
 }
 
 // Server answers fork requests until Close.
@@ -109,6 +113,10 @@ func Serve(ctx context.Context, nc *bus.Conn, cfg Config) (*Server, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 30 * time.Second
 	}
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = 4
+	}
+	slots := make(chan struct{}, cfg.MaxInFlight)
 	sub, err := nc.QueueSubscribe(Wildcard(cfg.Subjects), input.QueueInput, func(m *nats.Msg) {
 		if m.Reply == "" {
 			return
@@ -117,7 +125,16 @@ func Serve(ctx context.Context, nc *bus.Conn, cfg Config) (*Server, error) {
 			cfg.Logger.Warn("fork request not answered", "subject", m.Subject, "err", err)
 			return
 		}
-		go answer(ctx, nc, cfg, m)
+		select {
+		case slots <- struct{}{}:
+		default:
+			reply(nc, cfg, m, &Reply{Error: fmt.Sprintf("busy: %d forks in flight, try again", cfg.MaxInFlight)})
+			return
+		}
+		go func() {
+			defer func() { <-slots }()
+			answer(ctx, nc, cfg, m)
+		}()
 	})
 	if err != nil {
 		return nil, fmt.Errorf("subscribe %s: %w", Wildcard(cfg.Subjects), err)
@@ -136,6 +153,10 @@ func answer(ctx context.Context, nc *bus.Conn, cfg Config, m *nats.Msg) {
 	if err != nil {
 		rep.Error = err.Error()
 	}
+	reply(nc, cfg, m, rep)
+}
+
+func reply(nc *bus.Conn, cfg Config, m *nats.Msg, rep *Reply) {
 	b, _ := json.Marshal(rep)
 	if err := nc.Publish(m.Reply, b); err != nil {
 		cfg.Logger.Warn("fork reply", "subject", m.Subject, "err", err)
