@@ -113,7 +113,7 @@ func (w *Writer) appendFlush(ctx context.Context, r Record) (uint64, error) {
 }
 
 // Buffer adds record r (its RunID, and one of Message with its Trace, Final,
-// Approval, Decision or Summary; Seq, Index and Writer are ignored) to the
+// Approval, Decision, Summary, Handoff or Forked; Seq, Index and Writer are ignored) to the
 // records waiting for the next Flush. It stores nothing, unless the buffer
 // is full (MaxEnvelopeRecords, or half a megabyte): then what waits is
 // flushed first, and an error is that flush's. A fenced writer buffers
