@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"slices"
 
 	"github.com/agentfleet/agentfleet/internal/dashboard"
@@ -31,6 +32,8 @@ func (c *command) takes(name string) bool {
 		return c.decision
 	case "o":
 		return c.name == "call"
+	case "at", "before-run":
+		return c.fork
 	}
 	return false
 }
@@ -50,5 +53,11 @@ func (c *command) anyTakes(name string) bool {
 }
 
 // commandFlags are the flags that only some commands take.
-var commandFlags = slices.Concat([]string{"json", "id", "revision", "replace", "since", "http", "read-only", "trace-url", "reject", "reason", "args", "o"},
+var commandFlags = slices.Concat([]string{"json", "id", "revision", "replace", "since", "http", "read-only", "trace-url", "reject", "reason", "args", "o", "at", "before-run"},
 	httpauth.FlagNames, dashboard.LimitFlagNames)
+
+// forkFlags registers the flags of fork on fs.
+func (m *Main) forkFlags(fs *flag.FlagSet) {
+	fs.Uint64Var(&m.At, "at", 0, "fork after this stored message (a sequence agentctl history prints), all of it included")
+	fs.StringVar(&m.BeforeRun, "before-run", "", "fork before the first record of this run")
+}

@@ -120,6 +120,9 @@ type Main struct {
 	Reject bool
 	Reason string
 	Args   string
+	// At and BeforeRun are the point of fork.
+	At        uint64
+	BeforeRun string
 	// Output is where call writes the file its tool returns ("-": stdout).
 	Output string
 
@@ -162,6 +165,7 @@ type command struct {
 	since             bool // takes --since
 	dashboard         bool // takes --http, --read-only, --trace-url
 	decision          bool // takes --reject, --reason, --args
+	fork              bool // takes --at, --before-run
 	check             func(m *Main, pos []string) error
 	run               func(m *Main, ctx context.Context) error
 	subs              []*command
@@ -182,6 +186,7 @@ var commands = []*command{
 	{name: "steer", args: "<agent> <session> <text>", help: "steer the running run before its next model call (agent.steer)", id: true, check: checkMessage, run: (*Main).steer},
 	{name: "abort", args: "<agent> <session> [reason]", help: "abort the session's running run (agent.abort); fails when there is none", check: checkAbort, run: (*Main).abort},
 	{name: "approve", args: "<agent> <session> <call>", help: "decide a tool call that waits for approval (agent.approve): approve it, edit it with --args, or --reject it with a --reason", json: true, decision: true, check: checkApprove, run: (*Main).approve},
+	{name: "fork", args: "<agent> <session> <new-session>", help: "copy a session's records up to a point (--at SEQ, --before-run RUN) into a new session (agent.fork)", json: true, fork: true, check: checkFork, run: (*Main).fork},
 	{name: "tail", args: "[agent [session]]", help: "follow events as readable lines; '*' matches any agent or session (--since 10m: replay first)", json: true, since: true, check: checkTail, run: (*Main).tail},
 	{name: "cost", args: "[agent]", help: "sum what the stored runs cost, by session and agent, from the history stream (--since 24h: only those stored since)", json: true, since: true, check: checkCost, run: (*Main).cost},
 	{name: "chat", args: "<agent> [session]", help: "chat in the terminal, with the answer and tool calls as they stream", check: checkChat, run: (*Main).chat},
@@ -253,6 +258,13 @@ Command flags:
   --reject        reject the call (approve)
   --reason text   why, for the model (approve)
   --args json     approve with these arguments instead (approve)
+  --at SEQ, --before-run RUN
+                  where to fork: after stored message SEQ, or before run
+                  RUN; neither: the whole history (fork)
+
+history asks an orchestrator, so whoever may ask a session may read it;
+fork needs a user that may publish on agent.fork.> (no shipped role may:
+give it to an operator).
 
 Flags:
 `)
@@ -349,6 +361,9 @@ func (m *Main) ParseFlags(args []string) error {
 	}
 	if m.cmd.anyTakes("o") {
 		fs.StringVar(&m.Output, "o", "", "write the file the tool returns (its first ref block, or image) to this path; '-': standard output")
+	}
+	if m.cmd.anyTakes("at") {
+		m.forkFlags(fs)
 	}
 	if m.cmd.anyTakes("since") {
 		fs.DurationVar(&m.Since, "since", 0, "how far back (e.g. 10m): tail replays the events the fleet keeps in JetStream from there; cost counts the runs stored since")

@@ -607,7 +607,7 @@ func TestBadArguments(t *testing.T) {
 		want string
 	}{
 		{nil, "agentctl: no command given"},
-		{[]string{"frobnicate"}, `agentctl: unknown command "frobnicate" (commands: ask, send, steer, abort, approve, tail, cost, chat, history, tools, call, dashboard, mcp)`},
+		{[]string{"frobnicate"}, `agentctl: unknown command "frobnicate" (commands: ask, send, steer, abort, approve, fork, tail, cost, chat, history, tools, call, dashboard, mcp)`},
 		{[]string{"cost", "a", "b"}, "agentctl cost: want [agent], got 2 arguments"},
 		{[]string{"cost", "a.b"}, `agentctl cost: agent name "a.b" may hold only`},
 		{[]string{"cost", "--since", "-1h"}, "agentctl cost: --since -1h0m0s is negative"},

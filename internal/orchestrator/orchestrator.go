@@ -25,6 +25,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/objref"
 	"github.com/agentfleet/agentfleet/internal/bus/partition"
 	"github.com/agentfleet/agentfleet/internal/bus/services"
+	"github.com/agentfleet/agentfleet/internal/bus/timetravel"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
@@ -146,9 +147,10 @@ type Orchestrator struct {
 	// opened is history once it is open, for the services, which answer
 	// before it is.
 	opened   atomic.Pointer[history.Store]
-	outcomes *toolrpc.Outcomes // durable only: the outcomes workers record (outcomes.go)
-	objects  *objref.Store     // large payloads; nil without JetStream (payloads.go)
-	table    *partition.Table  // with durable input: the partitions this one owns
+	forks    *timetravel.Server // durable only: answers the fork subject (timetravel)
+	outcomes *toolrpc.Outcomes  // durable only: the outcomes workers record (outcomes.go)
+	objects  *objref.Store      // large payloads; nil without JetStream (payloads.go)
+	table    *partition.Table   // with durable input: the partitions this one owns
 	agents   map[string]*agent
 	id       string         // this instance, in the records it writes
 	loads    chan struct{}  // bounds the sessions loading at once

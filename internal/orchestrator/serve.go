@@ -15,6 +15,7 @@ import (
 	businput "github.com/agentfleet/agentfleet/internal/bus/input"
 	"github.com/agentfleet/agentfleet/internal/bus/partition"
 	"github.com/agentfleet/agentfleet/internal/bus/services"
+	"github.com/agentfleet/agentfleet/internal/bus/timetravel"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/inputpolicy"
 )
@@ -60,6 +61,9 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 		return errors.Join(fmt.Errorf("orchestrator: %w", err), o.fleet.Close(), o.client.Close())
 	}
 	fail := func(err error) error {
+		if o.forks != nil {
+			o.forks.Close()
+		}
 		return errors.Join(fmt.Errorf("orchestrator: %w", err), o.services.Close(), o.fleet.Close(), o.client.Close())
 	}
 	if o.cfg.Durable {
@@ -96,6 +100,11 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 	}
 	o.opened.Store(o.history)
 	o.openOutcomes(ctx, dcfg.Replicas)
+	if o.forks, err = timetravel.Serve(o.life, o.nc, timetravel.Config{
+		Subjects: o.subjects, Store: o.history, Agent: o.CheckAgent, Replies: o.replies, Logger: o.log,
+	}); err != nil {
+		return fail(err)
+	}
 	if o.in, err = o.durable.Input(ctx, o.input); err != nil {
 		return fail(err)
 	}
@@ -389,6 +398,9 @@ func (o *Orchestrator) close(ctx context.Context) error {
 	}
 	if o.services != nil {
 		errs = append(errs, o.services.Close())
+	}
+	if o.forks != nil {
+		errs = append(errs, o.forks.Close())
 	}
 	if o.fleet != nil {
 		errs = append(errs, o.fleet.Close())

@@ -267,6 +267,9 @@ func (s *session) restore(st *history.Loaded) ([]loop.Entry, *agentfleet.Context
 			handoffs = append(handoffs, r)
 			continue
 		}
+		if r.Message == nil {
+			continue // a forked record: nothing for the loop
+		}
 		if tr, ok := r.Message.(*agentfleet.ToolResultMessage); ok {
 			results[tr.ToolCallID] = true
 		}

@@ -36,9 +36,9 @@ type HistoryReplyJSON struct {
 // HistoryRecordJSON is one stored record: where it is (Seq, Index), the
 // run it belongs to, who wrote it, its kind and its content. Kind is
 // "user", "assistant" or "tool" for a message, "end" for the end of a run
-// (Final its final message), "approval", "decision", "summary" or
-// "handoff". Body is the message, final message, approval request,
-// decision, summary or handoff as JSON; a record too large for one reply
+// (Final its final message), "approval", "decision", "summary",
+// "handoff" or "forked". Body is the message, final message, approval
+// request, decision, summary, handoff or fork as JSON; a record too large for one reply
 // has none, and Omitted set, with Size its bytes.
 type HistoryRecordJSON struct {
 	Seq     uint64          `json:"seq"`

@@ -41,6 +41,9 @@ type Record struct {
 	Summary *agentfleet.ContextSummary
 	// Handoff is the handoff of a handoff record; nil otherwise.
 	Handoff *Handoff
+	// Forked is what a fork copied, in the forked record it wrote; nil
+	// otherwise.
+	Forked *Forked
 	// Trace is the trace context a user message was sent with, if it
 	// came with one (Writer.AppendTraced).
 	Trace trace.SpanContext
@@ -255,6 +258,12 @@ func decode(where place, runID, kind string, data []byte) (Record, error) {
 			return r, fmt.Errorf("%s (handoff of run %s): %w", where, runID, errors.Join(err, errNoTarget(h.To)))
 		}
 		r.Handoff = &h
+	case RecordForked:
+		var f Forked
+		if err := json.Unmarshal(data, &f); err != nil || f.Source == "" {
+			return r, fmt.Errorf("%s (forked record of run %s): %w", where, runID, errors.Join(err, errNoSource(f.Source)))
+		}
+		r.Forked = &f
 	case "", "message":
 		m, err := agentfleet.UnmarshalMessage(data)
 		if err != nil {
@@ -270,6 +279,13 @@ func decode(where place, runID, kind string, data []byte) (Record, error) {
 func errNoTarget(to string) error {
 	if to == "" {
 		return errors.New("names no agent to hand over to")
+	}
+	return nil
+}
+
+func errNoSource(src string) error {
+	if src == "" {
+		return errors.New("names no source session")
 	}
 	return nil
 }

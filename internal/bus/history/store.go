@@ -122,3 +122,16 @@ func isWrongLastSeq(err error) bool {
 	return apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
 		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
 }
+
+// Attach returns the history stream of subjects' prefix for reading, as it
+// is: unlike Open it neither creates nor updates the stream, so a reader
+// (agentctl history) leaves the orchestrators' configuration alone. It
+// fails when the stream does not exist.
+func Attach(ctx context.Context, js jetstream.JetStream, subjects bus.Subjects) (*Store, error) {
+	name := StreamName(subjects)
+	str, err := js.Stream(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("history stream %s: %w", name, err)
+	}
+	return &Store{js: js, str: str, subjects: subjects, stream: name}, nil
+}

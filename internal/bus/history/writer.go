@@ -113,7 +113,7 @@ func (w *Writer) appendFlush(ctx context.Context, r Record) (uint64, error) {
 }
 
 // Buffer adds record r (its RunID, and one of Message with its Trace, Final,
-// Approval, Decision or Summary; Seq, Index and Writer are ignored) to the
+// Approval, Decision, Summary, Handoff or Forked; Seq, Index and Writer are ignored) to the
 // records waiting for the next Flush. It stores nothing, unless the buffer
 // is full (MaxEnvelopeRecords, or half a megabyte): then what waits is
 // flushed first, and an error is that flush's. A fenced writer buffers
@@ -176,6 +176,8 @@ func encodeRecord(r Record) (entry, error) {
 		v, e.kind = r.Summary, RecordSummary
 	case r.Handoff != nil:
 		v, e.kind = r.Handoff, RecordHandoff
+	case r.Forked != nil:
+		v, e.kind = r.Forked, RecordForked
 	default:
 		return e, fmt.Errorf("history: record of run %s holds nothing to store", r.RunID)
 	}
@@ -203,6 +205,8 @@ func (r Record) what() string {
 		return "approval decision"
 	case r.Handoff != nil:
 		return "handoff"
+	case r.Forked != nil:
+		return "forked record"
 	default:
 		return "summary"
 	}

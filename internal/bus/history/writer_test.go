@@ -15,7 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-func open(t *testing.T, writer string) (*history.Store, jetstream.JetStream, *nats.Conn) {
+func open(t testing.TB, writer string) (*history.Store, jetstream.JetStream, *nats.Conn) {
 	t.Helper()
 	srv := bustest.MustRunNATS(t)
 	nc := bustest.MustConnect(t, srv)

@@ -171,6 +171,8 @@ func recordJSON(rec *history.Record) client.HistoryRecordJSON {
 		j.Kind, body = "summary", rec.Summary
 	case rec.Handoff != nil:
 		j.Kind, body = "handoff", rec.Handoff
+	case rec.Forked != nil:
+		j.Kind, body = "forked", rec.Forked
 	default:
 		j.Kind = "end"
 	}
