@@ -344,7 +344,8 @@ func (s *ToolServer) observe(tool, outcome string, d time.Duration) {
 // endpoint's two subscriptions, one request at a time on each, so it only checks the
 // request and a free slot, and runs the call in a goroutine (see call). It
 // returns the error it answered a refusal with, for the endpoint's stats,
-// or async for a call it started: the call records itself when it ends.
+// or async for a request recorded already (a bad request, before its
+// answer) or a call it started, which records itself when it ends.
 func (s *ToolServer) handler(t *agentfleet.Tool) func(req *nats.Msg, ep *microsvc.Endpoint) (answeredErr string, async bool) {
 	return func(req *nats.Msg, ep *microsvc.Endpoint) (answeredErr string, async bool) {
 		start := time.Now()
@@ -363,9 +364,12 @@ func (s *ToolServer) handler(t *agentfleet.Tool) func(req *nats.Msg, ep *microsv
 			err = fmt.Errorf("call request names tool %q but was sent to the endpoint of %q", creq.Tool, t.Name)
 		}
 		if err != nil {
+			// Counted before the answer, so that whoever reads the
+			// stats after it finds the error in them.
+			ep.Record(time.Since(start), bus.HeaderValue(err.Error()))
 			s.sendError(req.Reply, "", wire.CodeBadRequest, err.Error())
 			s.observe(t.Name, "bad_request", time.Since(start))
-			return bus.HeaderValue(err.Error()), false
+			return "", true
 		}
 		fence, ok := s.checkFence(req, t.Name, creq, start)
 		if !ok {
