@@ -23,6 +23,8 @@ var docs = []string{
 	"docs/OPERATIONS.md",
 	"docs/GUIDE.md",
 	"docs/BENCHMARK-METHODS.md",
+	"docs/BENCHMARK-HISTORY.md",
+	"docs/BENCHMARK-FEATURES.md",
 	"deploy/README.md",
 	"deploy/nats/README.md",
 	"examples/node-worker/README.md",
