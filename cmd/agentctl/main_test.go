@@ -530,6 +530,14 @@ func TestRoles(t *testing.T) {
 	if err != nil || !strings.Contains(stdout, "user      what is 2+3?") || !strings.Contains(stdout, "end       calculator: 5") {
 		t.Errorf("alice history: err %v, stdout %q", err, stdout)
 	}
+	// Read access reads stored records too: the dashboard role and bob,
+	// a viewer.
+	for _, user := range []string{"dashboard", "bob"} {
+		stdout, stderr, err := run(t, s.ClientURL(), as(user, "--timeout", "5s", "history", "default", "a2")...)
+		if err != nil || !strings.Contains(stdout, "user      what is 2+3?") {
+			t.Errorf("%s history: err %v, stdout %q, stderr %q", user, err, stdout, stderr)
+		}
+	}
 	stdout, _, err = run(t, s.ClientURL(), as("orchestrator", "call", "echo", `{"text":"direct"}`)...)
 	if err != nil || stdout != "direct\n" {
 		t.Errorf("orchestrator call: err %v, stdout %q", err, stdout)

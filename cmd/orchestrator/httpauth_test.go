@@ -63,6 +63,8 @@ var httpRoutes = []httpRoute{
 	{"GET", "/readyz", "", "open"},
 	{"GET", "/api/trace?id=4bf92f3577b34da6a3ce929d0e0e4736", "", "read"},
 	{"GET", "/trace.html", "", "page"},
+	{"GET", "/api/history?agent=default&session=auth", "", "read"},
+	{"GET", "/stored.js", "", "page"},
 }
 
 // credential is how a request authenticates.

@@ -395,4 +395,15 @@ func TestDashboardUserOfDeployConf(t *testing.T) {
 	if n := o.Sessions(); n != 2 {
 		t.Errorf("the orchestrator has %d sessions, want the 2 asked (the probe must reach none)", n)
 	}
+	// The dashboard user may read a stored session: the role lets it ask
+	// the history subject.
+	resp, err = http.Get(hs + "/api/history?agent=default&session=before")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "hello before") {
+		t.Errorf("GET /api/history as the dashboard user: %s %.300s, want 200 with the stored message", resp.Status, body)
+	}
 }

@@ -58,6 +58,10 @@ type Config struct {
 	// Objects, if set, serves the files that results refer to on
 	// GET /api/object?ref=…; nil: none (404).
 	Objects Objects
+	// History, if set, serves a session's stored records on GET
+	// /api/history, so the page can open any stored session, not only
+	// those whose events it saw; nil: none (404).
+	History History
 	// ClientBuffer is how many events may wait for one page before the
 	// page is dropped (its stream closed; the browser reconnects and
 	// resumes after the last event it got). Optional; default 8192.
@@ -158,6 +162,7 @@ func New(ctx context.Context, cfg Config) (*Handler, error) {
 	h.mux.HandleFunc("GET /api/fleet", h.serveFleet)
 	h.mux.HandleFunc("GET /api/trace", h.serveTrace)
 	h.mux.HandleFunc("GET /api/object", h.serveObject)
+	h.mux.HandleFunc("GET /api/history", h.serveHistory)
 	h.mux.HandleFunc("POST /api/send", h.serveSend)
 	h.mux.HandleFunc("POST /api/abort", h.serveAbort)
 	h.mux.HandleFunc("POST /api/approve", h.serveApprove)

@@ -50,6 +50,9 @@ func Open(ctx context.Context, nc *bus.Conn, subjects bus.Subjects, opts Options
 	cfg.Fleet = func(ctx context.Context) ([]fleet.WorkerStatus, error) {
 		return fleet.FleetStatus(ctx, nc, subjects, 500*time.Millisecond)
 	}
+	cfg.History = func(ctx context.Context, agent, session string, req busclient.HistoryRequestJSON) (*busclient.HistoryReplyJSON, error) {
+		return busclient.History(ctx, nc, subjects, agent, session, req)
+	}
 	// Files of results, when the user may read the bucket; none else.
 	octx, cancel := context.WithTimeout(ctx, time.Second)
 	if st, err := objref.OpenOn(octx, nc, objref.Config{}); err == nil {

@@ -31,6 +31,7 @@ const state = {
   children: new Map(),   // parent run id + call id -> ids of the runs that call started
   focusCall: null,       // the tool call id the address names, marked in its run
   scrollToCall: false,
+  showStored: false,     // whether the stored view of the selected session is asked for (stored.js)
 };
 
 const $ = (id) => document.getElementById(id);
@@ -390,8 +391,16 @@ function renderRun() {
   state.dirty.run = false;
   const box = $('run');
   const run = state.runs.get(shownRunId());
-  $('run-empty').hidden = !!run;
-  box.hidden = !run;
+  // The stored view: asked for, or the only view of a session no event
+  // of which the page has seen.
+  const storedView = !!state.selected && (state.showStored || !run);
+  $('run-empty').hidden = !!run || storedView;
+  box.hidden = !run && !storedView;
+  if (storedView) {
+    renderStored(box);
+    return;
+  }
+  delete box.dataset.stored;
   if (!run) {
     box.replaceChildren();
     return;
@@ -421,6 +430,11 @@ function renderRun() {
       el('option', { value: r.id, selected: r.id === run.id ? 'selected' : null }, (r.start || '').slice(11, 19) + ' ' + r.id.slice(0, 8) + ' ' + r.status)));
     sel.addEventListener('change', () => { state.selectedRun = sel.value; state.dirty.run = true; render(); });
     head.append(sel);
+  }
+  if (!run.direct) {
+    const b = el('button', { type: 'button', className: 'stored-link' }, 'stored history');
+    b.addEventListener('click', () => { location.hash = storedLink(run.agent, run.session); });
+    head.append(b);
   }
   // Failures first: the session's errors outside any run, the run's
   // error, then each failed tool call.
@@ -663,10 +677,11 @@ function show(view) {
 
 // The hash names the session shown (#agent%2Fsession), and optionally a
 // run of it and a call of that run (&run=<id>&call=<id>), so that a link
-// opens it.
+// opens it, or its stored history (&stored=1).
 function fromHash() {
   const { key, runId, callId } = parseHash(location.hash);
   if (!key) return;
+  state.showStored = wantsStored(location.hash);
   state.focusCall = callId;
   state.scrollToCall = !!callId;
   select(key, runId);
@@ -680,6 +695,7 @@ function start() {
   }
   for (const b of document.querySelectorAll('.tab')) b.addEventListener('click', () => show(b.dataset.view));
   $('send').addEventListener('submit', send);
+  startStoredForm();
   $('since').addEventListener('change', () => {
     state.runs.clear();
     state.children.clear();
