@@ -47,6 +47,13 @@ func startFleetWith(t *testing.T, profiles []orchestrator.Profile) string {
 // startFleetModel is startFleetWith with model answering.
 func startFleetModel(t *testing.T, profiles []orchestrator.Profile, model loop.Model) string {
 	t.Helper()
+	return startFleetConfig(t, orchestrator.Config{Model: model, ModelName: llm.OfflineName, Profiles: profiles})
+}
+
+// startFleetConfig is startFleet with an orchestrator of cfg, durable and
+// quiet.
+func startFleetConfig(t *testing.T, cfg orchestrator.Config) string {
+	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	s := bustest.MustRunNATS(t)
 	w, err := worker.Start(bustest.MustConnect(t, s), worker.Config{Logger: quiet})
@@ -54,9 +61,8 @@ func startFleetModel(t *testing.T, profiles []orchestrator.Profile, model loop.M
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.Stop() })
-	o, err := orchestrator.New(bustest.MustConnect(t, s), orchestrator.Config{
-		Model: model, ModelName: llm.OfflineName, Logger: quiet, Durable: true, Profiles: profiles,
-	})
+	cfg.Logger, cfg.Durable = quiet, true
+	o, err := orchestrator.New(bustest.MustConnect(t, s), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -607,7 +613,7 @@ func TestBadArguments(t *testing.T) {
 		want string
 	}{
 		{nil, "agentctl: no command given"},
-		{[]string{"frobnicate"}, `agentctl: unknown command "frobnicate" (commands: ask, send, steer, abort, approve, fork, tail, cost, chat, history, tools, call, dashboard, mcp)`},
+		{[]string{"frobnicate"}, `agentctl: unknown command "frobnicate" (commands: ask, send, steer, abort, approve, fork, tail, cost, chat, history, tools, call, dashboard, mcp, replay, diff)`},
 		{[]string{"cost", "a", "b"}, "agentctl cost: want [agent], got 2 arguments"},
 		{[]string{"cost", "a.b"}, `agentctl cost: agent name "a.b" may hold only`},
 		{[]string{"cost", "--since", "-1h"}, "agentctl cost: --since -1h0m0s is negative"},
@@ -645,6 +651,24 @@ func TestBadArguments(t *testing.T) {
 		{[]string{"--prefix", "a b", "tools"}, `agentctl tools: --prefix: subject prefix "a b": token "a b" may hold only`},
 		{[]string{"tools", "--timeout", "-1s"}, "agentctl tools: --timeout -1s: must not be negative"},
 		{[]string{"--log-level", "loud", "tools"}, `agentctl tools: --log-level "loud": want debug, info, warn or error`},
+		{[]string{"replay", "default", "s"}, "agentctl replay: want <agent> <session> <run>, got 2 argument(s)"},
+		{[]string{"replay", "default", "s.x", "r1"}, `agentctl replay: session name "s.x" may hold only`},
+		{[]string{"replay", "default", "s", "r 1"}, `agentctl replay: run id "r 1" is empty, longer than 256 bytes or has white space`},
+		{[]string{"replay", "default", "s", strings.Repeat("r", 300)}, "longer than 256 bytes"},
+		{[]string{"replay", "--into", "a*b", "default", "s", "r1"}, `agentctl replay: --into: new session name "a*b" may hold only`},
+		{[]string{"replay", "--into", "s", "default", "s", "r1"}, "agentctl replay: --into names the session replayed"},
+		{[]string{"replay", "--model", "a b", "default", "s", "r1"}, `agentctl replay: --model: model "a b" holds white space`},
+		{[]string{"replay", "--model", strings.Repeat("m", 300), "default", "s", "r1"}, "agentctl replay: --model: model of 300 bytes, the limit is 256"},
+		{[]string{"replay", "--model", "b", "--profile", "p.yaml", "default", "s", "r1"}, "agentctl replay: give --model or --profile, not both"},
+		{[]string{"replay", "--profile", "/nonexistent/p.yaml", "default", "s", "r1"}, "agentctl replay: --profile: open /nonexistent/p.yaml"},
+		{[]string{"replay", "--at", "3", "default", "s", "r1"}, "agentctl replay: flag provided but not defined: -at"},
+		{[]string{"replay", "--bogus", "default", "s", "r1"}, "agentctl replay: flag provided but not defined: -bogus"},
+		{[]string{"fork", "--model", "b", "default", "s", "s2"}, "agentctl fork: flag provided but not defined: -model"},
+		{[]string{"diff", "default", "s", "r1"}, "agentctl diff: want <agent> <session> <run> <other-session> [other-run], got 3 argument(s)"},
+		{[]string{"diff", "default", "s", "r1", "o", "r2", "x"}, "got 6 argument(s)"},
+		{[]string{"diff", "default", "s", "r1", "o>"}, `agentctl diff: other session name "o>" may hold only`},
+		{[]string{"diff", "default", "s", "r1", "o", "r\n2"}, `agentctl diff: run id "r\n2" is empty`},
+		{[]string{"diff", "--into", "x", "default", "s", "r1", "o"}, "agentctl diff: flag provided but not defined: -into"},
 	}
 	for _, tt := range tests {
 		m := NewMain()
