@@ -573,10 +573,22 @@ func TestRoles(t *testing.T) {
 		t.Errorf("dashboard tail:\n%s", dash.stdout)
 	}
 
+	// A client reads histories, so it may diff runs, but may not fork:
+	// its replay is refused at the fork, and forks nothing.
+	stdout, _, err = run(t, s.ClientURL(), as("client", "history", "--json", "default", "r1")...)
+	var r1 historyJSON
+	if err != nil || json.Unmarshal([]byte(stdout), &r1) != nil || len(r1.Records) == 0 {
+		t.Fatalf("client history r1: %v %q", err, stdout)
+	}
+	stdout, _, err = run(t, s.ClientURL(), as("client", "diff", "default", "r1", r1.Records[0].RunID, "r1", r1.Records[0].RunID)...)
+	if err != nil || !strings.Contains(stdout, "the runs are the same") {
+		t.Errorf("client diff: err %v, stdout %q", err, stdout)
+	}
 	denied := []struct {
 		args []string
 		want string
 	}{
+		{as("client", "replay", "--into", "r1x", "default", "r1", r1.Records[0].RunID), `NATS user "client" lacks the permission: nats: permissions violation: Permissions Violation for Publish to "agent.fork.default.r1"`},
 		{as("dashboard", "send", "default", "s", "hi"), `NATS user "dashboard" lacks the permission: nats: permissions violation: Permissions Violation for Publish to "agent.in.default.s"`},
 		{as("dashboard", "ask", "default", "s", "hi"), `Permissions Violation for Publish to "agent.ask.default.s"`},
 		{as("dashboard", "abort", "default", "s"), `Permissions Violation for Publish to "agent.abort.default.s"`},
