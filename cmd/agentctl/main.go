@@ -9,6 +9,7 @@
 //	agentctl tools export weather > tools/weather.json
 //	agentctl tools import --replace tools/weather.json
 //	agentctl mcp default   # an MCP server on stdio, for MCP clients
+//	agentctl replay --model M default demo RUN   # RUN again in a fork, compared
 //
 // The scripted tools of the fleet (write_tool) are managed with the
 // subcommands of tools: export, import, history and delete. They read and
