@@ -34,6 +34,8 @@ func (c *command) takes(name string) bool {
 		return c.name == "call"
 	case "at", "before-run":
 		return c.fork
+	case "model", "profile", "into":
+		return c.replay
 	}
 	return false
 }
@@ -53,11 +55,18 @@ func (c *command) anyTakes(name string) bool {
 }
 
 // commandFlags are the flags that only some commands take.
-var commandFlags = slices.Concat([]string{"json", "id", "revision", "replace", "since", "http", "read-only", "trace-url", "reject", "reason", "args", "o", "at", "before-run"},
+var commandFlags = slices.Concat([]string{"json", "id", "revision", "replace", "since", "http", "read-only", "trace-url", "reject", "reason", "args", "o", "at", "before-run", "model", "profile", "into"},
 	httpauth.FlagNames, dashboard.LimitFlagNames)
 
 // forkFlags registers the flags of fork on fs.
 func (m *Main) forkFlags(fs *flag.FlagSet) {
 	fs.Uint64Var(&m.At, "at", 0, "fork after this stored message (a sequence agentctl history prints), all of it included")
 	fs.StringVar(&m.BeforeRun, "before-run", "", "fork before the first record of this run")
+}
+
+// replayFlags registers the flags of replay on fs.
+func (m *Main) replayFlags(fs *flag.FlagSet) {
+	fs.StringVar(&m.Model, "model", "", "re-run with this model, one of the agent's fork_models (default: the agent's)")
+	fs.StringVar(&m.Profile, "profile", "", "take the model from this profile file (YAML or JSON; only model, and name, may be set)")
+	fs.StringVar(&m.Into, "into", "", "the new session (default <session>-replay-<8 hex>); refused if it exists")
 }

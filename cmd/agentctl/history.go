@@ -26,31 +26,9 @@ type historyJSON struct {
 // by page.
 func (m *Main) history(ctx context.Context) error {
 	agent, session := m.pos[0], m.pos[1]
-	wait := m.Timeout
-	if wait == 0 {
-		wait = defaultAgentToolsWait
-	}
-	all := historyJSON{Agent: agent, Session: session, Records: []client.HistoryRecordJSON{}}
-	for req := (client.HistoryRequestJSON{Limit: 1000}); ; {
-		b, _ := json.Marshal(req)
-		data, err := m.conn.Request(ctx, m.subjects.SessionHistory(agent, session), b, wait)
-		if errors.Is(err, client.ErrInterrupted) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		page, err := client.DecodeHistory(agent, session, data)
-		if err != nil {
-			return err
-		}
-		all.LastSeq = page.LastSeq
-		all.Records = append(all.Records, page.Records...)
-		all.Skipped = append(all.Skipped, page.Skipped...)
-		if page.Next == 0 || page.Next <= req.FromSeq {
-			break
-		}
-		req.FromSeq = page.Next
+	all, err := m.loadHistory(ctx, agent, session)
+	if err != nil || all == nil {
+		return err
 	}
 	if m.JSON {
 		enc := json.NewEncoder(m.Stdout)
@@ -68,6 +46,37 @@ func (m *Main) history(ctx context.Context) error {
 		fmt.Fprintf(m.Stdout, "%d.%d  skipped: %s\n", s.Seq, s.Index, s.Error)
 	}
 	return nil
+}
+
+// loadHistory reads all of a session's stored records, asking an
+// orchestrator page by page; nil, nil when interrupted.
+func (m *Main) loadHistory(ctx context.Context, agent, session string) (*historyJSON, error) {
+	wait := m.Timeout
+	if wait == 0 {
+		wait = defaultAgentToolsWait
+	}
+	all := &historyJSON{Agent: agent, Session: session, Records: []client.HistoryRecordJSON{}}
+	for req := (client.HistoryRequestJSON{Limit: 1000}); ; {
+		b, _ := json.Marshal(req)
+		data, err := m.conn.Request(ctx, m.subjects.SessionHistory(agent, session), b, wait)
+		if errors.Is(err, client.ErrInterrupted) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		page, err := client.DecodeHistory(agent, session, data)
+		if err != nil {
+			return nil, err
+		}
+		all.LastSeq = page.LastSeq
+		all.Records = append(all.Records, page.Records...)
+		all.Skipped = append(all.Skipped, page.Skipped...)
+		if page.Next == 0 || page.Next <= req.FromSeq {
+			return all, nil
+		}
+		req.FromSeq = page.Next
+	}
 }
 
 // writeRecord writes one record as a line: where it is, its run and

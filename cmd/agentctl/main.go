@@ -9,6 +9,7 @@
 //	agentctl tools export weather > tools/weather.json
 //	agentctl tools import --replace tools/weather.json
 //	agentctl mcp default   # an MCP server on stdio, for MCP clients
+//	agentctl replay --model M default demo RUN   # RUN again in a fork, compared
 //
 // The scripted tools of the fleet (write_tool) are managed with the
 // subcommands of tools: export, import, history and delete. They read and
@@ -125,6 +126,9 @@ type Main struct {
 	BeforeRun string
 	// Output is where call writes the file its tool returns ("-": stdout).
 	Output string
+	// Model, Profile and Into shape a replay: the model to re-run with
+	// (or the profile file to take it from), and the new session.
+	Model, Profile, Into string
 
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
@@ -166,6 +170,7 @@ type command struct {
 	dashboard         bool // takes --http, --read-only, --trace-url
 	decision          bool // takes --reject, --reason, --args
 	fork              bool // takes --at, --before-run
+	replay            bool // takes --model, --profile, --into
 	check             func(m *Main, pos []string) error
 	run               func(m *Main, ctx context.Context) error
 	subs              []*command
@@ -195,6 +200,8 @@ var commands = []*command{
 	{name: "call", args: "<tool> [json-args]", help: "run one tool on the fleet directly, printing its progress", json: true, check: checkCall, run: (*Main).call},
 	{name: "dashboard", args: "", help: "serve the browser dashboard on --http (actions hidden when the NATS user may not send, or with --read-only)", dashboard: true, check: checkDashboard, run: (*Main).dashboard},
 	{name: "mcp", args: "[agent]", help: "serve the fleet to an MCP client on stdin/stdout: the agent's tools (default \"default\") and an ask_<agent> tool per agent", check: checkTools, run: (*Main).mcp},
+	{name: "replay", args: "<agent> <session> <run>", help: "re-run a run's first user message in a fork before the run (--into NEW), with another model the agent allows (--model M, --profile FILE), and compare the two runs (agent.fork, agent.ask)", json: true, replay: true, check: checkReplay, run: (*Main).replayRun},
+	{name: "diff", args: "<agent> <session> <run> <other-session> [other-run]", help: "print two stored runs side by side: messages, tool calls, results, tokens, cost, model (default other run: the first after the other session's fork)", json: true, check: checkDiff, run: (*Main).diffRuns},
 }
 
 func lookup(name string) *command {
@@ -204,73 +211,6 @@ func lookup(name string) *command {
 		}
 	}
 	return nil
-}
-
-// usage writes the program's usage text to w.
-func (m *Main) usage(w io.Writer, fs *flag.FlagSet) {
-	fmt.Fprint(w, `Usage: agentctl [flags] <command> [arguments]
-
-agentctl talks to an agentfleet over NATS.
-
-Commands:
-`)
-	for _, c := range commands {
-		fmt.Fprintf(w, "  %-34s %s\n", c.name+" "+c.args, c.help)
-		for _, s := range c.subs {
-			fmt.Fprintf(w, "  %-34s %s\n", c.name+" "+s.name+" "+s.args, s.help)
-		}
-	}
-	fmt.Fprint(w, `
-A <text> of "-" is read from standard input. Put "--" before a text that
-starts with "-". Flags may also follow the command.
-
-The tools subcommands export, import, history and delete manage the
-scripted tools (those written with write_tool) in the JetStream KV bucket
-agent_tools; they need a NATS user that may use JetStream. import makes
-exactly the checks of write_tool: the name must not be taken by a tool of
-the fleet other than a scripted one, which it replaces only with --replace
-or "replace": true in the file; the schema must compile; the scripts must
-compile and pass a dry run. To restore an earlier revision, checked again:
-
-  agentctl tools export --revision N <name> | agentctl tools import --replace -
-
-The first argument of tools is taken for a subcommand when it is export,
-import, history or delete, so no agent of those names can be given to it.
-
-Command flags:
-  --json          print raw JSON (ask, tail, history, tools, call; tools history,
-                  import and delete; tools export prints JSON anyway)
-  --id string     client message id, for de-duplication (ask, send, steer)
-  --revision N    the revision to print (tools export)
-  --replace       replace a scripted tool of the same name (tools import)
-  --http addr     the dashboard's address, default 127.0.0.1:8081 (dashboard)
-  --read-only     show no actions (dashboard)
-  --trace-url url link trace ids to a tracing UI, {trace_id} replaced by
-                  the id; default $AGENTFLEET_TRACE_URL (dashboard)
-  --http-token-file f, --http-viewer-token-file f
-                  the writer and viewer tokens of the dashboard; required
-                  off loopback, unless --insecure-http (dashboard)
-  --http-allowed-hosts names, --http-max-body n, --http-body-timeout d,
-  --http-proxy-user-header h, --http-proxy-writers names,
-  --dashboard-max-clients n, --dashboard-max-replay d,
-  --dashboard-max-replay-bytes n
-                  as the orchestrator's (dashboard)
-  --reject        reject the call (approve)
-  --reason text   why, for the model (approve)
-  --args json     approve with these arguments instead (approve)
-  --at SEQ, --before-run RUN
-                  where to fork: after stored message SEQ, or before run
-                  RUN; neither: the whole history (fork)
-
-history asks an orchestrator, so whoever may ask a session may read it;
-fork needs a user that may publish on agent.fork.> (no shipped role may:
-give it to an operator).
-
-Flags:
-`)
-	fs.SetOutput(w)
-	fs.PrintDefaults()
-	fs.SetOutput(m.Stderr)
 }
 
 // globalFlags registers the flags every command takes on fs, with the
@@ -364,6 +304,9 @@ func (m *Main) ParseFlags(args []string) error {
 	}
 	if m.cmd.anyTakes("at") {
 		m.forkFlags(fs)
+	}
+	if m.cmd.anyTakes("model") {
+		m.replayFlags(fs)
 	}
 	if m.cmd.anyTakes("since") {
 		fs.DurationVar(&m.Since, "since", 0, "how far back (e.g. 10m): tail replays the events the fleet keeps in JetStream from there; cost counts the runs stored since")

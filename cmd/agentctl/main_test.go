@@ -47,6 +47,13 @@ func startFleetWith(t *testing.T, profiles []orchestrator.Profile) string {
 // startFleetModel is startFleetWith with model answering.
 func startFleetModel(t *testing.T, profiles []orchestrator.Profile, model loop.Model) string {
 	t.Helper()
+	return startFleetConfig(t, orchestrator.Config{Model: model, ModelName: llm.OfflineName, Profiles: profiles})
+}
+
+// startFleetConfig is startFleet with an orchestrator of cfg, durable and
+// quiet.
+func startFleetConfig(t *testing.T, cfg orchestrator.Config) string {
+	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	s := bustest.MustRunNATS(t)
 	w, err := worker.Start(bustest.MustConnect(t, s), worker.Config{Logger: quiet})
@@ -54,9 +61,8 @@ func startFleetModel(t *testing.T, profiles []orchestrator.Profile, model loop.M
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.Stop() })
-	o, err := orchestrator.New(bustest.MustConnect(t, s), orchestrator.Config{
-		Model: model, ModelName: llm.OfflineName, Logger: quiet, Durable: true, Profiles: profiles,
-	})
+	cfg.Logger, cfg.Durable = quiet, true
+	o, err := orchestrator.New(bustest.MustConnect(t, s), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -575,10 +581,22 @@ func TestRoles(t *testing.T) {
 		t.Errorf("dashboard tail:\n%s", dash.stdout)
 	}
 
+	// A client reads histories, so it may diff runs, but may not fork:
+	// its replay is refused at the fork, and forks nothing.
+	stdout, _, err = run(t, s.ClientURL(), as("client", "history", "--json", "default", "r1")...)
+	var r1 historyJSON
+	if err != nil || json.Unmarshal([]byte(stdout), &r1) != nil || len(r1.Records) == 0 {
+		t.Fatalf("client history r1: %v %q", err, stdout)
+	}
+	stdout, _, err = run(t, s.ClientURL(), as("client", "diff", "default", "r1", r1.Records[0].RunID, "r1", r1.Records[0].RunID)...)
+	if err != nil || !strings.Contains(stdout, "the runs are the same") {
+		t.Errorf("client diff: err %v, stdout %q", err, stdout)
+	}
 	denied := []struct {
 		args []string
 		want string
 	}{
+		{as("client", "replay", "--into", "r1x", "default", "r1", r1.Records[0].RunID), `NATS user "client" lacks the permission: nats: permissions violation: Permissions Violation for Publish to "agent.fork.default.r1"`},
 		{as("dashboard", "send", "default", "s", "hi"), `NATS user "dashboard" lacks the permission: nats: permissions violation: Permissions Violation for Publish to "agent.in.default.s"`},
 		{as("dashboard", "ask", "default", "s", "hi"), `Permissions Violation for Publish to "agent.ask.default.s"`},
 		{as("dashboard", "abort", "default", "s"), `Permissions Violation for Publish to "agent.abort.default.s"`},
@@ -615,7 +633,7 @@ func TestBadArguments(t *testing.T) {
 		want string
 	}{
 		{nil, "agentctl: no command given"},
-		{[]string{"frobnicate"}, `agentctl: unknown command "frobnicate" (commands: ask, send, steer, abort, approve, fork, tail, cost, chat, history, tools, call, dashboard, mcp)`},
+		{[]string{"frobnicate"}, `agentctl: unknown command "frobnicate" (commands: ask, send, steer, abort, approve, fork, tail, cost, chat, history, tools, call, dashboard, mcp, replay, diff)`},
 		{[]string{"cost", "a", "b"}, "agentctl cost: want [agent], got 2 arguments"},
 		{[]string{"cost", "a.b"}, `agentctl cost: agent name "a.b" may hold only`},
 		{[]string{"cost", "--since", "-1h"}, "agentctl cost: --since -1h0m0s is negative"},
@@ -653,6 +671,24 @@ func TestBadArguments(t *testing.T) {
 		{[]string{"--prefix", "a b", "tools"}, `agentctl tools: --prefix: subject prefix "a b": token "a b" may hold only`},
 		{[]string{"tools", "--timeout", "-1s"}, "agentctl tools: --timeout -1s: must not be negative"},
 		{[]string{"--log-level", "loud", "tools"}, `agentctl tools: --log-level "loud": want debug, info, warn or error`},
+		{[]string{"replay", "default", "s"}, "agentctl replay: want <agent> <session> <run>, got 2 argument(s)"},
+		{[]string{"replay", "default", "s.x", "r1"}, `agentctl replay: session name "s.x" may hold only`},
+		{[]string{"replay", "default", "s", "r 1"}, `agentctl replay: run id "r 1" is empty, longer than 256 bytes or has white space`},
+		{[]string{"replay", "default", "s", strings.Repeat("r", 300)}, "longer than 256 bytes"},
+		{[]string{"replay", "--into", "a*b", "default", "s", "r1"}, `agentctl replay: --into: new session name "a*b" may hold only`},
+		{[]string{"replay", "--into", "s", "default", "s", "r1"}, "agentctl replay: --into names the session replayed"},
+		{[]string{"replay", "--model", "a b", "default", "s", "r1"}, `agentctl replay: --model: model "a b" holds white space`},
+		{[]string{"replay", "--model", strings.Repeat("m", 300), "default", "s", "r1"}, "agentctl replay: --model: model of 300 bytes, the limit is 256"},
+		{[]string{"replay", "--model", "b", "--profile", "p.yaml", "default", "s", "r1"}, "agentctl replay: give --model or --profile, not both"},
+		{[]string{"replay", "--profile", "/nonexistent/p.yaml", "default", "s", "r1"}, "agentctl replay: --profile: open /nonexistent/p.yaml"},
+		{[]string{"replay", "--at", "3", "default", "s", "r1"}, "agentctl replay: flag provided but not defined: -at"},
+		{[]string{"replay", "--bogus", "default", "s", "r1"}, "agentctl replay: flag provided but not defined: -bogus"},
+		{[]string{"fork", "--model", "b", "default", "s", "s2"}, "agentctl fork: flag provided but not defined: -model"},
+		{[]string{"diff", "default", "s", "r1"}, "agentctl diff: want <agent> <session> <run> <other-session> [other-run], got 3 argument(s)"},
+		{[]string{"diff", "default", "s", "r1", "o", "r2", "x"}, "got 6 argument(s)"},
+		{[]string{"diff", "default", "s", "r1", "o>"}, `agentctl diff: other session name "o>" may hold only`},
+		{[]string{"diff", "default", "s", "r1", "o", "r\n2"}, `agentctl diff: run id "r\n2" is empty`},
+		{[]string{"diff", "--into", "x", "default", "s", "r1", "o"}, "agentctl diff: flag provided but not defined: -into"},
 	}
 	for _, tt := range tests {
 		m := NewMain()

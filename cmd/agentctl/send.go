@@ -58,7 +58,23 @@ func (m *Main) ask(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	subject := m.subjects.Client(bus.KindAsk, m.pos[0], m.pos[1])
+	final, data, err := m.askFor(ctx, m.pos[0], m.pos[1], payload(text, m.ID))
+	if err != nil || final == nil {
+		return err
+	}
+	if m.JSON {
+		fmt.Fprintf(m.Stdout, "%s\n", data)
+	} else if text := agentfleet.JoinText(final.Content); text != "" {
+		fmt.Fprintln(m.Stdout, text)
+	}
+	return m.reportStop(final)
+}
+
+// askFor sends body on <prefix>.ask.<agent>.<session> and returns the
+// final message of the run that answered it, and its JSON; nil, nil, nil
+// when interrupted.
+func (m *Main) askFor(ctx context.Context, agent, session string, body []byte) (*agentfleet.AssistantMessage, []byte, error) {
+	subject := m.subjects.Client(bus.KindAsk, agent, session)
 	timeout := m.Timeout
 	if timeout == 0 {
 		timeout = defaultAskTimeout
@@ -70,37 +86,32 @@ func (m *Main) ask(ctx context.Context) error {
 	inbox := m.conn.NewInbox()
 	r, err := m.conn.Subscribe(inbox)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	defer r.Close()
-	if err := m.conn.PublishRequest(subject, inbox, payload(text, m.ID), m.ID); err != nil {
-		return err
+	if err := m.conn.PublishRequest(subject, inbox, body, m.ID); err != nil {
+		return nil, nil, err
 	}
 	var data []byte
 	select {
 	case msg := <-r.C:
 		if client.IsNoResponders(msg) {
-			return client.ErrNoListener(subject)
+			return nil, nil, client.ErrNoListener(subject)
 		}
 		data = msg.Data
 	case err := <-m.conn.Denied():
-		return err
+		return nil, nil, err
 	case <-ctx.Done():
 		if cause := context.Cause(ctx); cause == errTimeout || errors.Is(cause, context.DeadlineExceeded) {
-			return cause
+			return nil, nil, cause
 		}
-		return nil // interrupted
+		return nil, nil, nil // interrupted
 	}
 	var final agentfleet.AssistantMessage
 	if err := json.Unmarshal(data, &final); err != nil {
-		return fmt.Errorf("the answer on %s is not an assistant message: %w", subject, err)
+		return nil, nil, fmt.Errorf("the answer on %s is not an assistant message: %w", subject, err)
 	}
-	if m.JSON {
-		fmt.Fprintf(m.Stdout, "%s\n", data)
-	} else if text := agentfleet.JoinText(final.Content); text != "" {
-		fmt.Fprintln(m.Stdout, text)
-	}
-	return m.reportStop(&final)
+	return &final, data, nil
 }
 
 // reportStop tells on Stderr why a run did not simply stop, and fails for

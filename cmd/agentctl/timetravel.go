@@ -31,30 +31,39 @@ func checkFork(m *Main, pos []string) error {
 // fork asks an orchestrator to fork a session (agent.fork).
 func (m *Main) fork(ctx context.Context) error {
 	req := timetravel.Request{NewSession: m.pos[2], Point: timetravel.Point{AtSeq: m.At, BeforeRun: m.BeforeRun}}
-	b, err := json.Marshal(req)
+	f, err := m.requestFork(ctx, m.pos[0], m.pos[1], req)
 	if err != nil {
 		return err
 	}
-	data, err := m.conn.Request(ctx, timetravel.Subject(m.subjects, m.pos[0], m.pos[1]), b, m.timeout(30*time.Second))
+	if m.JSON {
+		return json.NewEncoder(m.Stdout).Encode(f)
+	}
+	fmt.Fprintf(m.Stdout, "forked %s of %s into %s: %d records up to %d, then the forked record (%d)\n", f.Source, f.Agent, m.pos[2], f.Records, f.AtSeq, f.LastSeq)
+	return nil
+}
+
+// requestFork sends a fork request for session of agent and returns what
+// was forked, or the orchestrator's refusal.
+func (m *Main) requestFork(ctx context.Context, agent, session string, req timetravel.Request) (*timetravel.Forked, error) {
+	b, err := json.Marshal(req)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	data, err := m.conn.Request(ctx, timetravel.Subject(m.subjects, agent, session), b, m.timeout(30*time.Second))
+	if err != nil {
+		return nil, err
 	}
 	var rep timetravel.Reply
 	if err := json.Unmarshal(data, &rep); err != nil {
-		return fmt.Errorf("the fork reply is not JSON: %w", err)
+		return nil, fmt.Errorf("the fork reply is not JSON: %w", err)
 	}
 	if rep.Error != "" {
-		return errors.New(rep.Error)
+		return nil, errors.New(rep.Error)
 	}
 	if rep.Forked == nil {
-		return errors.New("the fork reply says nothing")
+		return nil, errors.New("the fork reply says nothing")
 	}
-	if m.JSON {
-		return json.NewEncoder(m.Stdout).Encode(rep.Forked)
-	}
-	f := rep.Forked
-	fmt.Fprintf(m.Stdout, "forked %s of %s into %s: %d records up to %d, then the forked record (%d)\n", f.Source, f.Agent, m.pos[2], f.Records, f.AtSeq, f.LastSeq)
-	return nil
+	return rep.Forked, nil
 }
 
 // timeout is --timeout, or def when it is not set.

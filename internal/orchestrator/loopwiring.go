@@ -67,31 +67,37 @@ func (l loopSink) RunSuspended(runID string, err error) { l.s.suspended(runID, e
 // of its agent is held once, not a million times.
 func (a *agent) template(o *Orchestrator) *loop.Template {
 	a.tmplOnce.Do(func() {
-		p := &a.profile
-		var nested func([]*agentfleet.Tool) (allowed, gated []string)
-		if pol := p.Approval(); pol.Enabled() {
-			// A scripted tool's call_tool has no decision to wait for:
-			// it reaches only the tools that need none.
-			nested = pol.Nested
-		}
 		a.events = o.sink()
-		a.tmpl = loop.NewTemplate(loop.Config{
-			Agent: p.Name, Model: a.model, ModelName: p.Model,
-			SystemPrompt: p.SystemPrompt, Tools: a.store, MaxTurns: p.MaxTurns,
-			Context: p.Context(o.window(p.Model)), Budget: p.Budget(),
-			Priority: p.Priority, AgentCost: o.agentCost(p.Name),
-			Pipeline: pipeline.Config{
-				Mode: pipeline.Mode(p.Mode), MaxParallel: p.MaxParallel, DefaultTimeout: p.DefaultToolTimeout(),
-				Before: o.cfg.Before, After: o.cfg.After,
-				TraceContent: o.cfg.TraceContent, Nested: nested,
-				MaxProgressBytes: maxProgressBytes(o.cfg.DurableConfig.EventsMaxBytes),
-			},
-			Tracer:          o.cfg.Tracer,
-			TraceAttributes: []attribute.KeyValue{tracing.Orchestrator.String(o.id)},
-			Recover:         o.recoverer(p.DefaultToolTimeout()),
-		})
+		a.tmpl = a.newTemplate(o, a.profile.Model, a.model)
 	})
 	return a.tmpl
+}
+
+// newTemplate makes a loop template of the agent's profile answered by
+// model, named name.
+func (a *agent) newTemplate(o *Orchestrator, name string, model loop.Model) *loop.Template {
+	p := &a.profile
+	var nested func([]*agentfleet.Tool) (allowed, gated []string)
+	if pol := p.Approval(); pol.Enabled() {
+		// A scripted tool's call_tool has no decision to wait for:
+		// it reaches only the tools that need none.
+		nested = pol.Nested
+	}
+	return loop.NewTemplate(loop.Config{
+		Agent: p.Name, Model: model, ModelName: name,
+		SystemPrompt: p.SystemPrompt, Tools: a.store, MaxTurns: p.MaxTurns,
+		Context: p.Context(o.window(name)), Budget: p.Budget(),
+		Priority: p.Priority, AgentCost: o.agentCost(p.Name),
+		Pipeline: pipeline.Config{
+			Mode: pipeline.Mode(p.Mode), MaxParallel: p.MaxParallel, DefaultTimeout: p.DefaultToolTimeout(),
+			Before: o.cfg.Before, After: o.cfg.After,
+			TraceContent: o.cfg.TraceContent, Nested: nested,
+			MaxProgressBytes: maxProgressBytes(o.cfg.DurableConfig.EventsMaxBytes),
+		},
+		Tracer:          o.cfg.Tracer,
+		TraceAttributes: []attribute.KeyValue{tracing.Orchestrator.String(o.id)},
+		Recover:         o.recoverer(p.DefaultToolTimeout()),
+	})
 }
 
 // agentCost returns the loop's AgentCost of the agent name, nil when the

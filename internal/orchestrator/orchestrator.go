@@ -185,6 +185,7 @@ type agent struct {
 	tmplOnce sync.Once
 	tmpl     *loop.Template
 	events   agentfleet.EventSink
+	forks    map[string]*loop.Template // by model, for forked sessions (forkmodel.go); mu held
 }
 
 // New checks cfg and prepares an orchestrator on nc; Start begins serving.

@@ -101,7 +101,7 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 	o.opened.Store(o.history)
 	o.openOutcomes(ctx, dcfg.Replicas)
 	if o.forks, err = timetravel.Serve(o.life, o.nc, timetravel.Config{
-		Subjects: o.subjects, Store: o.history, Agent: o.CheckAgent, Replies: o.replies, Logger: o.log,
+		Subjects: o.subjects, Store: o.history, Agent: o.CheckAgent, Model: o.forkModel, Replies: o.replies, Logger: o.log,
 	}); err != nil {
 		return fail(err)
 	}

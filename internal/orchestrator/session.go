@@ -67,6 +67,9 @@ type session struct {
 	serving      *agent
 	handedOver   map[string]bool
 	handoffEnded bool
+	// model is the model its last forked record names, "" for its
+	// agent's (forkmodel.go); set at load.
+	model string
 
 	// loadCancel ends the load of the stored history while it goes on;
 	// s.mu held.
@@ -205,7 +208,7 @@ func (s *session) load(loads chan struct{}) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	tmpl := s.serves().template(o)
+	tmpl := s.loopTemplate()
 	own := s.own(entries)
 	own.Summary = summary
 	s.loop = tmpl.New(own)
@@ -267,8 +270,12 @@ func (s *session) restore(st *history.Loaded) ([]loop.Entry, *agentfleet.Context
 			handoffs = append(handoffs, r)
 			continue
 		}
+		if r.Forked != nil {
+			s.model = r.Forked.Model
+			continue
+		}
 		if r.Message == nil {
-			continue // a forked record: nothing for the loop
+			continue
 		}
 		if tr, ok := r.Message.(*agentfleet.ToolResultMessage); ok {
 			results[tr.ToolCallID] = true

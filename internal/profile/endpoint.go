@@ -142,7 +142,11 @@ func (c *Config) checkModels() error {
 		return nil
 	}
 	for _, p := range c.Agents {
-		for _, f := range []struct{ field, model string }{{"model", p.Model}, {"summary_model", p.SummaryModel}} {
+		models := []struct{ field, model string }{{"model", p.Model}, {"summary_model", p.SummaryModel}}
+		for _, m := range p.ForkModels {
+			models = append(models, struct{ field, model string }{"fork_models entry", m})
+		}
+		for _, f := range models {
 			if _, ok := served[f.model]; f.model != "" && !ok {
 				return fmt.Errorf("agent %q: %s %q is not served by any endpoint (the endpoints serve %s)", p.Name, f.field, f.model, strings.Join(slices.Sorted(maps.Keys(served)), ", "))
 			}

@@ -112,6 +112,11 @@ type Profile struct {
 	// (handoff.go).
 	Handoffs []string `yaml:"handoffs" json:"handoffs"`
 
+	// ForkModels lists the models a fork of the agent's sessions may
+	// choose in place of Model (a replay against another model,
+	// forkmodels.go); default none: a fork keeps the agent's model.
+	ForkModels []string `yaml:"fork_models" json:"fork_models"`
+
 	toolTimeout  time.Duration
 	agentTimeout time.Duration
 	approval     approval.Policy
@@ -237,6 +242,9 @@ func (p *Profile) check(i int) error {
 		p.approval.Timeout = d
 	}
 	if err := p.approval.Check(); err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	if err := p.checkForkModels(); err != nil {
 		return fmt.Errorf("%s: %w", where, err)
 	}
 	p.agentTimeout = delegate.DefaultTimeout

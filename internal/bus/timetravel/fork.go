@@ -23,13 +23,16 @@ type Forked struct {
 	LastSeq uint64 `json:"last_seq"`
 }
 
-// Fork creates session dst of agent with the records of session src up to
-// p (Cut), followed by a forked record. src is only read. dst must hold no
+// Fork creates session req.NewSession of agent with the records of
+// session src up to req.Point (Cut), followed by a forked record that
+// names req.Model, if any (whether the agent may use it is the caller's
+// to check: Config.Model). src is only read. The new session must hold no
 // record: the first append expects it empty, so that a fork into a session
 // that exists, or that is written meanwhile, is refused (ErrExists); a
 // fork that loses that race after its first append stops with
 // history.ErrFenced, leaving the records it stored.
-func Fork(ctx context.Context, store *history.Store, agent, src, dst string, p Point) (*Forked, error) {
+func Fork(ctx context.Context, store *history.Store, agent, src string, req Request) (*Forked, error) {
+	dst, p := req.NewSession, req.Point
 	for _, c := range []struct{ what, v string }{{"agent", agent}, {"session", src}, {"new session", dst}} {
 		if err := bus.CheckToken(c.what, c.v); err != nil {
 			return nil, err
@@ -60,7 +63,7 @@ func Fork(ctx context.Context, store *history.Store, agent, src, dst string, p P
 	if n > 0 {
 		at = from.Records[n-1].Seq
 	}
-	out := &Forked{Forked: history.Forked{Agent: agent, Source: src, AtSeq: at, BeforeRun: p.BeforeRun, Records: n}}
+	out := &Forked{Forked: history.Forked{Agent: agent, Source: src, AtSeq: at, BeforeRun: p.BeforeRun, Records: n, Model: req.Model}}
 	w := store.Writer(agent, dst, 0, ownership.Unfenced, ownership.Fence{})
 	for _, r := range from.Records[:n] {
 		if err := w.Buffer(ctx, r); err != nil {

@@ -89,7 +89,7 @@ func TestFork(t *testing.T) {
 		{"whole", "whole", timetravel.Point{}, 7},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f, err := timetravel.Fork(ctx, st, "default", "src", tc.dst, tc.p)
+			f, err := timetravel.Fork(ctx, st, "default", "src", timetravel.Request{NewSession: tc.dst, Point: tc.p})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -125,7 +125,7 @@ func TestFork(t *testing.T) {
 			if _, err := w.Append(ctx, "r3", agentfleet.NewUserMessage("after the fork")); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := timetravel.Fork(ctx, st, "default", "src", tc.dst, tc.p); !errors.Is(err, timetravel.ErrExists) {
+			if _, err := timetravel.Fork(ctx, st, "default", "src", timetravel.Request{NewSession: tc.dst, Point: tc.p}); !errors.Is(err, timetravel.ErrExists) {
 				t.Fatalf("second fork into %s: %v, want ErrExists", tc.dst, err)
 			}
 		})
@@ -148,7 +148,7 @@ func TestFork(t *testing.T) {
 		{"into itself", "src", "src", timetravel.Point{}, "into itself"},
 		{"bad name", "src", "a.b", timetravel.Point{}, "may hold only"},
 	} {
-		if _, err := timetravel.Fork(ctx, st, "default", tc.src, tc.dst, tc.p); err == nil || !strings.Contains(err.Error(), tc.err) {
+		if _, err := timetravel.Fork(ctx, st, "default", tc.src, timetravel.Request{NewSession: tc.dst, Point: tc.p}); err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("%s: %v, want an error with %q", tc.name, err, tc.err)
 		}
 	}

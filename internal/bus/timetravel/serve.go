@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/history"
@@ -39,12 +40,18 @@ func Parse(s bus.Subjects, subject string) (agent, session string, err error) {
 	return agent, session, nil
 }
 
-// Request is the JSON body of a fork request: the session to create and
-// the point to cut at (Point; neither field: the whole history).
+// Request is the JSON body of a fork request: the session to create, the
+// point to cut at (Point; neither field: the whole history), and the model
+// the new session's runs use instead of the agent's (empty: the agent's),
+// which the orchestrator accepts only when the agent's profile allows it.
 type Request struct {
 	NewSession string `json:"new_session"`
 	Point
+	Model string `json:"model,omitempty"`
 }
+
+// MaxModelBytes bounds the model name of a fork request.
+const MaxModelBytes = 256
 
 // Reply is the JSON answer to a fork request: what was forked, or why not.
 type Reply struct {
@@ -65,13 +72,16 @@ func ParseRequest(data []byte) (*Request, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		return nil, fmt.Errorf("fork request is not JSON of {new_session, at, before_run}: %w", err)
+		return nil, fmt.Errorf("fork request is not JSON of {new_session, at, before_run, model}: %w", err)
 	}
 	if err := bus.CheckToken("new session", req.NewSession); err != nil {
 		return nil, fmt.Errorf("fork request: %w", err)
 	}
 	if req.BeforeRun != "" && len(req.BeforeRun) > 256 {
 		return nil, fmt.Errorf("fork request: before_run of %d bytes, the limit is 256", len(req.BeforeRun))
+	}
+	if err := CheckModel(req.Model); err != nil {
+		return nil, fmt.Errorf("fork request: %w", err)
 	}
 	return &req, nil
 }
@@ -83,6 +93,10 @@ type Config struct {
 	// Agent returns nil for an agent the fleet serves, else why not; nil
 	// accepts every agent.
 	Agent func(name string) error
+	// Model returns nil when a fork of agent's sessions may run on model
+	// (never called with an empty model), else why not; nil refuses every
+	// fork request that names a model.
+	Model func(agent, model string) error
 	// Replies decides which reply subjects are answered (default the zero
 	// bus.ReplyGuard); a request whose reply it refuses is dropped with a
 	// log line.
@@ -177,7 +191,30 @@ func handle(ctx context.Context, cfg Config, m *nats.Msg) (*Forked, error) {
 	if err != nil {
 		return nil, err
 	}
+	if req.Model != "" {
+		if cfg.Model == nil {
+			return nil, fmt.Errorf("fork request: model %q: this orchestrator lets no fork choose its model", req.Model)
+		}
+		if err := cfg.Model(agent, req.Model); err != nil {
+			return nil, fmt.Errorf("fork request: %w", err)
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	return Fork(ctx, cfg.Store, agent, session, req.NewSession, req.Point)
+	return Fork(ctx, cfg.Store, agent, session, *req)
+}
+
+// CheckModel checks the shape of a model name given in a fork request:
+// empty (the agent's own), or at most MaxModelBytes of printable text
+// without white space.
+func CheckModel(model string) error {
+	if len(model) > MaxModelBytes {
+		return fmt.Errorf("model of %d bytes, the limit is %d", len(model), MaxModelBytes)
+	}
+	for _, r := range model {
+		if r <= ' ' || r == 0x7f || !unicode.IsPrint(r) {
+			return fmt.Errorf("model %q holds white space or a control character", model)
+		}
+	}
+	return nil
 }
