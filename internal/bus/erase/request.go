@@ -45,12 +45,13 @@ func clip(s string) string {
 }
 
 // Deleted is what a delete removed: the messages of the session purged
-// from each stream, the objects deleted, and which orchestrators held the
-// session and stopped it (Stopped) or did not answer (Unanswered: dead, or
-// cut off; the store fences them).
+// from each stream, the objects deleted, which orchestrator deleted it
+// (By), and which orchestrators held the session and stopped it (Stopped)
+// or did not answer (Unanswered: dead, or cut off; the store fences them).
 type Deleted struct {
 	Agent      string            `json:"agent"`
 	Session    string            `json:"session"`
+	By         string            `json:"by,omitempty"`
 	Messages   map[string]uint64 `json:"messages"`
 	Objects    int               `json:"objects"`
 	Stopped    []string          `json:"stopped,omitempty"`

@@ -168,5 +168,9 @@ func handle(ctx context.Context, cfg Config, m *nats.Msg) (*Deleted, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	return cfg.Deleter.Delete(ctx, agent, session)
+	d, err := cfg.Deleter.Delete(ctx, agent, session)
+	if d != nil {
+		d.By = cfg.Self
+	}
+	return d, err
 }
