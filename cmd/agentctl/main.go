@@ -195,6 +195,7 @@ var commands = []*command{
 	{name: "call", args: "<tool> [json-args]", help: "run one tool on the fleet directly, printing its progress", json: true, check: checkCall, run: (*Main).call},
 	{name: "dashboard", args: "", help: "serve the browser dashboard on --http (actions hidden when the NATS user may not send, or with --read-only)", dashboard: true, check: checkDashboard, run: (*Main).dashboard},
 	{name: "mcp", args: "[agent]", help: "serve the fleet to an MCP client on stdin/stdout: the agent's tools (default \"default\") and an ask_<agent> tool per agent", check: checkTools, run: (*Main).mcp},
+	{name: "delete", args: "<agent> <session>", help: "delete a session's records everywhere: history, input, events, objects (agent.delete)", json: true, check: checkDelete, run: (*Main).deleteSession},
 }
 
 func lookup(name string) *command {
@@ -263,8 +264,8 @@ Command flags:
                   RUN; neither: the whole history (fork)
 
 history asks an orchestrator, so whoever may ask a session may read it;
-fork needs a user that may publish on agent.fork.> (no shipped role may:
-give it to an operator).
+fork and delete need a user that may publish on agent.fork.> and
+agent.delete.> (no shipped role may: give them to an operator).
 
 Flags:
 `)
