@@ -251,7 +251,9 @@ func TestDeleteWhileOwnerRuns(t *testing.T) {
 		if m, objects := stored(t, js, obs, s); m["AGENT_HISTORY"] == 0 || m["AGENT_EVENTS"] == 0 || m["AGENT_INPUT"] == 0 || objects == 0 {
 			t.Fatalf("before the delete %s holds %+v and %d bytes of objects, want some of each", s, m, objects)
 		}
+		started := time.Now()
 		d := deleteSession(t, nc, s)
+		t.Logf("delete of %s, live on %s, answered by %s in %v", s, a, d.By, time.Since(started).Round(time.Millisecond))
 		deleted = append(deleted, s)
 		if len(d.Stopped) != 1 || d.Stopped[0] != a || d.Objects != 1 || d.Messages["AGENT_HISTORY"] == 0 {
 			t.Fatalf("deleted %+v, want stopped by %s, its history and its object", d, a)
@@ -260,7 +262,6 @@ func TestDeleteWhileOwnerRuns(t *testing.T) {
 			t.Fatalf("right after the delete %s holds %+v and %d bytes of objects", s, m, objects)
 		}
 		if d.By == b {
-			t.Logf("delete %d answered by the other orchestrator", i+1)
 			break
 		}
 	}
@@ -322,7 +323,9 @@ func TestDeleteWhileOwnerRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	procs[a].Wait()
+	started := time.Now()
 	d := deleteSession(t, nc, dead)
+	t.Logf("delete of %s, its owner killed, answered in %v", dead, time.Since(started).Round(time.Millisecond))
 	if d.By != b || len(d.Stopped) != 0 || len(d.Unanswered) != 1 || d.Unanswered[0] != a || d.Objects != 1 {
 		t.Fatalf("delete with its owner killed: %+v, want by %s, %s unanswered, its object", d, b, a)
 	}

@@ -350,3 +350,58 @@ func TestServeBounded(t *testing.T) {
 		t.Fatalf("held delete: %s, %v", m.Data, err)
 	}
 }
+
+// TestStopHostile sends stops as a rogue or broken orchestrator would: a
+// reply subject outside inbox space, or none, gets no answer and stops
+// nothing; bad names are answered with what is wrong and stop nothing;
+// whatever the body holds, a good stop is answered.
+func TestStopHostile(t *testing.T) {
+	f := openFleet(t)
+	var mu sync.Mutex
+	var stops []string
+	srv, err := erase.Serve(context.Background(), f.nc, erase.Config{Subjects: f.subjects, Self: "o1",
+		Deleter: &erase.Deleter{Subjects: f.subjects, JS: f.js},
+		Stop: func(_ context.Context, agent, session string) (bool, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			stops = append(stops, agent+"."+session)
+			return false, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	spy, _ := f.nc.SubscribeSync("agent.out.default.s1")
+	if err := f.nc.PublishRequest(erase.StopSubject(f.subjects, "default", "s1"), "agent.out.default.s1", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.nc.Publish(erase.StopSubject(f.subjects, "default", "s1"), nil); err != nil {
+		t.Fatal(err)
+	}
+	stop := func(subject, body string) erase.StopReply {
+		t.Helper()
+		m, err := f.nc.Request(subject, []byte(body), 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep erase.StopReply
+		if err := json.Unmarshal(m.Data, &rep); err != nil {
+			t.Fatalf("stop reply %q: %v", m.Data, err)
+		}
+		return rep
+	}
+	if rep := stop("agent.erase.default."+strings.Repeat("s", 200), "{}"); rep.Orchestrator != "o1" || !strings.Contains(rep.Error, "limit is 128") {
+		t.Errorf("stop of a long name: %+v", rep)
+	}
+	if rep := stop(erase.StopSubject(f.subjects, "default", "s2"), "{not json"+strings.Repeat("x", 10000)); rep.Orchestrator != "o1" || rep.Error != "" {
+		t.Errorf("stop with a garbage body: %+v", rep)
+	}
+	if m, err := spy.NextMsg(100 * time.Millisecond); err == nil {
+		t.Fatalf("answered on %s: %q", m.Subject, m.Data)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(stops) != 1 || stops[0] != "default.s2" {
+		t.Fatalf("stopped %q, want default.s2 alone", stops)
+	}
+}
