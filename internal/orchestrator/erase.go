@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/agentfleet/agentfleet/internal/bus/erase"
 	"github.com/agentfleet/agentfleet/internal/inputpolicy"
@@ -30,13 +31,14 @@ func (o *Orchestrator) eraseConfig() erase.Config {
 // stopErased stops session of agent for its delete, if it is in memory
 // here: it leaves memory, its events are dropped from now on, its run
 // stops without ending, nothing more of it is stored, and the input that
-// waits on it is refused. It returns once its load and run stopped.
-func (o *Orchestrator) stopErased(ctx context.Context, agent, session string) (bool, error) {
+// waits on it is refused. It returns once its load and run stopped, with
+// the runs that had not ended (their calls may still be on workers).
+func (o *Orchestrator) stopErased(ctx context.Context, agent, session string) (bool, []string, error) {
 	o.mu.Lock()
 	s := o.sessions[agent+"."+session]
 	o.mu.Unlock()
 	if s == nil {
-		return false, nil
+		return false, nil, nil
 	}
 	s.erased.Store(true)
 	o.forget(s)
@@ -44,11 +46,24 @@ func (o *Orchestrator) stopErased(ctx context.Context, agent, session string) (b
 	select {
 	case <-s.ready:
 	case <-ctx.Done():
-		return true, fmt.Errorf("its load did not stop: %w", context.Cause(ctx))
+		return true, nil, fmt.Errorf("its load did not stop: %w", context.Cause(ctx))
 	}
 	if err := s.wait(ctx); err != nil {
-		return true, fmt.Errorf("its run did not stop: %w", err)
+		return true, nil, fmt.Errorf("its run did not stop: %w", err)
 	}
 	o.log.Info("session stopped to be deleted", "agent", agent, "session", session)
-	return true, nil
+	return true, s.unended(), nil
+}
+
+// unended returns the runs of the session's messages that have not ended.
+func (s *session) unended() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var runs []string
+	for m := range s.msgs.values() {
+		if m.run != "" && !s.hasEnded(m.run) && !slices.Contains(runs, m.run) {
+			runs = append(runs, m.run)
+		}
+	}
+	return runs
 }

@@ -46,8 +46,9 @@ func (d *Deleter) Delete(ctx context.Context, agent, session string) (*Deleted, 
 	}
 	out := &Deleted{Agent: agent, Session: session, Messages: map[string]uint64{}}
 	var err error
+	var runs []string
 	if d.NC != nil {
-		if out.Stopped, out.Unanswered, err = d.stop(ctx, agent, session); err != nil {
+		if out.Stopped, out.Unanswered, runs, err = d.stop(ctx, agent, session); err != nil {
 			return nil, err
 		}
 	}
@@ -59,6 +60,11 @@ func (d *Deleter) Delete(ctx context.Context, agent, session string) (*Deleted, 
 		out.Messages[t.Stream] = n
 	}
 	if d.Objects != nil {
+		// The stopped runs' calls may still be on workers: whatever they
+		// store after the sweep below, their workers delete.
+		if err := d.Objects.MarkErased(ctx, agent, session, runs); err != nil {
+			return nil, err
+		}
 		if out.Objects, err = d.Objects.DeleteSession(ctx, agent, session); err != nil {
 			return nil, err
 		}
@@ -69,7 +75,7 @@ func (d *Deleter) Delete(ctx context.Context, agent, session string) (*Deleted, 
 // stop asks every orchestrator to stop the session, and waits for the
 // members' answers (or StopWait). An orchestrator that answers with an
 // error fails the delete: it holds the session and could not stop it.
-func (d *Deleter) stop(ctx context.Context, agent, session string) (stopped, unanswered []string, err error) {
+func (d *Deleter) stop(ctx context.Context, agent, session string) (stopped, unanswered, runs []string, err error) {
 	wait := d.StopWait
 	if wait <= 0 {
 		wait = 3 * time.Second
@@ -77,11 +83,11 @@ func (d *Deleter) stop(ctx context.Context, agent, session string) (stopped, una
 	inbox := d.NC.NewRespInbox()
 	sub, err := d.NC.SubscribeSync(inbox)
 	if err != nil {
-		return nil, nil, fmt.Errorf("stop session %s: %w", session, err)
+		return nil, nil, nil, fmt.Errorf("stop session %s: %w", session, err)
 	}
 	defer sub.Unsubscribe()
 	if err := d.NC.PublishRequest(StopSubject(d.Subjects, agent, session), inbox, []byte("{}")); err != nil {
-		return nil, nil, fmt.Errorf("stop session %s: %w", session, err)
+		return nil, nil, nil, fmt.Errorf("stop session %s: %w", session, err)
 	}
 	var members []string
 	if d.Members != nil {
@@ -108,24 +114,25 @@ func (d *Deleter) stop(ctx context.Context, agent, session string) (stopped, una
 			break
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("stop session %s: %w", session, err)
+			return nil, nil, nil, fmt.Errorf("stop session %s: %w", session, err)
 		}
 		var rep StopReply
 		if json.Unmarshal(m.Data, &rep) != nil || rep.Orchestrator == "" {
 			continue
 		}
 		if rep.Error != "" {
-			return nil, nil, fmt.Errorf("orchestrator %s could not stop session %s: %s", rep.Orchestrator, session, rep.Error)
+			return nil, nil, nil, fmt.Errorf("orchestrator %s could not stop session %s: %s", rep.Orchestrator, session, rep.Error)
 		}
 		answered[rep.Orchestrator] = true
 		if rep.Held {
 			stopped = append(stopped, rep.Orchestrator)
+			runs = append(runs, rep.Runs...)
 		}
 	}
 	if ctx.Err() != nil {
-		return nil, nil, fmt.Errorf("stop session %s: %w", session, context.Cause(ctx))
+		return nil, nil, nil, fmt.Errorf("stop session %s: %w", session, context.Cause(ctx))
 	}
-	return stopped, Unanswered(members, answered), nil
+	return stopped, Unanswered(members, answered), runs, nil
 }
 
 // purge removes the session's messages from t's stream and returns how

@@ -10,7 +10,10 @@
 // run stopped, so that it writes and publishes nothing more of it. Then the
 // session's subjects are purged. An owner that does not answer (dead, or
 // cut off) is fenced by the store: its history appends expect a record the
-// purge removed and are refused (history.ErrFenced).
+// purge removed and are refused (history.ErrFenced). The runs the owner
+// stopped are marked before the session's objects are swept
+// (objref.Store.MarkErased), so that what their calls still store is
+// deleted by the worker that stores it.
 //
 // Its concern is removing a session's records. It imports the NATS client
 // and JetStream, internal/bus (subjects, reply guard) and

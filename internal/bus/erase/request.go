@@ -66,11 +66,13 @@ type Reply struct {
 }
 
 // StopReply is an orchestrator's answer on the stop subject: whether it
-// held the session (and stopped it), or why it could not.
+// held the session (and stopped it), with the runs it stopped, or why it
+// could not.
 type StopReply struct {
-	Orchestrator string `json:"orchestrator"`
-	Held         bool   `json:"held,omitempty"`
-	Error        string `json:"error,omitempty"`
+	Orchestrator string   `json:"orchestrator"`
+	Held         bool     `json:"held,omitempty"`
+	Runs         []string `json:"runs,omitempty"`
+	Error        string   `json:"error,omitempty"`
 }
 
 // Unanswered returns the members that gave no answer, sorted: answered

@@ -28,10 +28,11 @@ type Config struct {
 	Self string
 	// Stop stops the session if this process holds it: the session's run
 	// stops without ending, nothing more of it is stored or published,
-	// and it leaves memory; held says it was there. It returns once the
-	// run stopped, or with an error when it could not within ctx. Nil:
-	// the stop subject is not served.
-	Stop func(ctx context.Context, agent, session string) (held bool, err error)
+	// and it leaves memory; held says it was there, runs names the runs
+	// that had not ended. It returns once the run stopped, or with an
+	// error when it could not within ctx. Nil: the stop subject is not
+	// served.
+	Stop func(ctx context.Context, agent, session string) (held bool, runs []string, err error)
 	// Replies decides which reply subjects are answered (default the zero
 	// bus.ReplyGuard); a request whose reply it refuses is dropped with a
 	// log line and deletes nothing.
@@ -93,7 +94,7 @@ func Serve(ctx context.Context, nc *bus.Conn, cfg Config) (*Server, error) {
 			agent, session, err := ParseStop(cfg.Subjects, m.Subject)
 			if err == nil {
 				sctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
-				rep.Held, err = cfg.Stop(sctx, agent, session)
+				rep.Held, rep.Runs, err = cfg.Stop(sctx, agent, session)
 				cancel()
 			}
 			if err != nil {

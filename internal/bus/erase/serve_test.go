@@ -173,11 +173,14 @@ func TestServe(t *testing.T) {
 			}
 			return nil
 		},
-		Stop: func(_ context.Context, agent, session string) (bool, error) {
+		Stop: func(_ context.Context, agent, session string) (bool, []string, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			stops = append(stops, agent+"."+session)
-			return session == "s1", nil
+			if session == "s1" {
+				return true, []string{"r1"}, nil
+			}
+			return false, nil, nil
 		},
 	})
 	if err != nil {
@@ -278,11 +281,11 @@ func TestStopUnanswered(t *testing.T) {
 	d := &erase.Deleter{Subjects: f.subjects, NC: f.nc, JS: f.js, Objects: f.objects,
 		Members: func() []string { return []string{"o1", "ghost"} }, StopWait: 300 * time.Millisecond}
 	srv, err := erase.Serve(context.Background(), f.nc, erase.Config{Subjects: f.subjects, Self: "o1", Deleter: d,
-		Stop: func(_ context.Context, _, session string) (bool, error) {
+		Stop: func(_ context.Context, _, session string) (bool, []string, error) {
 			if session == "stuck" {
-				return true, errors.New("its run did not stop")
+				return true, nil, errors.New("its run did not stop")
 			}
-			return false, nil
+			return false, nil, nil
 		}})
 	if err != nil {
 		t.Fatal(err)
@@ -361,11 +364,11 @@ func TestStopHostile(t *testing.T) {
 	var stops []string
 	srv, err := erase.Serve(context.Background(), f.nc, erase.Config{Subjects: f.subjects, Self: "o1",
 		Deleter: &erase.Deleter{Subjects: f.subjects, JS: f.js},
-		Stop: func(_ context.Context, agent, session string) (bool, error) {
+		Stop: func(_ context.Context, agent, session string) (bool, []string, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			stops = append(stops, agent+"."+session)
-			return false, nil
+			return false, nil, nil
 		}})
 	if err != nil {
 		t.Fatal(err)
