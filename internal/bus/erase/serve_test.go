@@ -205,6 +205,13 @@ func TestServe(t *testing.T) {
 	if m, objs := f.held(t, "s1"); total(m) != 0 || objs != 0 {
 		t.Fatalf("s1 still holds %+v and %d objects", m, objs)
 	}
+	// The run its owner stopped is marked, for the worker that may still
+	// store a file of it.
+	if kv, err := f.js.KeyValue(context.Background(), objref.ErasedBucket); err != nil {
+		t.Fatal(err)
+	} else if _, err := kv.Get(context.Background(), "default.s1.r1"); err != nil {
+		t.Fatalf("the stopped run r1 of s1 is not marked: %v", err)
+	}
 	if after, objs := f.held(t, "s2"); !maps(after, before) || objs == 0 {
 		t.Fatalf("s2 holds %+v and %d objects after the delete of s1, %+v before", after, objs, before)
 	}
