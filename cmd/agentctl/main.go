@@ -202,6 +202,7 @@ var commands = []*command{
 	{name: "mcp", args: "[agent]", help: "serve the fleet to an MCP client on stdin/stdout: the agent's tools (default \"default\") and an ask_<agent> tool per agent", check: checkTools, run: (*Main).mcp},
 	{name: "replay", args: "<agent> <session> <run>", help: "re-run a run's first user message in a fork before the run (--into NEW), with another model the agent allows (--model M, --profile FILE), and compare the two runs (agent.fork, agent.ask)", json: true, replay: true, check: checkReplay, run: (*Main).replayRun},
 	{name: "diff", args: "<agent> <session> <run> <other-session> [other-run]", help: "print two stored runs side by side: messages, tool calls, results, tokens, cost, model (default other run: the first after the other session's fork)", json: true, check: checkDiff, run: (*Main).diffRuns},
+	{name: "delete", args: "<agent> <session>", help: "delete a session's records everywhere: history, input, events, objects (agent.delete)", json: true, check: checkDelete, run: (*Main).deleteSession},
 }
 
 func lookup(name string) *command {

@@ -611,6 +611,9 @@ func TestRoles(t *testing.T) {
 		// bob may only watch.
 		{as("bob", "ask", "default", "a3", "hi"), `NATS user "bob" lacks the permission: nats: permissions violation: Permissions Violation for Publish to "agent.ask.default.a3"`},
 		{as("bob", "approve", "default", "a3", "c1"), `Permissions Violation for Publish to "agent.approve.default.a3"`},
+		// A delete is an operator's: no person's role may send one.
+		{as("client", "delete", "default", "a2"), `Permissions Violation for Publish to "agent.delete.default.a2"`},
+		{as("alice", "delete", "default", "a2"), `Permissions Violation for Publish to "agent.delete.default.a2"`},
 	}
 	for _, tt := range denied {
 		start := time.Now()
@@ -633,7 +636,7 @@ func TestBadArguments(t *testing.T) {
 		want string
 	}{
 		{nil, "agentctl: no command given"},
-		{[]string{"frobnicate"}, `agentctl: unknown command "frobnicate" (commands: ask, send, steer, abort, approve, fork, tail, cost, chat, history, tools, call, dashboard, mcp, replay, diff)`},
+		{[]string{"frobnicate"}, `agentctl: unknown command "frobnicate" (commands: ask, send, steer, abort, approve, fork, tail, cost, chat, history, tools, call, dashboard, mcp, replay, diff, delete)`},
 		{[]string{"cost", "a", "b"}, "agentctl cost: want [agent], got 2 arguments"},
 		{[]string{"cost", "a.b"}, `agentctl cost: agent name "a.b" may hold only`},
 		{[]string{"cost", "--since", "-1h"}, "agentctl cost: --since -1h0m0s is negative"},
@@ -689,6 +692,13 @@ func TestBadArguments(t *testing.T) {
 		{[]string{"diff", "default", "s", "r1", "o>"}, `agentctl diff: other session name "o>" may hold only`},
 		{[]string{"diff", "default", "s", "r1", "o", "r\n2"}, `agentctl diff: run id "r\n2" is empty`},
 		{[]string{"diff", "--into", "x", "default", "s", "r1", "o"}, "agentctl diff: flag provided but not defined: -into"},
+		{[]string{"delete"}, "agentctl delete: want <agent> <session>, got 0 argument(s)"},
+		{[]string{"delete", "default"}, "agentctl delete: want <agent> <session>, got 1 argument(s)"},
+		{[]string{"delete", "default", "s1", "s2"}, "agentctl delete: want <agent> <session>, got 3 argument(s)"},
+		{[]string{"delete", "de.fault", "s1"}, `agentctl delete: agent name "de.fault" may hold only`},
+		{[]string{"delete", "default", "s>"}, `agentctl delete: session name "s>" may hold only`},
+		{[]string{"delete", "default", strings.Repeat("s", 129)}, "agentctl delete: session name is 129 bytes long, the limit is 128"},
+		{[]string{"delete", "--at", "1", "default", "s1"}, "agentctl delete: flag provided but not defined: -at"},
 	}
 	for _, tt := range tests {
 		m := NewMain()

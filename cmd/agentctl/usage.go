@@ -67,8 +67,9 @@ Command flags:
                   from (only model may be set), the new session (replay)
 
 history asks an orchestrator, so whoever may ask a session may read it;
-fork and replay need a user that may publish on agent.fork.> (no shipped
-role may: give it to an operator); diff reads histories as history does.
+fork and replay need a user that may publish on agent.fork.>, delete one
+that may publish on agent.delete.> (no shipped role may: give them to an
+operator); diff reads histories as history does.
 
 Flags:
 `)

@@ -79,6 +79,9 @@ const (
 	// RetryLater: a write was fenced while this orchestrator serves; have
 	// them delivered again after a backoff.
 	RetryLater
+	// Refuse: the session was deleted; refuse them for good (an ask hears
+	// why, durable input is terminated: it is deleted with the session).
+	Refuse
 )
 
 // Suspended decides what a delivery waiting on a session that is given up,
@@ -91,6 +94,8 @@ func Suspended(d Delivery, mode Mode, why error) []Action {
 		}
 	case RetryLater:
 		return retry(why)
+	case Refuse:
+		return []Action{{Op: Reject, Err: why}}
 	}
 	return nil
 }

@@ -252,6 +252,8 @@ func TestSuspended(t *testing.T) {
 		{"shutdown has nothing to hand over of an ask", ask, HandOver, []string{}},
 		{"fenced write: durable input comes again later", durable, RetryLater, []string{"retry: written by another orchestrator"}},
 		{"fenced write: an ask hears to try again", ask, RetryLater, []string{"retry: written by another orchestrator"}},
+		{"deleted session: durable input is refused", durable, Refuse, []string{"reject: written by another orchestrator"}},
+		{"deleted session: an ask hears why", ask, Refuse, []string{"reject: written by another orchestrator"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -50,6 +50,9 @@ var _ loop.Sink = loopSink{}
 // A session handed over to another agent keeps its events on the subjects
 // of the agent it is addressed to.
 func (l loopSink) Emit(e *agentfleet.Event) {
+	if l.s.erased.Load() {
+		return
+	}
 	a := l.s.serves()
 	e.Agent = l.s.agent.profile.Name
 	a.events.Emit(e)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/erase"
 	"github.com/agentfleet/agentfleet/internal/bus/events"
 	busfleet "github.com/agentfleet/agentfleet/internal/bus/fleet"
 	"github.com/agentfleet/agentfleet/internal/bus/history"
@@ -148,6 +149,7 @@ type Orchestrator struct {
 	// before it is.
 	opened   atomic.Pointer[history.Store]
 	forks    *timetravel.Server // durable only: answers the fork subject (timetravel)
+	erasing  *erase.Server      // durable only: answers the delete and stop subjects (erase.go)
 	outcomes *toolrpc.Outcomes  // durable only: the outcomes workers record (outcomes.go)
 	objects  *objref.Store      // large payloads; nil without JetStream (payloads.go)
 	table    *partition.Table   // with durable input: the partitions this one owns

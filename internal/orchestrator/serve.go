@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/erase"
 	busfleet "github.com/agentfleet/agentfleet/internal/bus/fleet"
 	"github.com/agentfleet/agentfleet/internal/bus/history"
 	businput "github.com/agentfleet/agentfleet/internal/bus/input"
@@ -64,6 +65,9 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 		if o.forks != nil {
 			o.forks.Close()
 		}
+		if o.erasing != nil {
+			o.erasing.Close()
+		}
 		return errors.Join(fmt.Errorf("orchestrator: %w", err), o.services.Close(), o.fleet.Close(), o.client.Close())
 	}
 	if o.cfg.Durable {
@@ -103,6 +107,9 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 	if o.forks, err = timetravel.Serve(o.life, o.nc, timetravel.Config{
 		Subjects: o.subjects, Store: o.history, Agent: o.CheckAgent, Model: o.forkModel, Replies: o.replies, Logger: o.log,
 	}); err != nil {
+		return fail(err)
+	}
+	if o.erasing, err = erase.Serve(o.life, o.nc, o.eraseConfig()); err != nil {
 		return fail(err)
 	}
 	if o.in, err = o.durable.Input(ctx, o.input); err != nil {
@@ -401,6 +408,9 @@ func (o *Orchestrator) close(ctx context.Context) error {
 	}
 	if o.forks != nil {
 		errs = append(errs, o.forks.Close())
+	}
+	if o.erasing != nil {
+		errs = append(errs, o.erasing.Close())
 	}
 	if o.fleet != nil {
 		errs = append(errs, o.fleet.Close())

@@ -43,6 +43,7 @@ type session struct {
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
 	evicted atomic.Bool
+	erased  atomic.Bool   // deleted (erase.go): nothing more of it is published
 	ready   chan struct{} // closed when load is done, loaded or not
 
 	mu      sync.Mutex

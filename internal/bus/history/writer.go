@@ -322,6 +322,12 @@ func (w *Writer) attempt(ctx context.Context, id string, msg *nats.Msg) (uint64,
 	// Either an earlier attempt of this record was stored and its ack lost,
 	// or someone else wrote the session: the last record tells which.
 	last, gerr := w.s.lastRecord(actx, w.subject)
+	if errors.Is(gerr, jetstream.ErrMsgNotFound) {
+		// The session holds nothing, though this writer saw a record:
+		// it was deleted (purged) since.
+		return 0, fmt.Errorf("%w: session %s holds no record since the %d this orchestrator saw: it was deleted",
+			ErrFenced, w.session, w.last)
+	}
 	if gerr != nil {
 		return 0, gerr
 	}

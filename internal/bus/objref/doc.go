@@ -9,5 +9,9 @@
 //
 // Objects are named <agent>/<session>/<unique id>, so that the objects of
 // a session can be counted (its size limit) and deleted with it
-// (Store.DeleteSession).
+// (Store.DeleteSession). The runs a delete stopped are marked in the KV
+// bucket ErasedBucket first (Store.MarkErased); a worker reads the mark of
+// its call's run after it stores an object, and deletes the object again
+// when it is there, so that a call that ends after the delete's sweep
+// leaves nothing of the session.
 package objref

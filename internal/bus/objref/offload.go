@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
@@ -31,7 +32,7 @@ func Offload(t *agentfleet.Tool, st *Store) *agentfleet.Tool {
 	c.Handler = agentfleet.HandlerFunc(func(ctx context.Context, call *agentfleet.Call) (*agentfleet.ToolResult, error) {
 		cs := &callStore{st: st, call: call}
 		if caller, ok := toolrpc.CallerFrom(ctx); ok {
-			cs.agent, cs.session = caller.Agent, caller.Session
+			cs.agent, cs.session, cs.run = caller.Agent, caller.Session, caller.RunID
 		}
 		res, err := next.Call(context.WithValue(ctx, storeKey{}, cs), call)
 		if err != nil || res == nil {
@@ -56,6 +57,7 @@ type callStore struct {
 	st             *Store
 	call           *agentfleet.Call
 	agent, session string
+	run            string // the run that made the call, if it says
 	mu             sync.Mutex
 	used           int64
 }
@@ -92,6 +94,9 @@ func (cs *callStore) put(ctx context.Context, r io.Reader, mimeType, name string
 	if err != nil {
 		return ref, err
 	}
+	if err := cs.fence(ref); err != nil {
+		return agentfleet.Content{}, err
+	}
 	cs.mu.Lock()
 	cs.used += ref.Size
 	cs.mu.Unlock()
@@ -119,4 +124,29 @@ func (cs *callStore) offload(ctx context.Context, res *agentfleet.ToolResult) er
 		*c = ref
 	}
 	return nil
+}
+
+// fence deletes the object of ref again when the call's run was stopped
+// for a delete of its session (Store.MarkErased): the delete may have swept
+// the session's objects before this one was stored. It is read after the
+// object is stored, so that either the sweep finds the object or this
+// finds the mark. A mark that cannot be read keeps the object.
+func (cs *callStore) fence(ref agentfleet.Content) error {
+	if cs.run == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	erased, err := cs.st.erased(ctx, cs.agent, cs.session, cs.run)
+	if err != nil || !erased {
+		return nil
+	}
+	name, err := cs.st.name(ref.Ref)
+	if err == nil {
+		err = cs.st.obs.Delete(ctx, name)
+	}
+	if err != nil {
+		return fmt.Errorf("object of run %s: %w; deleting it again: %v", cs.run, ErrErased, err)
+	}
+	return fmt.Errorf("object of run %s: %w", cs.run, ErrErased)
 }

@@ -33,6 +33,10 @@ type Store struct {
 	obs    jetstream.ObjectStore
 	bucket string
 	lim    Limits
+	// replicas of the buckets this Store creates; erasedKV the bucket of
+	// the runs of deleted sessions (erased.go).
+	replicas int
+	erasedKV erasedKV
 }
 
 // ErrNoJetStream is returned by OpenOn when the server has no JetStream:
@@ -77,7 +81,7 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Store, erro
 	case err != nil:
 		return nil, fmt.Errorf("object store %s: %w", cfg.Bucket, err)
 	}
-	return &Store{js: js, obs: obs, bucket: cfg.Bucket, lim: cfg.Limits.WithDefaults()}, nil
+	return &Store{js: js, obs: obs, bucket: cfg.Bucket, lim: cfg.Limits.WithDefaults(), replicas: cfg.Replicas}, nil
 }
 
 // Bucket returns the bucket's name.
