@@ -18,6 +18,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/inputpolicy"
 	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
+	"github.com/agentfleet/agentfleet/internal/retention"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -74,6 +75,10 @@ type session struct {
 	// loadCancel ends the load of the stored history while it goes on;
 	// s.mu held.
 	loadCancel context.CancelFunc
+	// tally is how long the stored history was at load; retaining says a
+	// cut of it to its agent's bounds goes on (retain.go).
+	tally     retention.Tally
+	retaining atomic.Bool
 }
 
 // msgInfo is what a session knows of one message id.
@@ -274,6 +279,19 @@ func (s *session) restore(st *history.Loaded) ([]loop.Entry, *agentfleet.Context
 			s.model = r.Forked.Model
 			continue
 		}
+		if k := r.Retained; k != nil {
+			// A cut by the history's bounds: the summary in force from
+			// here, the handoff and the forked record of the runs it
+			// dropped.
+			summary = k.Summary
+			if k.Handoff != nil {
+				handoffs = append(handoffs, history.Record{RunID: r.RunID, Handoff: k.Handoff, Retained: k})
+			}
+			if k.Forked != nil {
+				s.model = k.Forked.Model
+			}
+			continue
+		}
 		if r.Message == nil {
 			continue
 		}
@@ -305,7 +323,7 @@ func (s *session) restore(st *history.Loaded) ([]loop.Entry, *agentfleet.Context
 			s.gateLocked().Restore(r.RunID, r.Approval, r.Decision)
 		}
 	}
-	s.writer = nil
+	s.writer, s.tally = nil, retention.TallyOf(st)
 	if o.history != nil {
 		s.writer = o.history.Writer(s.agent.profile.Name, s.name, st.LastSeq, s.owner, s.fence)
 	}
@@ -422,6 +440,7 @@ func (s *session) answer(final *agentfleet.AssistantMessage) {
 	}
 	s.mu.Unlock()
 	s.o.pub.PublishOut(s.agent.profile.Name, s.name, final)
+	defer s.retainAfterRun()
 	st := inputpolicy.State{Leased: s.holds() == nil}
 	for _, t := range waiting {
 		d := delivery(t.in, false)

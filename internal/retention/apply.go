@@ -10,16 +10,15 @@ import (
 )
 
 // Result is what Apply did: the decision, the history as it was loaded
-// (before the cut), and whether the stream was purged below the cut.
+// (before the cut), whether the retained record of the cut was stored
+// (Stored: the session's history in memory is then longer than its stored
+// one, and must be loaded again), and whether the stream was purged.
 type Result struct {
 	Decision Decision
 	Loaded   *history.Loaded
+	Stored   bool
 	Purged   bool
 }
-
-// Cutting reports whether Apply stored a cut: the session's history in
-// memory is then longer than its stored one, and should be loaded again.
-func (r Result) Cutting() bool { return r.Decision.Keep > 0 }
 
 // Apply cuts the history of session of agent to b at now, as its owner:
 // it loads the stored history, decides (Cut) against what w, the owner's
@@ -30,7 +29,7 @@ func (r Result) Cutting() bool { return r.Decision.Keep > 0 }
 // record already drops from every load; one that failed, or one left
 // over from an owner that died before it, is made by the next Apply.
 // The caller must keep the session from writing meanwhile, and load it
-// again after a cut (Result.Cutting).
+// again after a cut (Result.Stored).
 func Apply(ctx context.Context, store *history.Store, w *history.Writer, agent, session string, b Bounds, now time.Time) (Result, error) {
 	if w.Buffered() > 0 {
 		return Result{Decision: Decision{Why: WhyStale}}, nil
@@ -54,7 +53,7 @@ func Apply(ctx context.Context, store *history.Store, w *history.Writer, agent, 
 		if _, err := w.AppendRetained(ctx, "retain-"+uuid.NewString(), &ret); err != nil {
 			return res, fmt.Errorf("retention: session %s: %w", session, err)
 		}
-		below = k
+		res.Stored, below = true, k
 	}
 	if below > 0 {
 		if err := store.Purge(ctx, agent, session, below); err != nil {
