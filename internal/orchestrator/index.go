@@ -68,3 +68,17 @@ func (x *index[V]) values() iter.Seq[*V] {
 
 // len returns the number of entries.
 func (x *index[V]) len() int { return len(x.few) + len(x.many) }
+
+// del removes key, if it is there.
+func (x *index[V]) del(key string) {
+	if x.many != nil {
+		delete(x.many, key)
+		return
+	}
+	for i := range x.few {
+		if x.few[i].key == key {
+			x.few = append(x.few[:i], x.few[i+1:]...)
+			return
+		}
+	}
+}

@@ -75,10 +75,9 @@ type session struct {
 	// loadCancel ends the load of the stored history while it goes on;
 	// s.mu held.
 	loadCancel context.CancelFunc
-	// tally is how long the stored history was at load; retaining says a
-	// cut of it to its agent's bounds goes on (retain.go).
-	tally     retention.Tally
-	retaining atomic.Bool
+	// keeper keeps the stored history within its agent's bounds
+	// (retain.go); nil when none.
+	keeper *retention.Keeper
 }
 
 // msgInfo is what a session knows of one message id.
@@ -323,9 +322,12 @@ func (s *session) restore(st *history.Loaded) ([]loop.Entry, *agentfleet.Context
 			s.gateLocked().Restore(r.RunID, r.Approval, r.Decision)
 		}
 	}
-	s.writer, s.tally = nil, retention.TallyOf(st)
+	s.writer = nil
 	if o.history != nil {
 		s.writer = o.history.Writer(s.agent.profile.Name, s.name, st.LastSeq, s.owner, s.fence)
+		if n, b, age := s.agent.profile.HistoryBounds(); n > 0 || b > 0 || age > 0 {
+			s.keeper = retention.NewKeeper(o.history, s.agent.profile.Name, s.name, retention.Bounds{MaxRecords: n, MaxBytes: b, MaxAge: age}, st)
+		}
 	}
 	return entries, summary
 }
@@ -440,7 +442,6 @@ func (s *session) answer(final *agentfleet.AssistantMessage) {
 	}
 	s.mu.Unlock()
 	s.o.pub.PublishOut(s.agent.profile.Name, s.name, final)
-	defer s.retainAfterRun()
 	st := inputpolicy.State{Leased: s.holds() == nil}
 	for _, t := range waiting {
 		d := delivery(t.in, false)

@@ -28,8 +28,9 @@ type Result struct {
 // stream below the cut. A purge removes only what a stored retained
 // record already drops from every load; one that failed, or one left
 // over from an owner that died before it, is made by the next Apply.
-// The caller must keep the session from writing meanwhile, and load it
-// again after a cut (Result.Stored).
+// The caller must keep the session from writing meanwhile, and drop from
+// memory what a stored cut dropped (Result.Stored: Decision.Runs and the
+// summary of Decision.Retained), as the loop does (loop.Trimmer).
 func Apply(ctx context.Context, store *history.Store, w *history.Writer, agent, session string, b Bounds, now time.Time) (Result, error) {
 	if w.Buffered() > 0 {
 		return Result{Decision: Decision{Why: WhyStale}}, nil
@@ -57,6 +58,7 @@ func Apply(ctx context.Context, store *history.Store, w *history.Writer, agent, 
 	}
 	if below > 0 {
 		if err := store.Purge(ctx, agent, session, below); err != nil {
+			res.Decision.Kept.Hidden = max(st.Hidden+res.Decision.Retained.Records, 1)
 			return res, err
 		}
 		res.Purged = true

@@ -27,6 +27,11 @@ type Decision struct {
 	Retained history.Retained
 	Met      bool
 	Why      string
+	// Runs names the runs dropped (nil when none).
+	Runs map[string]bool
+	// Kept is the tally of what is kept, the retained record counted
+	// (what is there, when nothing is dropped).
+	Kept Tally
 }
 
 // run is one run of the records: consecutive records of one run id.
@@ -91,8 +96,20 @@ func Cut(records []history.Record, last uint64, b Bounds, now time.Time) Decisio
 		}
 		return true
 	}
+	kept := func(k int) Tally {
+		t := Tally{Records: total - dropped[k], Bytes: totalBytes - droppedBytes[k]}
+		if k > 0 {
+			t.Records++
+		}
+		for _, r := range records[runs[k].first:] {
+			if !r.Stored.IsZero() && (t.Oldest.IsZero() || r.Stored.Before(t.Oldest)) {
+				t.Oldest = r.Stored
+			}
+		}
+		return t
+	}
 	if within(0) {
-		return Decision{Met: true, Why: WhyWithin}
+		return Decision{Met: true, Why: WhyWithin, Kept: kept(0)}
 	}
 	k := 0
 	for c := 1; c <= limit; c++ {
@@ -105,9 +122,9 @@ func Cut(records []history.Record, last uint64, b Bounds, now time.Time) Decisio
 		}
 	}
 	if k == 0 {
-		return Decision{Why: WhyActive}
+		return Decision{Why: WhyActive, Kept: kept(0)}
 	}
-	d := Decision{Keep: records[runs[k].first].Seq, Met: within(k)}
+	d := Decision{Keep: records[runs[k].first].Seq, Met: within(k), Kept: kept(k), Runs: map[string]bool{}}
 	if !d.Met {
 		d.Why = WhyActive
 	}
@@ -116,6 +133,7 @@ func Cut(records []history.Record, last uint64, b Bounds, now time.Time) Decisio
 	messages := 0
 	for _, r := range runs[:k] {
 		messages += r.messages
+		d.Runs[records[r.first].RunID] = true
 	}
 	if sum := summaryInForce(records); sum != nil && sum.Covers > messages {
 		d.Retained.Summary = &agentfleet.ContextSummary{Covers: sum.Covers - messages, Text: sum.Text}

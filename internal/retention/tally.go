@@ -13,6 +13,9 @@ type Tally struct {
 	Records, Bytes int
 	Oldest         time.Time
 	Hidden         int
+	// Since are the records and bytes the session's writer had stored
+	// when the tally was made (history.Writer.Stored), for Due.
+	SinceRecords, SinceBytes int
 }
 
 // TallyOf returns the tally of a loaded history; zero for nil.
@@ -30,12 +33,13 @@ func TallyOf(st *history.Loaded) Tally {
 	return t
 }
 
-// Due reports whether a session loaded with tally t, whose writer has
-// stored records and bytes since, is worth a cut at now under b: past a
-// bound, or with records a cut left for a purge. It is a pure function.
+// Due reports whether a session of tally t, whose writer has stored
+// records and bytes in all (history.Writer.Stored), is worth a cut at now
+// under b: past a bound, or with records a cut left for a purge. It is a
+// pure function.
 func (t Tally) Due(b Bounds, records, bytes int, now time.Time) bool {
 	if b.None() {
 		return false
 	}
-	return t.Hidden > 0 || b.Over(t.Records+records, t.Bytes+bytes, t.Oldest, now)
+	return t.Hidden > 0 || b.Over(t.Records+records-t.SinceRecords, t.Bytes+bytes-t.SinceBytes, t.Oldest, now)
 }
