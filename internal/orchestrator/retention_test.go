@@ -239,3 +239,135 @@ func TestRetentionBoundsUnderLoad(t *testing.T) {
 		}
 	}
 }
+
+// TestRetentionMaxAge bounds an agent's histories to an hour, with the
+// orchestrator's clock injected: runs stay while they are recent; once
+// the clock is two hours on, the next run's end drops every run before it
+// (the last run is never dropped, however old), and the session answers
+// with that run's context.
+func TestRetentionMaxAge(t *testing.T) {
+	profiles, err := orchestrator.ParseProfiles([]byte("agents:\n  - name: aged\n    history: {max_age: 1h}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := llmtest.NewServer(t)
+	for range 6 {
+		srv.Enqueue(llmtest.TextReply("ok").Response())
+	}
+	client, err := llm.New(llm.Config{BaseURL: srv.BaseURL(), MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ahead atomic.Int64
+	now := func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	f := startFleet(t, orchestrator.Config{Model: client, Profiles: profiles, Durable: true, Now: now})
+	for _, q := range []string{"q0", "q1", "q2"} {
+		f.ask(t, "aged", "s", q)
+	}
+	if qs := checkWholeRuns(t, "s", storedRecords(t, f.nc, "aged", "s")); len(qs) != 3 {
+		t.Fatalf("recent runs: %q kept, want all three", qs)
+	}
+	ahead.Store(int64(2 * time.Hour))
+	f.ask(t, "aged", "s", "q3")
+	recs := storedRecords(t, f.nc, "aged", "s")
+	if qs := checkWholeRuns(t, "s", recs); strings.Join(qs, " ") != "q3" {
+		t.Fatalf("two hours on: %q kept, want q3 alone", qs)
+	}
+	if r := recs[len(recs)-1].Retained; r == nil || r.Runs != 3 || r.FirstSeq != recs[0].Seq {
+		t.Fatalf("last record %+v, want the retained record of three runs, from %d", recs[len(recs)-1], recs[0].Seq)
+	}
+	f.ask(t, "aged", "s", "q4")
+	reqs := srv.Requests()
+	if us := userTexts(reqs[len(reqs)-1]); strings.Join(us, " ") != "q3 q4" {
+		t.Errorf("the request after the cut sends %q, want q3 q4", us)
+	}
+	if qs := checkWholeRuns(t, "s", storedRecords(t, f.nc, "aged", "s")); strings.Join(qs, " ") != "q4" {
+		t.Errorf("after q4: %q kept, want q4 alone (q3 is two hours old too)", qs)
+	}
+}
+
+// TestRetentionKeepsTheSummary bounds a summarize agent's histories to 9
+// records: once the model summarized the first two runs, the cut of the
+// first run keeps the summary, counted anew from the first message kept,
+// so the next request sends the same summary and the same turns as
+// before the cut; a later cut past the summary's messages keeps its text
+// ahead of the turns kept, and a restart sends what the session sent
+// before it.
+func TestRetentionKeepsTheSummary(t *testing.T) {
+	profiles, err := orchestrator.ParseProfiles([]byte(`
+agents:
+  - name: sum
+    context_window: 2000
+    reserve_output: 200
+    context_strategy: summarize
+    history: {max_records: 9}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := llmtest.NewServer(t)
+	for _, text := range []string{"a1", "a2", "SUMMARY-1 of questions 1 and 2", "a3", "a4", "a5", "a6"} {
+		srv.Enqueue(llmtest.TextReply(text).Response())
+	}
+	client, err := llm.New(llm.Config{BaseURL: srv.BaseURL(), MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := startFleet(t, orchestrator.Config{Model: client, Profiles: profiles, Durable: true})
+	question := func(i int) string { return fmt.Sprintf("question %d %s", i, strings.Repeat("w ", 1000)) }
+	for i := 1; i <= 3; i++ {
+		f.ask(t, "sum", "s", question(i))
+	}
+	recs := storedRecords(t, f.nc, "sum", "s")
+	ret := recs[len(recs)-1].Retained
+	if qs := checkWholeRuns(t, "s", recs); len(qs) != 2 || ret == nil || ret.Summary == nil || ret.Summary.Covers != 2 || !strings.HasPrefix(ret.Summary.Text, "SUMMARY-1") {
+		t.Fatalf("after the summary: %d runs kept, retained %+v; want the first run dropped, the summary covering 2", len(qs), ret)
+	}
+	sends := func(i int, want, not []string) {
+		t.Helper()
+		reqs := srv.Requests()
+		body := string(reqs[i].Body)
+		for _, w := range want {
+			if !strings.Contains(body, w) {
+				t.Errorf("request %d lacks %q", i, w)
+			}
+		}
+		for _, n := range not {
+			if strings.Contains(body, n) {
+				t.Errorf("request %d sends %q", i, n)
+			}
+		}
+	}
+	f.ask(t, "sum", "s", "short one")
+	sends(4, []string{"SUMMARY-1", "question 3", "short one"}, []string{"question 1", "question 2"})
+	f.ask(t, "sum", "s", "another")
+	sends(5, []string{"SUMMARY-1", "question 3", "short one", "another"}, []string{"question 2"})
+	kept := checkWholeRuns(t, "s", storedRecords(t, f.nc, "sum", "s"))
+
+	stopped, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := f.orch.Close(stopped); err != nil {
+		t.Fatal(err)
+	}
+	o2, err := orchestrator.New(bustest.MustConnect(t, f.srv), orchestrator.Config{Model: client, Profiles: profiles, Durable: true, Discovery: fleet.FleetConfig{Wait: 200 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o2.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer o2.Close(context.Background())
+	f.ask(t, "sum", "s", "after")
+	after := userTexts(srv.Requests()[6])
+	// The request after the restart sends the summary and the runs kept
+	// before it.
+	if !strings.HasPrefix(after[0], "Summary of the earlier conversation:\nSUMMARY-1") || after[len(after)-1] != "after" {
+		t.Fatalf("after the restart: %q", after)
+	}
+	if got, want := strings.Join(after[1:], "|"), strings.Join(append(kept, "after"), "|"); got != want {
+		t.Errorf("after the restart the request sends %q, want the runs kept %q", got, want)
+	}
+	if n := srv.Pending(); n != 0 {
+		t.Errorf("%d replies left: a summary more or less was asked", n)
+	}
+}

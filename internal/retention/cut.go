@@ -55,12 +55,13 @@ type run struct {
 // ones do.
 //
 // The records dropped keep their meaning in the Retained record: the
-// summary in force, when it covers every dropped message, with its Covers
-// counted anew from the first message kept (so the model is sent the same
+// summary in force, its Covers counted anew from the first message kept
+// (when it covered every dropped message, the model is sent the same
 // summary and the same messages after the cut: the dropped messages were
-// the summary's already); the last handoff, when none is kept; the forked
-// record, when the cut dropped it. A cut that goes past what the summary
-// covers drops the summary with the messages it stood for.
+// the summary's already; when the cut went past it, Covers is 0 and the
+// summary is sent before the messages kept, the messages it did not cover
+// lost); the last handoff, when none is kept; the forked record, when the
+// cut dropped it.
 func Cut(records []history.Record, last uint64, b Bounds, now time.Time) Decision {
 	if len(records) == 0 || b.None() {
 		return Decision{Met: true, Why: WhyWithin}
@@ -135,8 +136,8 @@ func Cut(records []history.Record, last uint64, b Bounds, now time.Time) Decisio
 		messages += r.messages
 		d.Runs[records[r.first].RunID] = true
 	}
-	if sum := summaryInForce(records); sum != nil && sum.Covers > messages {
-		d.Retained.Summary = &agentfleet.ContextSummary{Covers: sum.Covers - messages, Text: sum.Text}
+	if sum := summaryInForce(records); sum != nil {
+		d.Retained.Summary = &agentfleet.ContextSummary{Covers: max(sum.Covers-messages, 0), Text: sum.Text}
 	}
 	if at, h := lastHandoff(records); at >= 0 && at < cut {
 		d.Retained.Handoff = h

@@ -107,7 +107,10 @@ func TestCut(t *testing.T) {
 		{name: "a run that begins inside an envelope is no cut", h: envelope, b: retention.Bounds{MaxRecords: 7}, keep: 7, runs: 2, met: true},
 		{name: "summary covering the dropped: rebased", h: summarized, b: retention.Bounds{MaxRecords: 11}, keep: 4, runs: 1, met: true,
 			summary: &agentfleet.ContextSummary{Covers: 2, Text: "a and b"}},
-		{name: "cut past the summary drops it", h: summarized, b: retention.Bounds{MaxRecords: 5}, keep: 10, runs: 3, met: true},
+		{name: "summary covering the dropped exactly: covers 0, kept", h: summarized, b: retention.Bounds{MaxRecords: 8}, keep: 7, runs: 2, met: true,
+			summary: &agentfleet.ContextSummary{Covers: 0, Text: "a and b"}},
+		{name: "cut past the summary: covers 0, kept", h: summarized, b: retention.Bounds{MaxRecords: 5}, keep: 10, runs: 3, met: true,
+			summary: &agentfleet.ContextSummary{Covers: 0, Text: "a and b"}},
 		{name: "last handoff dropped: carried", h: handed, b: retention.Bounds{MaxRecords: 8}, keep: 5, runs: 1, met: true, handoff: true},
 		{name: "forked record dropped: carried", h: forked, b: retention.Bounds{MaxRecords: 5}, keep: 8, runs: 3, met: true, forked: true},
 	} {

@@ -40,6 +40,9 @@ func (k *Keeper) After(ctx context.Context, w *history.Writer, now time.Time) (R
 	}
 	n, by := w.Stored()
 	k.mu.Lock()
+	if k.tally.Oldest.IsZero() && n > k.tally.SinceRecords {
+		k.tally.Oldest = now // the first record since a load of none
+	}
 	due := k.tally.Due(k.bounds, n, by, now)
 	k.mu.Unlock()
 	if !due {

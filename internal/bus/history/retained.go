@@ -23,8 +23,9 @@ const RecordRetained = "retained"
 // dropped records meant for the records kept:
 //
 //   - Summary is the summary in force, its Covers counted from the first
-//     message kept, when the dropped messages were all covered by it; nil
-//     when there was none, or the cut went past it.
+//     message kept: 0 when it covers none of them (it stands for dropped
+//     messages only, and is sent before the messages kept); nil when there
+//     was none.
 //   - Handoff is the last handoff dropped, when no kept record hands the
 //     session over: the agent that serves the session stays the same.
 //   - Forked is the forked record dropped, when the session was a fork:
