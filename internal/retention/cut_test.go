@@ -166,17 +166,6 @@ func TestOver(t *testing.T) {
 	}
 }
 
-func TestBoundsCheck(t *testing.T) {
-	for _, b := range []retention.Bounds{{MaxRecords: -1}, {MaxBytes: -1}, {MaxAge: -time.Second}, {MaxRecords: 1}} {
-		if b.Check() == nil {
-			t.Errorf("%+v passes", b)
-		}
-	}
-	if err := (retention.Bounds{MaxRecords: 2, MaxBytes: 1, MaxAge: time.Second}).Check(); err != nil {
-		t.Error(err)
-	}
-}
-
 func answer(text string) *agentfleet.AssistantMessage {
 	return &agentfleet.AssistantMessage{Role: agentfleet.RoleAssistant, Content: []agentfleet.Content{agentfleet.Text(text)}}
 }
