@@ -15,6 +15,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
 	"github.com/agentfleet/agentfleet/internal/bus/fleet"
 	"github.com/agentfleet/agentfleet/internal/bus/history"
+	"github.com/agentfleet/agentfleet/internal/bus/input"
 	"github.com/agentfleet/agentfleet/internal/llm"
 	"github.com/agentfleet/agentfleet/internal/llm/llmtest"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
@@ -369,5 +370,33 @@ agents:
 	}
 	if n := srv.Pending(); n != 0 {
 		t.Errorf("%d replies left: a summary more or less was asked", n)
+	}
+}
+
+// TestStreamLimitsReachTheStreams starts an orchestrator with stream-wide
+// limits, as the flags --input-max-age, --input-max-bytes,
+// --history-max-age and --history-max-bytes give them: the server's info
+// of AGENT_INPUT and AGENT_HISTORY says them.
+func TestStreamLimitsReachTheStreams(t *testing.T) {
+	f := startFleet(t, orchestrator.Config{Model: newScript(), Durable: true, DurableConfig: input.DurableConfig{
+		InputMaxAge: 36 * time.Hour, InputMaxBytes: 64 << 20, HistoryMaxAge: 90 * 24 * time.Hour, HistoryMaxBytes: 10 << 30,
+	}})
+	js, _ := jetstream.New(f.nc)
+	for _, c := range []struct {
+		stream string
+		age    time.Duration
+		bytes  int64
+	}{{"AGENT_INPUT", 36 * time.Hour, 64 << 20}, {"AGENT_HISTORY", 90 * 24 * time.Hour, 10 << 30}} {
+		s, err := js.Stream(context.Background(), c.stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := s.Info(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Config.MaxAge != c.age || info.Config.MaxBytes != c.bytes {
+			t.Errorf("%s: max age %s, max bytes %d; want %s, %d", c.stream, info.Config.MaxAge, info.Config.MaxBytes, c.age, c.bytes)
+		}
 	}
 }
