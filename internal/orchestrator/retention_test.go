@@ -16,9 +16,11 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/fleet"
 	"github.com/agentfleet/agentfleet/internal/bus/history"
 	"github.com/agentfleet/agentfleet/internal/bus/input"
+	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/llm"
 	"github.com/agentfleet/agentfleet/internal/llm/llmtest"
 	"github.com/agentfleet/agentfleet/internal/orchestrator"
+	"github.com/agentfleet/agentfleet/internal/profile"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -398,5 +400,56 @@ func TestStreamLimitsReachTheStreams(t *testing.T) {
 		if info.Config.MaxAge != c.age || info.Config.MaxBytes != c.bytes {
 			t.Errorf("%s: max age %s, max bytes %d; want %s, %d", c.stream, info.Config.MaxAge, info.Config.MaxBytes, c.age, c.bytes)
 		}
+	}
+}
+
+// TestRetentionKeepsTheHandoff bounds support's sessions to 6 records:
+// the run that handed the session over to billing is dropped by the cut
+// after billing's first answer, and the retained record carries the
+// handoff, so that after a restart billing still serves the session.
+func TestRetentionKeepsTheHandoff(t *testing.T) {
+	model, client := newModelClient(t)
+	model.Enqueue(
+		llmtest.ToolCallsReply(llmtest.ToolCall{ID: "call_tr", Name: "transfer_to_billing", Arguments: `{"reason":"a refund"}`}).Response(),
+		llmtest.TextReply("billing: refund started").Response(),
+		llmtest.TextReply("billing: after the restart").Response(),
+	)
+	profiles := desk()
+	profiles[0].History = &profile.History{MaxRecords: 6}
+	workers := toolrpc.ServerConfig{Tools: []*agentfleet.Tool{echo("lookup"), echo("refund")}}
+	f := startFleet(t, orchestrator.Config{Model: client, Durable: true, Profiles: profiles}, workers)
+	f.ask(t, "support", "s1", "I want my money back")
+	if got := agentfleet.JoinText(f.ask(t, "support", "s1", "order 7").Content); got != "billing: refund started" {
+		t.Fatalf("second answer %q", got)
+	}
+	recs := storedRecords(t, f.nc, "support", "s1")
+	ret := recs[len(recs)-1].Retained
+	if ret == nil || ret.Handoff == nil || ret.Handoff.To != "billing" {
+		t.Fatalf("last record %+v, want a retained record carrying the handoff", recs[len(recs)-1])
+	}
+	for _, r := range recs {
+		if r.Handoff != nil {
+			t.Fatalf("the handoff's run is still stored: %+v", recs)
+		}
+	}
+
+	stopped, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := f.orch.Close(stopped); err != nil {
+		t.Fatal(err)
+	}
+	o2, err := orchestrator.New(bustest.MustConnect(t, f.srv), orchestrator.Config{Model: client, Durable: true, Profiles: profiles, Discovery: fleet.FleetConfig{Wait: 200 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o2.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer o2.Close(context.Background())
+	if got := agentfleet.JoinText(f.ask(t, "support", "s1", "and order 8").Content); got != "billing: after the restart" {
+		t.Errorf("after the restart: %q", got)
+	}
+	if m, p, _, users := served(lastRequest(t, model, 3)); m != "billing-model" || p != "You are billing." || strings.Join(users, "|") != "order 7|and order 8" {
+		t.Errorf("after the restart: model %s, prompt %q, users %q; want billing's, over the runs kept", m, p, users)
 	}
 }
