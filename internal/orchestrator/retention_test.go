@@ -16,6 +16,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus/fleet"
 	"github.com/agentfleet/agentfleet/internal/bus/history"
 	"github.com/agentfleet/agentfleet/internal/bus/input"
+	"github.com/agentfleet/agentfleet/internal/bus/timetravel"
 	"github.com/agentfleet/agentfleet/internal/bus/toolrpc"
 	"github.com/agentfleet/agentfleet/internal/llm"
 	"github.com/agentfleet/agentfleet/internal/llm/llmtest"
@@ -451,5 +452,52 @@ func TestRetentionKeepsTheHandoff(t *testing.T) {
 	}
 	if m, p, _, users := served(lastRequest(t, model, 3)); m != "billing-model" || p != "You are billing." || strings.Join(users, "|") != "order 7|and order 8" {
 		t.Errorf("after the restart: model %s, prompt %q, users %q; want billing's, over the runs kept", m, p, users)
+	}
+}
+
+// TestRetentionKeepsTheForkModel bounds a fork onto another model to 6
+// records: once the cuts have dropped its forked record, the retained
+// record carries it, and after a restart the fork's runs still ask for
+// the fork's model.
+func TestRetentionKeepsTheForkModel(t *testing.T) {
+	model, client := newModelClient(t)
+	model.Enqueue(llmtest.TextReply("one").Response(), llmtest.TextReply("two").Response(), llmtest.TextReply("three").Response(), llmtest.TextReply("four").Response())
+	profiles := []orchestrator.Profile{{Name: "default", Model: "m-a", ForkModels: []string{"m-b"}, History: &profile.History{MaxRecords: 6}}}
+	f := startFleet(t, orchestrator.Config{Model: client, Durable: true, Profiles: profiles})
+	f.ask(t, "default", "s1", "hello")
+	subjects, _ := bus.NewSubjects("")
+	m, err := f.nc.Request(timetravel.Subject(subjects, "default", "s1"), []byte(`{"new_session":"s2","model":"m-b"}`), 10*time.Second)
+	if err != nil || !strings.Contains(string(m.Data), `"model":"m-b"`) {
+		t.Fatalf("fork: %v %s", err, m.Data)
+	}
+	f.ask(t, "default", "s2", "again")
+	f.ask(t, "default", "s2", "third")
+	carried := false
+	for _, r := range storedRecords(t, f.nc, "default", "s2") {
+		if r.Forked != nil {
+			t.Fatalf("the forked record is still stored: %+v", r)
+		}
+		carried = carried || (r.Retained != nil && r.Retained.Forked != nil && r.Retained.Forked.Model == "m-b")
+	}
+	if !carried {
+		t.Fatal("no retained record carries the forked record")
+	}
+
+	stopped, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := f.orch.Close(stopped); err != nil {
+		t.Fatal(err)
+	}
+	o2, err := orchestrator.New(bustest.MustConnect(t, f.srv), orchestrator.Config{Model: client, Durable: true, Profiles: profiles, Discovery: fleet.FleetConfig{Wait: 200 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o2.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer o2.Close(context.Background())
+	f.ask(t, "default", "s2", "fourth")
+	if m, _, _, users := served(lastRequest(t, model, 4)); m != "m-b" || strings.Join(users, "|") != "third|fourth" {
+		t.Errorf("after the restart the fork asks model %q with %q, want m-b with the run kept", m, users)
 	}
 }

@@ -32,7 +32,7 @@ func TestForkOfACutSession(t *testing.T) {
 	if err := st.Purge(ctx, "default", "src", seqs[3]); err != nil {
 		t.Fatal(err)
 	}
-	f, err := timetravel.Fork(ctx, st, "default", "src", "copy", timetravel.Point{})
+	f, err := timetravel.Fork(ctx, st, "default", "src", timetravel.Request{NewSession: "copy"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestForkOfACutSession(t *testing.T) {
 	if r == nil || r.FirstSeq != 0 || r.Summary == nil || r.Summary.Text != sum.Text {
 		t.Fatalf("copied retained record %+v, want the summary and no sequence", r)
 	}
-	if _, err := timetravel.Fork(ctx, st, "default", "src", "old", timetravel.Point{AtSeq: seqs[1]}); err == nil || !strings.Contains(err.Error(), "no stored message") {
+	if _, err := timetravel.Fork(ctx, st, "default", "src", timetravel.Request{NewSession: "old", Point: timetravel.Point{AtSeq: seqs[1]}}); err == nil || !strings.Contains(err.Error(), "no stored message") {
 		t.Errorf("fork at a point the cut dropped: %v, want a refusal", err)
 	}
 }
