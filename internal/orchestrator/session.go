@@ -279,9 +279,7 @@ func (s *session) restore(st *history.Loaded) ([]loop.Entry, *agentfleet.Context
 			continue
 		}
 		if k := r.Retained; k != nil {
-			// A cut by the history's bounds: the summary in force from
-			// here, the handoff and the forked record of the runs it
-			// dropped.
+			// A cut (retention): what the runs it dropped meant.
 			summary = k.Summary
 			if k.Handoff != nil {
 				handoffs = append(handoffs, history.Record{RunID: r.RunID, Handoff: k.Handoff, Retained: k})
@@ -325,9 +323,8 @@ func (s *session) restore(st *history.Loaded) ([]loop.Entry, *agentfleet.Context
 	s.writer = nil
 	if o.history != nil {
 		s.writer = o.history.Writer(s.agent.profile.Name, s.name, st.LastSeq, s.owner, s.fence)
-		if n, b, age := s.agent.profile.HistoryBounds(); n > 0 || b > 0 || age > 0 {
-			s.keeper = retention.NewKeeper(o.history, s.agent.profile.Name, s.name, retention.Bounds{MaxRecords: n, MaxBytes: b, MaxAge: age}, st)
-		}
+		n, b, age := s.agent.profile.HistoryBounds()
+		s.keeper = retention.NewKeeper(o.history, s.agent.profile.Name, s.name, retention.Bounds{MaxRecords: n, MaxBytes: b, MaxAge: age}, st, o.log)
 	}
 	return entries, summary
 }

@@ -2,6 +2,7 @@ package retention
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -17,16 +18,23 @@ type Keeper struct {
 	store          *history.Store
 	agent, session string
 	bounds         Bounds
+	log            *slog.Logger
 
 	mu    sync.Mutex
 	tally Tally
 }
 
 // NewKeeper returns the keeper of session of agent under b, whose history
-// loaded as st.
-func NewKeeper(store *history.Store, agent, session string, b Bounds, st *history.Loaded) *Keeper {
-	return &Keeper{store: store, agent: agent, session: session, bounds: b, tally: TallyOf(st)}
+// loaded as st, telling log of its cuts; nil when b bounds nothing.
+func NewKeeper(store *history.Store, agent, session string, b Bounds, st *history.Loaded, log *slog.Logger) *Keeper {
+	if b.None() {
+		return nil
+	}
+	return &Keeper{store: store, agent: agent, session: session, bounds: b, tally: TallyOf(st), log: log}
 }
+
+// afterTimeout bounds one cut (After).
+const afterTimeout = 10 * time.Second
 
 // After cuts the history to the bounds, if it is past one, once a run's
 // end is stored by w, the owner's writer; Result.Stored says a cut was
@@ -48,6 +56,8 @@ func (k *Keeper) After(ctx context.Context, w *history.Writer, now time.Time) (R
 	if !due {
 		return Result{}, nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, afterTimeout)
+	defer cancel()
 	res, err := Apply(ctx, k.store, w, k.agent, k.session, k.bounds, now)
 	if res.Loaded != nil {
 		t := res.Decision.Kept
@@ -55,6 +65,13 @@ func (k *Keeper) After(ctx context.Context, w *history.Writer, now time.Time) (R
 		k.mu.Lock()
 		k.tally = t
 		k.mu.Unlock()
+	}
+	if err != nil {
+		k.log.Warn("session history not cut to its bounds", "agent", k.agent, "session", k.session, "err", err)
+	}
+	if d := res.Decision; res.Stored {
+		k.log.Info("session history cut to its bounds", "agent", k.agent, "session", k.session,
+			"runs", d.Retained.Runs, "records", d.Retained.Records, "first_seq", d.Keep, "within", d.Met, "purged", res.Purged)
 	}
 	return res, err
 }
