@@ -4,8 +4,10 @@ import "time"
 
 // Bounds bound one session's history; a zero field bounds nothing.
 // MaxRecords counts the stored records (the retained record of the last
-// cut among them), MaxBytes their payloads' bytes (history.Record.Size),
-// MaxAge how long ago a run's last record was stored.
+// cut among them), MaxBytes their payloads' bytes (history.Record.Size;
+// a cut counts those it keeps, its own retained record's aside: a few
+// hundred bytes, and the text of a summary it carries), MaxAge how long
+// ago a run's last record was stored.
 type Bounds struct {
 	MaxRecords int
 	MaxBytes   int
