@@ -6,7 +6,10 @@
 // (history.RecordRetained), fenced like every write of the session, and
 // then purge the stream below it. Load leaves out what a retained record
 // dropped even before the purge, so a purge that fails or never happens
-// changes nothing of what a session sees.
+// changes nothing of what a session sees. A Keeper (keeper.go) is one
+// session's: it knows how long its history is (Tally, tally.go) and cuts
+// it when a run's end passes a bound; the orchestrator calls it from the
+// loop's run end (loop.Trimmer), so that memory drops the same runs.
 //
 // Its concern is the bounds of one session's history and their cut. It
 // imports internal/bus/history for the records, their store and writer,
