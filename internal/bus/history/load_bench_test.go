@@ -26,7 +26,7 @@ func BenchmarkLoad(b *testing.B) {
 	for _, c := range []struct{ records, others, otherLen, bound int }{
 		{100, 0, 0, 0}, {1000, 0, 0, 0}, {10000, 0, 0, 0},
 		{100, 1000, 4, 0}, {100, 10000, 4, 0},
-		{100, 1, 10000, 0},   // a new session beside a long one
+		{100, 1, 10000, 0},  // a new session beside a long one
 		{10000, 0, 0, 1000}, // a long session bounded by retention
 	} {
 		name := fmt.Sprintf("records=%d/others=%d", c.records, c.others)
