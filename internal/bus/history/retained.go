@@ -67,7 +67,9 @@ func (st *Loaded) applyRetained() {
 	var from uint64
 	for i := len(st.Records) - 1; i >= 0; i-- {
 		if r := st.Records[i].Retained; r != nil {
-			from = r.FirstSeq
+			// Never past the record itself: a record that says more
+			// hides nothing stored after it.
+			from = min(r.FirstSeq, st.Records[i].Seq)
 			break
 		}
 	}

@@ -2,12 +2,14 @@ package history_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/history"
 	"github.com/agentfleet/agentfleet/internal/bus/ownership"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -81,4 +83,40 @@ func subjectsOf(t *testing.T) bus.Subjects {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// TestRetainedRecordHostile stores retained records that are wrong: one
+// whose body is not JSON is skipped with an error naming it, and one that
+// says to drop past itself drops nothing stored after it.
+func TestRetainedRecordHostile(t *testing.T) {
+	ctx := context.Background()
+	st, js, _ := open(t, "w")
+	w := st.Writer("default", "s", 0, ownership.Unfenced, ownership.Fence{})
+	if _, err := w.Append(ctx, "r1", agentfleet.NewUserMessage("q1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.AppendRetained(ctx, "retain-1", &history.Retained{FirstSeq: 1 << 40}); err != nil {
+		t.Fatal(err)
+	}
+	seq, err := w.Append(ctx, "r2", agentfleet.NewUserMessage("q2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := nats.NewMsg("agent.history.default.s")
+	m.Header.Set(history.HeaderRecord, history.RecordRetained)
+	m.Header.Set(history.HeaderRunID, "retain-2")
+	m.Data = []byte("{not json")
+	if _, err := js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(seq)); err != nil {
+		t.Fatal(err)
+	}
+	l, err := st.Load(ctx, "default", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Skipped) != 1 || !strings.Contains(l.Skipped[0].Err.Error(), "retained record of run retain-2") {
+		t.Errorf("skipped %+v, want the bad retained record named", l.Skipped)
+	}
+	if len(l.Records) != 2 || l.Records[1].RunID != "r2" || l.Hidden != 1 {
+		t.Errorf("load: %d records, %d hidden; want the retained record and r2 kept, r1 hidden", len(l.Records), l.Hidden)
+	}
 }
