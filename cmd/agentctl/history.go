@@ -107,9 +107,14 @@ func recordText(r *client.HistoryRecordJSON) string {
 		ToolName   string               `json:"tool_name"`
 		StopReason string               `json:"stop_reason"`
 		IsError    bool                 `json:"is_error"`
+		FirstSeq   uint64               `json:"first_seq"` // retained
+		Runs       int                  `json:"runs"`
 	}
 	if json.Unmarshal(r.Body, &body) != nil {
 		return ""
+	}
+	if r.Kind == "retained" {
+		return fmt.Sprintf("%d oldest runs dropped: the history begins at %d", body.Runs, body.FirstSeq)
 	}
 	var parts []string
 	if body.ToolName != "" {

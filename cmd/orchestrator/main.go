@@ -147,7 +147,10 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.DurationVar(&m.Streams.EventsMaxAge, "events-max-age", 24*time.Hour, "how long the event stream keeps events for late observers")
 	fs.Int64Var(&m.Streams.EventsMaxBytes, "events-max-bytes", 0, "size bound of the event stream (0: 128 MiB in memory, 1 GiB in files)")
 	eventsStorage := fs.String("events-storage", string(input.EventsMemory), "where the event stream keeps events for late observers: memory (no disk write per event; a restart of a lone server forgets them) or file; an event stream that exists keeps its storage until it is deleted")
-	fs.DurationVar(&m.Streams.HistoryMaxAge, "history-max-age", 0, "how long session histories are kept (0: forever)")
+	fs.DurationVar(&m.Streams.HistoryMaxAge, "history-max-age", 0, "how long the history stream keeps a record, whatever its session (0: forever; the agents' history bounds cut sessions by whole runs)")
+	fs.Int64Var(&m.Streams.HistoryMaxBytes, "history-max-bytes", 0, "size bound of the history stream, its oldest records dropped first whatever their session (0: none but the server's limits)")
+	fs.DurationVar(&m.Streams.InputMaxAge, "input-max-age", input.DefaultInputMaxAge, "how long input waits in the input stream for its run (0: forever)")
+	fs.Int64Var(&m.Streams.InputMaxBytes, "input-max-bytes", 0, "size bound of the input stream; a full stream refuses new input (0: none but the server's limits)")
 	fs.IntVar(&m.Streams.Replicas, "stream-replicas", 1, "replicas of the JetStream streams (3 in a cluster)")
 	fs.DurationVar(&m.LeaseTTL, "lease-ttl", partition.DefaultTTL, "with JetStream, how long the session partitions of an orchestrator that died stay its own before the others take them over")
 	fs.BoolVar(&m.Elect, "elect", true, "retired: every orchestrator is active and owns a share of the sessions; the flag is ignored")
@@ -177,6 +180,9 @@ func (m *Main) ParseFlags(args []string) error {
 	}
 	if m.Workers < 0 {
 		return fmt.Errorf("--workers %d: must not be negative", m.Workers)
+	}
+	if err := m.checkStreamLimits(); err != nil {
+		return err
 	}
 	if err := dashboard.CheckTraceURL(m.TraceURL); err != nil {
 		return fmt.Errorf("%s: %w", cli.FlagSource(fs, "trace-url", "AGENTFLEET_TRACE_URL"), err)

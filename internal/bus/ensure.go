@@ -94,9 +94,9 @@ func sameStream(have, want jetstream.StreamConfig) bool {
 	same := have.Description == want.Description && have.Retention == want.Retention && have.Storage == want.Storage &&
 		max(have.Replicas, 1) == max(want.Replicas, 1) && have.MaxAge == want.MaxAge && have.Discard == want.Discard &&
 		have.AllowDirect == want.AllowDirect && have.AllowMsgTTL == want.AllowMsgTTL
-	if want.MaxBytes > 0 {
-		same = same && have.MaxBytes == want.MaxBytes
-	}
+	// A size bound of 0 or less is none (the server says -1): a stream
+	// whose bound was lifted is updated too.
+	same = same && max(have.MaxBytes, 0) == max(want.MaxBytes, 0)
 	if want.Duplicates > 0 {
 		same = same && have.Duplicates == want.Duplicates
 	}

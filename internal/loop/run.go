@@ -164,6 +164,10 @@ func (r *run) execute(first []*pending) *agentfleet.AssistantMessage {
 		// The end is stored before run.end says so.
 		if err := r.s.store.EndRun(final); err != nil {
 			r.suspend(err)
+		} else if t, ok := r.s.store.(Trimmer); ok {
+			if cut, ok := t.TrimAfter(final); ok {
+				r.s.trim(cut)
+			}
 		}
 	}
 	if err := r.suspended(); err != nil {

@@ -60,7 +60,7 @@ func (s *session) unended() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var runs []string
-	for m := range s.msgs.values() {
+	for m := range s.msgs.Values() {
 		if m.run != "" && !s.hasEnded(m.run) && !slices.Contains(runs, m.run) {
 			runs = append(runs, m.run)
 		}

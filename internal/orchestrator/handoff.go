@@ -54,7 +54,7 @@ func (s *session) serves() *agent {
 func (s *session) servingFrom(hs []history.Record) {
 	var targets []string
 	for _, r := range hs {
-		if s.hasEnded(r.RunID) {
+		if r.Retained != nil || s.hasEnded(r.RunID) { // a cut carries only ended runs'
 			targets = append(targets, r.Handoff.To)
 		}
 	}

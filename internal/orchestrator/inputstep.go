@@ -41,7 +41,7 @@ func (s *session) stateLocked(d inputpolicy.Delivery, loading bool) inputpolicy.
 	if !st.Loaded || d.Kind == inputpolicy.Abort || d.Kind == inputpolicy.Decision {
 		return st
 	}
-	if m := s.msgs.get(d.ID); m != nil {
+	if m := s.msgs.Get(d.ID); m != nil {
 		st.Msg = inputpolicy.Message{Seen: true, Run: m.run, Ended: m.run != "" && s.hasEnded(m.run), Seq: m.seq, Delivered: m.delivered, Answered: m.answered, Replied: m.replied}
 	}
 	// The facts that cost a lock are asked only when Step reads them: the
@@ -94,9 +94,9 @@ func (s *session) stepLocked(in *input.Inbound, scanned, loading bool) bool {
 				s.loop.SendContext(ctx, in.Message)
 			}
 		case inputpolicy.Answer:
-			in.Reply(s.runs.get(a.Run).finalMessage())
+			in.Reply(s.runs.Get(a.Run).finalMessage())
 		case inputpolicy.Publish:
-			s.o.pub.PublishOut(s.agent.profile.Name, s.name, s.runs.get(a.Run).finalMessage())
+			s.o.pub.PublishOut(s.agent.profile.Name, s.name, s.runs.Get(a.Run).finalMessage())
 		default:
 			s.perform(in, a)
 		}

@@ -24,6 +24,11 @@ func (l loopStore) AppendSummary(runID string, sum *agentfleet.ContextSummary) e
 	return l.s.summarized(runID, sum)
 }
 
+// TrimAfter implements loop.Trimmer (session.trimAfter).
+func (l loopStore) TrimAfter(final *agentfleet.AssistantMessage) (loop.Trim, bool) {
+	return l.s.trimAfter(final)
+}
+
 // EndRun implements loop.Store (session.ended).
 func (l loopStore) EndRun(final *agentfleet.AssistantMessage) error { return l.s.ended(final) }
 

@@ -94,6 +94,9 @@ type Config struct {
 	// more is refused with an error that says so (durable input is
 	// delivered again later). Default DefaultSessionQueue.
 	SessionQueue int
+	// Now is the clock of the history bounds' max_age (retain.go); default
+	// time.Now.
+	Now func() time.Time
 	// LoadTimeout bounds one load of a session's history; default 10s. A
 	// load that fails has the session's input tried again later.
 	LoadTimeout time.Duration
@@ -203,6 +206,9 @@ func New(nc *bus.Conn, cfg Config) (*Orchestrator, error) {
 	}
 	if cfg.SessionQueue <= 0 {
 		cfg.SessionQueue = DefaultSessionQueue
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	if cfg.LoadTimeout <= 0 {
 		cfg.LoadTimeout = 10 * time.Second

@@ -98,7 +98,7 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 		return nil
 	}
 	dcfg := o.durable.Config()
-	o.history, err = history.Open(ctx, o.durable.JetStream(), o.subjects, o.id, history.Config{MaxAge: dcfg.HistoryMaxAge, Replicas: dcfg.Replicas})
+	o.history, err = history.Open(ctx, o.durable.JetStream(), o.subjects, o.id, history.Config{MaxAge: dcfg.HistoryMaxAge, MaxBytes: dcfg.HistoryMaxBytes, Replicas: dcfg.Replicas})
 	if err != nil {
 		return fail(err)
 	}

@@ -18,6 +18,8 @@ import (
 	"github.com/agentfleet/agentfleet/internal/inputpolicy"
 	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
+	"github.com/agentfleet/agentfleet/internal/retention"
+	"github.com/agentfleet/agentfleet/internal/smallmap"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -53,10 +55,10 @@ type session struct {
 	loop    *loop.Session
 	gate    *approval.Gate // the calls that wait for approval; nil until one may (gateLocked)
 	writer  *history.Writer
-	msgs    index[msgInfo] // by message id
-	runs    index[runInfo] // by run id
-	waiting int            // deliveries waiting on runs, over all msgs
-	stopped error          // why the session was suspended
+	msgs    smallmap.Map[msgInfo] // by message id
+	runs    smallmap.Map[runInfo] // by run id
+	waiting int                   // deliveries waiting on runs, over all msgs
+	stopped error                 // why the session was suspended
 	// origins holds the parent of each run that answers another agent's
 	// ask tool, from the run's stored user message (delegation.go); nil
 	// until there is one.
@@ -75,6 +77,9 @@ type session struct {
 	// loadCancel ends the load of the stored history while it goes on;
 	// s.mu held.
 	loadCancel context.CancelFunc
+	// keeper keeps the stored history within its agent's bounds
+	// (retain.go); nil when none.
+	keeper *retention.Keeper
 }
 
 // msgInfo is what a session knows of one message id.
@@ -114,10 +119,10 @@ type runInfo struct {
 // msg returns the session's record of message id, making it if need be.
 // Call it with s.mu held.
 func (s *session) msg(id string) *msgInfo {
-	m := s.msgs.get(id)
+	m := s.msgs.Get(id)
 	if m == nil {
 		m = &msgInfo{}
-		s.msgs.put(id, m)
+		s.msgs.Put(id, m)
 	}
 	return m
 }
@@ -125,17 +130,17 @@ func (s *session) msg(id string) *msgInfo {
 // run returns the session's record of run id, making it if need be. Call it
 // with s.mu held.
 func (s *session) run(id string) *runInfo {
-	r := s.runs.get(id)
+	r := s.runs.Get(id)
 	if r == nil {
 		r = &runInfo{}
-		s.runs.put(id, r)
+		s.runs.Put(id, r)
 	}
 	return r
 }
 
 // hasEnded reports whether run id has ended; s.mu held.
 func (s *session) hasEnded(id string) bool {
-	r := s.runs.get(id)
+	r := s.runs.Get(id)
 	return r != nil && r.ended()
 }
 
@@ -275,6 +280,17 @@ func (s *session) restore(st *history.Loaded) ([]loop.Entry, *agentfleet.Context
 			s.model = r.Forked.Model
 			continue
 		}
+		if k := r.Retained; k != nil {
+			// A cut (retention): what the runs it dropped meant.
+			summary = k.Summary
+			if k.Handoff != nil {
+				handoffs = append(handoffs, history.Record{RunID: r.RunID, Handoff: k.Handoff, Retained: k})
+			}
+			if k.Forked != nil {
+				s.model = k.Forked.Model
+			}
+			continue
+		}
 		if r.Message == nil {
 			continue
 		}
@@ -309,6 +325,8 @@ func (s *session) restore(st *history.Loaded) ([]loop.Entry, *agentfleet.Context
 	s.writer = nil
 	if o.history != nil {
 		s.writer = o.history.Writer(s.agent.profile.Name, s.name, st.LastSeq, s.owner, s.fence)
+		n, b, age := s.agent.profile.HistoryBounds()
+		s.keeper = retention.NewKeeper(o.history, s.agent.profile.Name, s.name, retention.Bounds{MaxRecords: n, MaxBytes: b, MaxAge: age}, st, o.log)
 	}
 	return entries, summary
 }
@@ -415,7 +433,7 @@ func (s *session) answer(final *agentfleet.AssistantMessage) {
 	}
 	var waiting []ticket
 	for _, id := range r.ids {
-		if m := s.msgs.get(id); m != nil {
+		if m := s.msgs.Get(id); m != nil {
 			waiting = append(waiting, m.tickets...)
 			s.waiting -= len(m.tickets)
 			m.tickets = nil
@@ -472,7 +490,7 @@ func (s *session) suspend(why error, mode inputpolicy.Mode) {
 	}
 	l := s.loop
 	var waiting []*input.Inbound
-	for m := range s.msgs.values() {
+	for m := range s.msgs.Values() {
 		for _, t := range m.tickets {
 			waiting = append(waiting, t.in)
 		}

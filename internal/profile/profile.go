@@ -117,6 +117,10 @@ type Profile struct {
 	// forkmodels.go); default none: a fork keeps the agent's model.
 	ForkModels []string `yaml:"fork_models" json:"fork_models"`
 
+	// History bounds each session's stored history (history.go); default
+	// none.
+	History *History `yaml:"history" json:"history"`
+
 	toolTimeout  time.Duration
 	agentTimeout time.Duration
 	approval     approval.Policy
@@ -225,6 +229,9 @@ func (p *Profile) check(i int) error {
 		}
 	}
 	if err := p.checkQuota(where); err != nil {
+		return err
+	}
+	if err := p.checkHistory(where); err != nil {
 		return err
 	}
 	if p.MaxToolResultBytes < -1 {

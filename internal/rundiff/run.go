@@ -154,7 +154,7 @@ func AfterFork(recs []Record) (string, error) {
 		return "", fmt.Errorf("the session holds no forked record: give the run to compare")
 	}
 	for _, r := range recs[last+1:] {
-		if r.RunID != "" && r.RunID != recs[last].RunID {
+		if r.RunID != "" && r.RunID != recs[last].RunID && r.Kind != "retained" { // not a cut's record
 			return r.RunID, nil
 		}
 	}

@@ -132,6 +132,7 @@ func TestAfterFork(t *testing.T) {
 		{"a fork of a fork", append(history(), fork("fork-2"), rec("r4", "user", user("x"))), "r4", ""},
 		{"no fork", history()[:5], "", "no forked record"},
 		{"nothing after it", history()[:10], "", "no run after its forked record"},
+		{"a cut's retained record is no run", append(history()[:10:10], rec("retain-1", "retained", map[string]any{"first_seq": 2}), rec("r4", "user", user("x"))), "r4", ""},
 	} {
 		got, err := AfterFork(tc.recs)
 		if got != tc.want || (tc.err == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.err) {

@@ -90,10 +90,12 @@ func (p Policy) PlanSummary(in SummaryInput) SummaryPlan {
 
 // Summarized returns the messages to send with a summary text standing for
 // the first covered messages of hist, and the index of the current run's
-// first message among them; hist and runStart as they are when covered is
-// 0.
+// first message among them; hist and runStart as they are when there is
+// no text. A text that covers 0 messages stands for messages no longer in
+// hist (a history cut by its bounds, package retention): it is sent
+// before them all.
 func Summarized(hist []agentfleet.Message, runStart, covered int, text string) ([]agentfleet.Message, int) {
-	if covered <= 0 {
+	if covered <= 0 && text == "" {
 		return hist, runStart
 	}
 	msgs := make([]agentfleet.Message, 0, len(hist)-covered+1)
@@ -105,7 +107,7 @@ func Summarized(hist []agentfleet.Message, runStart, covered int, text string) (
 // the first covered messages of hist.
 func SummarizedBytes(hist []agentfleet.Message, covered int, text string) int {
 	n := MessagesBytes(hist[covered:])
-	if covered > 0 {
+	if covered > 0 || text != "" {
 		n += messageOverhead + len(SummaryLead) + len(text)
 	}
 	return n

@@ -78,6 +78,15 @@ func TestSummarized(t *testing.T) {
 	if got, want := window.SummarizedBytes(hist, 10, "S"), window.MessagesBytes(msgs); got != want {
 		t.Errorf("SummarizedBytes = %d, want the bytes of the messages sent, %d", got, want)
 	}
+	// A summary of messages a cut dropped (package retention) covers none
+	// of hist: it goes before them all.
+	msgs, start = window.Summarized(hist, 15, 0, "S")
+	if len(msgs) != len(hist)+1 || start != 16 || agentfleet.JoinText(msgs[0].(*agentfleet.UserMessage).Content) != window.SummaryLead+"S" || msgs[1] != hist[0] {
+		t.Errorf("with a summary of dropped messages: %s, run start %d", roles(msgs), start)
+	}
+	if got, want := window.SummarizedBytes(hist, 0, "S"), window.MessagesBytes(msgs); got != want {
+		t.Errorf("SummarizedBytes of a summary covering 0 = %d, want %d", got, want)
+	}
 }
 
 func TestTranscript(t *testing.T) {

@@ -37,7 +37,7 @@ type HistoryReplyJSON struct {
 // run it belongs to, who wrote it, its kind and its content. Kind is
 // "user", "assistant" or "tool" for a message, "end" for the end of a run
 // (Final its final message), "approval", "decision", "summary",
-// "handoff" or "forked". Body is the message, final message, approval
+// "handoff", "forked" or "retained". Body is the message, final message, approval
 // request, decision, summary, handoff or fork as JSON; a record too large for one reply
 // has none, and Omitted set, with Size its bytes.
 type HistoryRecordJSON struct {

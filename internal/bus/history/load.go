@@ -44,9 +44,16 @@ type Record struct {
 	// Forked is what a fork copied, in the forked record it wrote; nil
 	// otherwise.
 	Forked *Forked
+	// Retained is the cut of a retained record (retained.go); nil
+	// otherwise.
+	Retained *Retained
 	// Trace is the trace context a user message was sent with, if it
 	// came with one (Writer.AppendTraced).
 	Trace trace.SpanContext
+	// Size is the bytes of the record's payload as stored; Stored when its
+	// stored message was stored (set by Load, zero from Decode).
+	Size   int
+	Stored time.Time
 }
 
 // Skipped is a record that could not be decoded: Seq names its stored
@@ -67,6 +74,11 @@ type Loaded struct {
 	// LastSeq is the stream sequence of the session's last record, skipped
 	// ones included (0 if it has none): the sequence a Writer expects.
 	LastSeq uint64
+	// RetainedFrom is the FirstSeq of the last retained record (0: none);
+	// Hidden counts the records before it that the stream still held and
+	// that Load left out, for a purge still to be made.
+	RetainedFrom uint64
+	Hidden       int
 }
 
 // directRecords is how many records Load reads with direct gets (one
@@ -84,6 +96,7 @@ func (s *Store) Load(ctx context.Context, agent, session string) (*Loaded, error
 	for range directRecords {
 		m, err := s.str.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			st.applyRetained()
 			return st, nil
 		}
 		if err != nil {
@@ -93,11 +106,12 @@ func (s *Store) Load(ctx context.Context, agent, session string) (*Loaded, error
 			return nil, fmt.Errorf("history: load session %s: the stream answered sequence %d for the next record from %d", session, m.Sequence, seq)
 		}
 		seq = m.Sequence + 1
-		st.addRecord(m.Sequence, m.Header, m.Data)
+		st.addRecord(m.Sequence, m.Time, m.Header, m.Data)
 	}
 	if err := s.loadRest(ctx, st, subject, session, seq); err != nil {
 		return nil, err
 	}
+	st.applyRetained()
 	return st, nil
 }
 
@@ -152,12 +166,15 @@ func (st *Loaded) add(m jetstream.Msg) {
 		st.Skipped = append(st.Skipped, Skipped{Err: fmt.Errorf("record without metadata: %w", err)})
 		return
 	}
-	st.addRecord(meta.Sequence.Stream, m.Headers(), m.Data())
+	st.addRecord(meta.Sequence.Stream, meta.Timestamp, m.Headers(), m.Data())
 }
 
-func (st *Loaded) addRecord(seq uint64, h nats.Header, data []byte) {
+func (st *Loaded) addRecord(seq uint64, at time.Time, h nats.Header, data []byte) {
 	st.LastSeq = seq
 	recs, skipped := Decode(seq, h, data)
+	for i := range recs {
+		recs[i].Stored = at
+	}
 	st.Records = append(st.Records, recs...)
 	st.Skipped = append(st.Skipped, skipped...)
 }
@@ -177,7 +194,7 @@ func Decode(seq uint64, h nats.Header, data []byte) ([]Record, []Skipped) {
 		if err != nil {
 			return nil, []Skipped{{Seq: seq, Err: err}}
 		}
-		r.Seq, r.Writer = seq, writer
+		r.Seq, r.Writer, r.Size = seq, writer, len(data)
 		if _, ok := r.Message.(*agentfleet.UserMessage); ok {
 			r.Trace = tracing.Remote(h)
 		}
@@ -197,7 +214,7 @@ func Decode(seq uint64, h nats.Header, data []byte) ([]Record, []Skipped) {
 			skipped = append(skipped, Skipped{Seq: seq, Index: i, Err: err})
 			continue
 		}
-		r.Seq, r.Index, r.Writer = seq, i, writer
+		r.Seq, r.Index, r.Writer, r.Size = seq, i, writer, len(e.data)
 		if _, ok := r.Message.(*agentfleet.UserMessage); ok {
 			r.Trace = e.trace
 		}
@@ -264,6 +281,12 @@ func decode(where place, runID, kind string, data []byte) (Record, error) {
 			return r, fmt.Errorf("%s (forked record of run %s): %w", where, runID, errors.Join(err, errNoSource(f.Source)))
 		}
 		r.Forked = &f
+	case RecordRetained:
+		var k Retained
+		if err := json.Unmarshal(data, &k); err != nil {
+			return r, fmt.Errorf("%s (retained record of run %s): %w", where, runID, err)
+		}
+		r.Retained = &k
 	case "", "message":
 		m, err := agentfleet.UnmarshalMessage(data)
 		if err != nil {

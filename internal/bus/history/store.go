@@ -62,8 +62,10 @@ const (
 // Config configures the history stream. The zero value means the documented
 // defaults.
 type Config struct {
-	// MaxAge bounds how long records are kept; default forever.
-	MaxAge time.Duration
+	// MaxAge and MaxBytes bound the stream as a whole: past them its
+	// oldest messages go first, whatever their session; default none.
+	MaxAge   time.Duration
+	MaxBytes int64
 	// Replicas of the stream; default 1.
 	Replicas int
 	// Duplicates is the window in which a retried append (same record id)
@@ -97,6 +99,7 @@ func Open(ctx context.Context, js jetstream.JetStream, subjects bus.Subjects, wr
 		Subjects:    []string{subjects.Prefix + ".history.>"},
 		Storage:     jetstream.FileStorage,
 		MaxAge:      cfg.MaxAge,
+		MaxBytes:    cfg.MaxBytes,
 		Replicas:    max(cfg.Replicas, 1),
 		Duplicates:  cfg.Duplicates,
 		AllowDirect: true,

@@ -44,6 +44,9 @@ type Writer struct {
 	err     error   // sticky: ErrFenced once fenced
 	buf     []entry // records waiting for the next flush
 	bufSize int     // what buf takes in an envelope, at most
+	// stored and storedBytes count the records this writer stored and
+	// their payloads' bytes (Stored).
+	stored, storedBytes int
 }
 
 // Writer returns a writer for the session whose last record has stream
@@ -113,7 +116,7 @@ func (w *Writer) appendFlush(ctx context.Context, r Record) (uint64, error) {
 }
 
 // Buffer adds record r (its RunID, and one of Message with its Trace, Final,
-// Approval, Decision, Summary, Handoff or Forked; Seq, Index and Writer are ignored) to the
+// Approval, Decision, Summary, Handoff, Forked or Retained; Seq, Index and Writer are ignored) to the
 // records waiting for the next Flush. It stores nothing, unless the buffer
 // is full (MaxEnvelopeRecords, or half a megabyte): then what waits is
 // flushed first, and an error is that flush's. A fenced writer buffers
@@ -178,6 +181,8 @@ func encodeRecord(r Record) (entry, error) {
 		v, e.kind = r.Handoff, RecordHandoff
 	case r.Forked != nil:
 		v, e.kind = r.Forked, RecordForked
+	case r.Retained != nil:
+		v, e.kind = r.Retained, RecordRetained
 	default:
 		return e, fmt.Errorf("history: record of run %s holds nothing to store", r.RunID)
 	}
@@ -207,6 +212,8 @@ func (r Record) what() string {
 		return "handoff"
 	case r.Forked != nil:
 		return "forked record"
+	case r.Retained != nil:
+		return "retained record"
 	default:
 		return "summary"
 	}
@@ -217,6 +224,15 @@ func (w *Writer) Last() uint64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.last
+}
+
+// Stored returns how many records this writer stored, and their payloads'
+// bytes (Record.Size): with what a load found, how long the session's
+// history is now.
+func (w *Writer) Stored() (records, bytes int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stored, w.storedBytes
 }
 
 // Err returns ErrFenced (wrapped) once the writer is fenced, else nil.
@@ -268,6 +284,10 @@ func (w *Writer) flushLocked(ctx context.Context) (uint64, error) {
 	switch {
 	case err == nil:
 		w.last = seq
+		for i := range w.buf {
+			w.stored++
+			w.storedBytes += len(w.buf[i].data)
+		}
 		w.drop()
 		return seq, nil
 	case errors.Is(err, ErrFenced):

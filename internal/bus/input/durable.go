@@ -45,9 +45,20 @@ type DurableConfig struct {
 	EventsStorage EventsStorage
 	// Replicas of every stream; default 1 (use 3 in a cluster).
 	Replicas int
-	// HistoryMaxAge bounds how long session histories are kept; default
-	// forever.
-	HistoryMaxAge time.Duration
+	// HistoryMaxAge and HistoryMaxBytes bound the history stream as a
+	// whole (oldest messages dropped first, whatever their session);
+	// default none: a session's history is bounded in order by its
+	// agent's history bounds (package retention), and the stream by the
+	// server's JetStream limits.
+	HistoryMaxAge   time.Duration
+	HistoryMaxBytes int64
+	// InputMaxAge bounds how long input waits in the input stream for its
+	// run; default DefaultInputMaxAge (7 days), -1 for no bound.
+	// InputMaxBytes bounds the stream's size; default none. A full input
+	// stream refuses new input (discard new): the sender is told, and no
+	// input it accepted is dropped for it.
+	InputMaxAge   time.Duration
+	InputMaxBytes int64
 	// PinnedTTL is how long a partition consumer stays pinned to an owner
 	// that stopped pulling; default 5s. (A new owner unpins at once.)
 	PinnedTTL time.Duration
@@ -55,6 +66,11 @@ type DurableConfig struct {
 	// stream that keeps its storage); default slog.Default().
 	Logger *slog.Logger
 }
+
+// DefaultInputMaxAge is how long input waits for its run in the input
+// stream by default: input no orchestrator took in a week is stale, and
+// its sender long gone.
+const DefaultInputMaxAge = 7 * 24 * time.Hour
 
 // Durable is the JetStream side of an orchestrator's transport: the event
 // stream and the durable input consumer. The history is kept by package
@@ -133,6 +149,9 @@ func (c *DurableConfig) defaults() {
 	if c.Replicas <= 0 {
 		c.Replicas = 1
 	}
+	if c.InputMaxAge == 0 {
+		c.InputMaxAge = DefaultInputMaxAge
+	}
 	if c.PinnedTTL <= 0 {
 		c.PinnedTTL = 5 * time.Second
 	}
@@ -188,6 +207,7 @@ func NewDurableInput(ctx context.Context, js jetstream.JetStream, in *Input, cfg
 		Retention:        jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage,
 		Duplicates: cfg.DuplicateWindow, Replicas: cfg.Replicas, AllowDirect: true,
 		Sources: []*jetstream.StreamSource{ApproveSource(subjects)},
+		MaxAge:  max(cfg.InputMaxAge, 0), MaxBytes: cfg.InputMaxBytes, Discard: jetstream.DiscardNew,
 	}
 	stream, err := bus.EnsureStream(ctx, js, sc)
 	if err != nil {

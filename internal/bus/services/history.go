@@ -173,6 +173,8 @@ func recordJSON(rec *history.Record) client.HistoryRecordJSON {
 		j.Kind, body = "handoff", rec.Handoff
 	case rec.Forked != nil:
 		j.Kind, body = "forked", rec.Forked
+	case rec.Retained != nil:
+		j.Kind, body = "retained", rec.Retained
 	default:
 		j.Kind = "end"
 	}

@@ -66,6 +66,12 @@ func Fork(ctx context.Context, store *history.Store, agent, src string, req Requ
 	out := &Forked{Forked: history.Forked{Agent: agent, Source: src, AtSeq: at, BeforeRun: p.BeforeRun, Records: n, Model: req.Model}}
 	w := store.Writer(agent, dst, 0, ownership.Unfenced, ownership.Fence{})
 	for _, r := range from.Records[:n] {
+		if k := r.Retained; k != nil {
+			// A cut of the source by its bounds: its summary and handoff
+			// hold for the copy, its sequence does not.
+			c := *k
+			c.FirstSeq, r.Retained = 0, &c
+		}
 		if err := w.Buffer(ctx, r); err != nil {
 			return nil, exists(dst, err)
 		}
