@@ -29,6 +29,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/agentfleet/agentfleet/internal/bus"
@@ -73,6 +74,12 @@ type Config struct {
 	// which the model asks for about one message in four; the check then
 	// reads helper's sessions too (check.Findings.VerifyDelegation).
 	Delegate bool
+	// Erase is the number of sessions the load deletes (x00, x01, ...) on
+	// agent.delete.<agent>.<session> while the faults go on, each with
+	// messages before its delete and one after it; the check then finds
+	// nothing of before the delete in any stream
+	// (check.Findings.VerifyErased). Default 0.
+	Erase int
 	// NATSNodes is 1, one nats-server, or 3, a JetStream cluster on
 	// loopback whose streams the orchestrators replicate on every node;
 	// default 1.
@@ -235,6 +242,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6368616f73)) // "chaos"
 	plan := newPlan(&cfg, rng)
 	faults := scheduleFaults(&cfg, rng)
+	erased := newErasePlan(&cfg, rng)
 
 	dir := cfg.WorkDir
 	if dir == "" {
@@ -296,14 +304,25 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	defer stopLoad()
 	pubDone := make(chan error, 1)
 	go func() { pubDone <- publish(loadCtx, js, plan, cfg.Logf) }()
+	var deleted map[string]bool
+	eraseDone := make(chan error, 1)
+	go func() {
+		var err error
+		deleted, err = runErase(loadCtx, nc, js, erased, cfg.Logf)
+		eraseDone <- err
+	}()
 	injected, ferr := fl.inject(ctx, faults, loadStart)
 	if ferr != nil {
 		stopLoad()
 		<-pubDone
+		<-eraseDone
 		return nil, fmt.Errorf("chaos: injecting faults: %w", ferr)
 	}
 	if err := <-pubDone; err != nil {
 		return nil, fmt.Errorf("chaos: publishing: %w", err)
+	}
+	if err := <-eraseDone; err != nil {
+		return nil, fmt.Errorf("chaos: deleting: %w", err)
 	}
 	loadEnd := time.Now()
 	cfg.Logf("chaos: load published in %v with %d faults; quiescing", loadEnd.Sub(loadStart).Round(time.Millisecond), len(injected))
@@ -312,21 +331,44 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if qerr != nil && ctx.Err() != nil {
 		return nil, fmt.Errorf("chaos: quiescing: %w", qerr)
 	}
+	if len(erased) > 0 && qerr == nil {
+		if err := fl.quiesceErased(ctx, js, erased, deleted, cfg.Quiesce); err != nil {
+			qerr = err
+			quiesced = false
+		}
+	}
 	hist, err := retryRead(ctx, func() ([]*check.Record, error) { return readHistory(ctx, js) })
 	if err != nil {
 		return nil, fmt.Errorf("chaos: %w", err)
+	}
+	erasedState, err := retryRead(ctx, func() (map[string]*check.ErasedState, error) { return readErased(ctx, js, erased, deleted, hist) })
+	if err != nil {
+		return nil, fmt.Errorf("chaos: %w", err)
+	}
+	checked := plan
+	if len(erased) > 0 {
+		checked = &check.Plan{Sessions: slices.Clone(plan.Sessions)}
+		for _, e := range erased {
+			if deleted[e.Name] {
+				checked.Sessions = append(checked.Sessions, check.ErasedSessionPlan(e))
+			}
+		}
 	}
 	ledger, err := retryRead(ctx, func() ([]check.LedgerRecord, error) { return readLedger(ctx, js) })
 	if err != nil {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
-	rep = &Report{Findings: check.Verify(plan, hist, ledger)}
+	checkedHist := splitErased(erased, hist)
+	rep = &Report{Findings: check.Verify(checked, checkedHist, ledger)}
+	if len(erased) > 0 {
+		rep.VerifyErased(erased, erasedState)
+	}
 	if cfg.Delegate {
 		children, err := retryRead(ctx, func() ([]*check.Record, error) { return readHistoryOf(ctx, js, model.Child) })
 		if err != nil {
 			return nil, fmt.Errorf("chaos: %w", err)
 		}
-		rep.VerifyDelegation(hist, children)
+		rep.VerifyDelegation(checkedHist, children)
 	}
 	rep.Seed = cfg.Seed
 	rep.Config = summary(&cfg)

@@ -25,6 +25,7 @@ var (
 	flagHog   = flag.Bool("chaos.hog", false, "run a CPU hog on every core during the load")
 	flagDeleg = flag.Bool("chaos.delegate", true, "give agent default agent helper as a tool, asked for about one message in four (-chaos.delegate=false for sessions without delegation)")
 	flagKeep  = flag.Bool("chaos.keep", false, "keep the work directory (NATS store, logs) of every seed")
+	flagErase = flag.Int("chaos.erase", 4, "sessions the load deletes while the faults go on, each with messages before and one after its delete (0 for none)")
 )
 
 // The test binary doubles as the ledger worker.
@@ -82,7 +83,7 @@ func TestChaos(t *testing.T) {
 			cfg.Sessions, cfg.Messages, cfg.Duration, cfg.Faults, cfg.Quiesce = 40, 400, 60*time.Second, 20, 90*time.Second
 		}
 		cfg.Orchestrators, cfg.NATSNodes = *flagOrchs, *flagNodes
-		cfg.NetFaults, cfg.Hog, cfg.Delegate = *flagNet, *flagHog, *flagDeleg
+		cfg.NetFaults, cfg.Hog, cfg.Delegate, cfg.Erase = *flagNet, *flagHog, *flagDeleg, *flagErase
 		if *flagKinds != "" {
 			for _, k := range strings.Split(*flagKinds, ",") {
 				cfg.FaultKinds = append(cfg.FaultKinds, FaultKind(strings.TrimSpace(k)))
