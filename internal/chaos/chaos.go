@@ -15,9 +15,11 @@
 //
 // The harness is split by concern: internal/chaos/proc supervises the child
 // processes, internal/chaos/model is the model, internal/chaos/check checks
-// the plan against what was stored. This package plans the load and the
-// faults, drives the fleet and reads the streams back; it is the one
-// package of the harness that imports the NATS client (and internal/bus).
+// the plan against what was stored, internal/chaos/observe follows the
+// partitions' owners and the runs' events. This package plans the load
+// and the faults, drives the fleet and reads the streams back; it and
+// observe are the packages of the harness that import the NATS client
+// (and internal/bus).
 package chaos
 
 import (

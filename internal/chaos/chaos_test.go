@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/chaos/ledger"
+	"github.com/agentfleet/agentfleet/internal/chaos/observe"
 )
 
 var (
@@ -124,6 +125,9 @@ func TestStreamNames(t *testing.T) {
 	}
 	if got := s.StreamName("INPUT"); got != inputStream {
 		t.Errorf("input stream %q, the harness reads %q", got, inputStream)
+	}
+	if observe.Agent != agentName {
+		t.Errorf("observe follows the runs of agent %q, the harness's sessions are of %q", observe.Agent, agentName)
 	}
 	if got := s.StreamName("HISTORY"); got != historyStream {
 		t.Errorf("history stream %q, the harness reads %q", got, historyStream)

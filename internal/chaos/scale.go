@@ -12,6 +12,7 @@ import (
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/chaos/check"
 	"github.com/agentfleet/agentfleet/internal/chaos/model"
+	"github.com/agentfleet/agentfleet/internal/chaos/observe"
 	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -168,16 +169,16 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
 	fl.js = js
-	ev, err := subscribeRunEvents(nc)
+	ev, err := observe.SubscribeRunEvents(nc)
 	if err != nil {
 		return nil, err
 	}
-	defer ev.close()
-	own, err := watchOwners(ctx, js)
+	defer ev.Close()
+	own, err := observe.WatchOwners(ctx, js)
 	if err != nil {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
-	defer own.stop()
+	defer own.Stop()
 
 	// 1. Two orchestrators, 32 partitions each; a third joins.
 	ids := make([]string, 3)
@@ -188,11 +189,11 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 	}
 	settle := proc.StartTimeout + 3*cfg.LeaseTTL
 	if err := proc.WaitFor(ctx, settle, "two orchestrators owning 32 partitions each", func() (bool, error) {
-		return own.balanced(ids[:2], 32, 32)
+		return own.Balanced(ids[:2], 32, 32)
 	}); err != nil {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
-	rep.TwoOwn = countsOf(own.counts(), ids[:2])
+	rep.TwoOwn = countsOf(own.Counts(), ids[:2])
 	cfg.Logf("scale: two orchestrators own %v partitions after %v", rep.TwoOwn, time.Since(began).Round(time.Millisecond))
 
 	sessions := make([]string, cfg.Sessions)
@@ -227,27 +228,27 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 	}
 	const lo, hi = 16, 27 // 64/3 ±25%
 	if err := proc.WaitFor(ctx, settle, "three orchestrators owning a third each", func() (bool, error) {
-		return own.balanced(ids, lo, hi)
+		return own.Balanced(ids, lo, hi)
 	}); err != nil {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
 	// Then the table settles: 64/3 or one more each.
 	if err := proc.WaitFor(ctx, settle, "the table to settle", func() (bool, error) {
-		return own.balanced(ids, bus.Partitions/3, bus.Partitions/3+1)
+		return own.Balanced(ids, bus.Partitions/3, bus.Partitions/3+1)
 	}); err != nil {
 		rep.fail("%v", err)
 	}
-	rep.ThreeOwn = countsOf(own.counts(), ids)
+	rep.ThreeOwn = countsOf(own.Counts(), ids)
 	cfg.Logf("scale: three orchestrators own %v partitions", rep.ThreeOwn)
 
 	// 2. Every orchestrator runs a share.
 	if err := proc.WaitFor(ctx, 30*time.Second, "every orchestrator to start runs", func() (bool, error) {
-		c := countsOf(ev.startsBy(), ids)
+		c := countsOf(ev.StartsBy(), ids)
 		return slices.Min(c) >= 5, fmt.Errorf("runs started %v", c)
 	}); err != nil {
 		rep.fail("%v", err)
 	}
-	rep.StartsBy = countsOf(ev.startsBy(), ids)
+	rep.StartsBy = countsOf(ev.StartsBy(), ids)
 
 	// 3. SIGKILL orchestrator-1 while runs of its sessions are in flight.
 	victim, vid := fl.orchs[0], ids[0]
@@ -265,7 +266,7 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 	var lastRead time.Time
 	var pending []string
 	werr := proc.WaitFor(ctx, failover+20*time.Second, "the killed orchestrator's partitions and runs to move", func() (bool, error) {
-		moved, at := own.movedAt(vparts, ids[1:])
+		moved, at := own.MovedAt(vparts, ids[1:])
 		if moved && rep.KillMoved == 0 {
 			rep.KillMoved = max(at.Sub(killed), time.Millisecond)
 		}
@@ -282,19 +283,19 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 		var last time.Duration
 		n := 0
 		for _, r := range inflight {
-			res, ok := ev.resumedBy(r[0], r[1])
-			if !ok || !res.at.Before(killed) {
+			res, ok := ev.ResumedBy(r[0], r[1])
+			if !ok || !res.At.Before(killed) {
 				n++
 			}
 			switch {
 			case !ok:
 				pending = append(pending, r[0]+"/"+check.Short(r[1]))
-			case res.at.Before(killed):
+			case res.At.Before(killed):
 				continue // moved earlier, when the third one joined
-			case res.orchestrator == vid:
+			case res.Orchestrator == vid:
 				return false, fmt.Errorf("run %s/%s resumed by the killed orchestrator", r[0], r[1])
 			default:
-				last = max(last, res.at.Sub(killed))
+				last = max(last, res.At.Sub(killed))
 			}
 		}
 		rep.KillInFlight, rep.KillResumed = n, last
@@ -319,7 +320,7 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 	// 4. SIGTERM orchestrator-2 mid-run: it hands over and exits 0.
 	term, tid := fl.orchs[1], ids[1]
 	if err := proc.WaitFor(ctx, settle, "two orchestrators owning 32 partitions each", func() (bool, error) {
-		return own.balanced(ids[1:], 32, 32)
+		return own.Balanced(ids[1:], 32, 32)
 	}); err != nil {
 		rep.fail("after the SIGKILL: %v", err)
 	}
@@ -333,7 +334,7 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 		return nil, err
 	}
 	if err := proc.WaitFor(ctx, handoverBound+10*time.Second, "the stopped orchestrator's partitions to move", func() (bool, error) {
-		moved, at := own.movedAt(tparts, ids[2:])
+		moved, at := own.MovedAt(tparts, ids[2:])
 		if moved {
 			rep.TermMoved = max(at.Sub(termed), time.Millisecond)
 		}
@@ -353,7 +354,7 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 	gone := time.Now()
 	load.release()
 	if err := proc.WaitFor(ctx, settle, "the last orchestrator owning every partition", func() (bool, error) {
-		return own.balanced(ids[2:], bus.Partitions, bus.Partitions)
+		return own.Balanced(ids[2:], bus.Partitions, bus.Partitions)
 	}); err != nil {
 		rep.fail("after the SIGTERM: %v", err)
 	}
@@ -445,7 +446,7 @@ func RunScale(ctx context.Context, cfg Config) (rep *ScaleReport, err error) {
 	writtenAfter(rep, hist, vid, victim.Name, dead)
 	writtenAfter(rep, hist, tid, term.Name, gone)
 	rep.TermInFlight, rep.TermHanded = inFlightAt(hist, tid, ids[2], tparts, termed)
-	rep.Starts = countsOf(ev.startsBy(), ids)
+	rep.Starts = countsOf(ev.StartsBy(), ids)
 	fl.mu.Lock()
 	rep.Exits = slices.Clone(fl.exits)
 	fl.mu.Unlock()

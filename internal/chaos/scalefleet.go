@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/chaos/model"
+	"github.com/agentfleet/agentfleet/internal/chaos/observe"
 	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 )
 
@@ -58,8 +59,8 @@ func (f *fleet) waitMarked(ctx context.Context, p *proc.Proc) error {
 // tools (so in flight for a few hundred milliseconds more). It returns the
 // partitions id owned. The trickle leaves those sessions alone until
 // load.release, so that no later message joins the long task's run.
-func burstAt(ctx context.Context, load *liveLoad, ev *runEvents, own *owners, sessions []string, id, tag string) ([]int, error) {
-	parts := ownedBy(own.snapshot(), id)
+func burstAt(ctx context.Context, load *liveLoad, ev *observe.RunEvents, own *observe.Owners, sessions []string, id, tag string) ([]int, error) {
+	parts := observe.OwnedBy(own.Snapshot(), id)
 	var targets, msgs []string
 	for _, s := range sessions {
 		if slices.Contains(parts, bus.Partition(agentName, s)) {
@@ -77,7 +78,7 @@ func burstAt(ctx context.Context, load *liveLoad, ev *runEvents, own *owners, se
 	err := proc.WaitFor(ctx, 20*time.Second, "the burst's runs to call their tools", func() (bool, error) {
 		var waiting []string
 		for _, m := range msgs {
-			if !ev.toolStarted(model.PlannedCalls(m)[1].ID) {
+			if !ev.ToolStarted(model.PlannedCalls(m)[1].ID) {
 				waiting = append(waiting, m)
 			}
 		}

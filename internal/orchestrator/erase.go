@@ -1,12 +1,14 @@
 package orchestrator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/agentfleet/agentfleet/internal/bus/erase"
+	"github.com/agentfleet/agentfleet/internal/bus/partition"
 	"github.com/agentfleet/agentfleet/internal/inputpolicy"
 )
 
@@ -18,7 +20,7 @@ var errErased = errors.New("the session was deleted")
 func (o *Orchestrator) eraseConfig() erase.Config {
 	return erase.Config{
 		Subjects: o.subjects, Self: o.id, Agent: o.CheckAgent, Replies: o.replies, Logger: o.log, Stop: o.stopErased,
-		Deleter: &erase.Deleter{Subjects: o.subjects, NC: o.nc, JS: o.durable.JetStream(), Objects: o.objects,
+		Deleter: &erase.Deleter{Subjects: o.subjects, NC: o.nc, JS: o.durable.JetStream(), Objects: o.objects, Settle: cmp.Or(o.cfg.LeaseTTL, partition.DefaultTTL),
 			Members: func() []string {
 				if t := o.partitions(); t != nil {
 					return t.Members()

@@ -28,6 +28,13 @@ type Deleter struct {
 	// stop; default 3s. A member that is dead but whose lease has not
 	// ended yet costs the whole wait.
 	StopWait time.Duration
+	// Settle is how long an orchestrator may go on with the session after
+	// it lost it, not knowing yet: the partitions' lease TTL. Such an
+	// orchestrator is no member, so the stop does not wait for it, and its
+	// events are no history append that the store fences: when the first
+	// purge removed anything, the delete waits Settle, then purges again
+	// what came meanwhile (Deleted.Late). 0: no second purge.
+	Settle time.Duration
 }
 
 // purgeRounds bounds how many times a target is purged while it still
@@ -52,12 +59,19 @@ func (d *Deleter) Delete(ctx context.Context, agent, session string) (*Deleted, 
 			return nil, err
 		}
 	}
+	var purged uint64
 	for _, t := range Targets(d.Subjects, agent, session) {
 		n, err := d.purge(ctx, t)
 		if err != nil {
 			return nil, err
 		}
 		out.Messages[t.Stream] = n
+		purged += n
+	}
+	if purged > 0 && d.Settle > 0 {
+		if out.Late, err = d.settle(ctx, agent, session); err != nil {
+			return nil, err
+		}
 	}
 	if d.Objects != nil {
 		// The stopped runs' calls may still be on workers: whatever they
@@ -133,6 +147,32 @@ func (d *Deleter) stop(ctx context.Context, agent, session string) (stopped, una
 		return nil, nil, nil, fmt.Errorf("stop session %s: %w", session, context.Cause(ctx))
 	}
 	return stopped, Unanswered(members, answered), runs, nil
+}
+
+// settle waits Settle, then purges again what was published of the
+// session since the first purge, and returns what it removed (nil: none).
+func (d *Deleter) settle(ctx context.Context, agent, session string) (map[string]uint64, error) {
+	t := time.NewTimer(d.Settle)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("delete of session %s: waiting for orchestrators that lost it: %w", session, context.Cause(ctx))
+	}
+	var late map[string]uint64
+	for _, tg := range Targets(d.Subjects, agent, session) {
+		n, err := d.purge(ctx, tg)
+		if err != nil {
+			return nil, err
+		}
+		if n > 0 {
+			if late == nil {
+				late = map[string]uint64{}
+			}
+			late[tg.Stream] = n
+		}
+	}
+	return late, nil
 }
 
 // purge removes the session's messages from t's stream and returns how

@@ -56,6 +56,10 @@ type Deleted struct {
 	Objects    int               `json:"objects"`
 	Stopped    []string          `json:"stopped,omitempty"`
 	Unanswered []string          `json:"unanswered,omitempty"`
+	// Late counts, per stream, what a deposed orchestrator published of
+	// the session after the first purge and the settle purge removed
+	// (Deleter.Settle); nil when nothing was.
+	Late map[string]uint64 `json:"late,omitempty"`
 }
 
 // Reply is the JSON answer to a delete request: what was deleted, or why

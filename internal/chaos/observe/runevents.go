@@ -1,4 +1,9 @@
-package chaos
+// Package observe follows the fleet while the harness drives it: the
+// owners of the session partitions (a watch of the partition table) and
+// who started and resumed which run (the runs' events of agent Agent).
+// The scale harness of internal/chaos judges membership changes with it.
+// It imports the NATS client, internal/bus and internal/chaos/proc.
+package observe
 
 import (
 	"encoding/json"
@@ -10,28 +15,31 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// runEvents records, from the core NATS events of agent "default", who
+// Agent is the agent whose runs' events RunEvents records.
+const Agent = "default"
+
+// RunEvents records, from the core NATS events of agent "default", who
 // started each run (run.start), who resumed which run (run.resumed) and
 // when each tool call began (tool.start).
-type runEvents struct {
+type RunEvents struct {
 	subs []*nats.Subscription
 
 	mu      sync.Mutex
 	starts  map[string]int // orchestrator id → runs started
-	resumed map[string]resumption
+	resumed map[string]Resumption
 	tools   map[string]time.Time // tool call id → first tool.start
 }
 
-// resumption is one run.resumed event: who, and when it arrived.
-type resumption struct {
-	orchestrator string
-	at           time.Time
+// Resumption is one run.resumed event: who, and when it arrived.
+type Resumption struct {
+	Orchestrator string
+	At           time.Time
 }
 
-// subscribeRunEvents subscribes the events it records and flushes, so that
+// SubscribeRunEvents subscribes the events it records and flushes, so that
 // every event published afterwards is seen.
-func subscribeRunEvents(nc *nats.Conn) (*runEvents, error) {
-	r := &runEvents{starts: map[string]int{}, resumed: map[string]resumption{}, tools: map[string]time.Time{}}
+func SubscribeRunEvents(nc *nats.Conn) (*RunEvents, error) {
+	r := &RunEvents{starts: map[string]int{}, resumed: map[string]Resumption{}, tools: map[string]time.Time{}}
 	handle := func(m *nats.Msg) {
 		now := time.Now()
 		var e agentfleet.Event
@@ -46,7 +54,7 @@ func subscribeRunEvents(nc *nats.Conn) (*runEvents, error) {
 		case agentfleet.EventRunResumed:
 			key := e.Session + "/" + e.RunID
 			if _, ok := r.resumed[key]; !ok {
-				r.resumed[key] = resumption{orchestrator: e.Orchestrator, at: now}
+				r.resumed[key] = Resumption{Orchestrator: e.Orchestrator, At: now}
 			}
 		case agentfleet.EventToolStart:
 			if _, ok := r.tools[e.ToolCallID]; !ok {
@@ -54,30 +62,30 @@ func subscribeRunEvents(nc *nats.Conn) (*runEvents, error) {
 			}
 		}
 	}
-	prefix := "agent.events." + agentName + ".*."
+	prefix := "agent.events." + Agent + ".*."
 	for _, s := range []string{"run.start", "run.resumed", "tool.start"} {
 		sub, err := nc.Subscribe(prefix+s, handle)
 		if err != nil {
-			r.close()
+			r.Close()
 			return nil, fmt.Errorf("subscribe events: %w", err)
 		}
 		r.subs = append(r.subs, sub)
 	}
 	if err := nc.Flush(); err != nil {
-		r.close()
+		r.Close()
 		return nil, fmt.Errorf("subscribe events: %w", err)
 	}
 	return r, nil
 }
 
-func (r *runEvents) close() {
+func (r *RunEvents) Close() {
 	for _, s := range r.subs {
 		_ = s.Unsubscribe()
 	}
 }
 
-// startsBy returns the runs started per orchestrator id.
-func (r *runEvents) startsBy() map[string]int {
+// StartsBy returns the runs started per orchestrator id.
+func (r *RunEvents) StartsBy() map[string]int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	m := make(map[string]int, len(r.starts))
@@ -87,16 +95,16 @@ func (r *runEvents) startsBy() map[string]int {
 	return m
 }
 
-// resumedBy returns the resumption of the run of session, if seen.
-func (r *runEvents) resumedBy(session, run string) (resumption, bool) {
+// ResumedBy returns the resumption of the run of session, if seen.
+func (r *RunEvents) ResumedBy(session, run string) (Resumption, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	res, ok := r.resumed[session+"/"+run]
 	return res, ok
 }
 
-// toolStarted reports whether a tool.start of call id was seen.
-func (r *runEvents) toolStarted(call string) bool {
+// ToolStarted reports whether a tool.start of call id was seen.
+func (r *RunEvents) ToolStarted(call string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	_, ok := r.tools[call]

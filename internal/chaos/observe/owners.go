@@ -1,4 +1,4 @@
-package chaos
+package observe
 
 import (
 	"context"
@@ -16,9 +16,9 @@ import (
 // bus.Subjects.StreamName("PARTITIONS").
 const partitionsBucket = "AGENT_PARTITIONS"
 
-// owners follows AGENT_PARTITIONS with a KV watch: the owner of each
+// Owners follows AGENT_PARTITIONS with a KV watch: the owner of each
 // partition, and when its key last changed as seen here.
-type owners struct {
+type Owners struct {
 	w jetstream.KeyWatcher
 
 	mu    sync.Mutex
@@ -26,9 +26,9 @@ type owners struct {
 	at    map[int]time.Time
 }
 
-// watchOwners opens the bucket (waiting, bounded, until an orchestrator
+// WatchOwners opens the bucket (waiting, bounded, until an orchestrator
 // created it) and starts following it.
-func watchOwners(ctx context.Context, js jetstream.JetStream) (*owners, error) {
+func WatchOwners(ctx context.Context, js jetstream.JetStream) (*Owners, error) {
 	var kv jetstream.KeyValue
 	if err := proc.WaitFor(ctx, proc.StartTimeout, "the "+partitionsBucket+" bucket", func() (bool, error) {
 		var err error
@@ -41,7 +41,7 @@ func watchOwners(ctx context.Context, js jetstream.JetStream) (*owners, error) {
 	if err != nil {
 		return nil, fmt.Errorf("watch %s: %w", partitionsBucket, err)
 	}
-	o := &owners{w: w, owner: map[int]string{}, at: map[int]time.Time{}}
+	o := &Owners{w: w, owner: map[int]string{}, at: map[int]time.Time{}}
 	go func() {
 		for e := range w.Updates() {
 			if e == nil {
@@ -64,10 +64,10 @@ func watchOwners(ctx context.Context, js jetstream.JetStream) (*owners, error) {
 	return o, nil
 }
 
-func (o *owners) stop() { _ = o.w.Stop() }
+func (o *Owners) Stop() { _ = o.w.Stop() }
 
-// snapshot returns the owner of every partition that has one.
-func (o *owners) snapshot() map[int]string {
+// Snapshot returns the owner of every partition that has one.
+func (o *Owners) Snapshot() map[int]string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	m := make(map[int]string, len(o.owner))
@@ -77,19 +77,19 @@ func (o *owners) snapshot() map[int]string {
 	return m
 }
 
-// counts returns how many partitions each owner holds.
-func (o *owners) counts() map[string]int {
+// Counts returns how many partitions each owner holds.
+func (o *Owners) Counts() map[string]int {
 	c := map[string]int{}
-	for _, id := range o.snapshot() {
+	for _, id := range o.Snapshot() {
 		c[id]++
 	}
 	return c
 }
 
-// balanced reports whether every partition is owned by one of ids and each
+// Balanced reports whether every partition is owned by one of ids and each
 // of them owns between lo and hi.
-func (o *owners) balanced(ids []string, lo, hi int) (bool, error) {
-	snap := o.snapshot()
+func (o *Owners) Balanced(ids []string, lo, hi int) (bool, error) {
+	snap := o.Snapshot()
 	c := map[string]int{}
 	for _, id := range snap {
 		c[id]++
@@ -107,9 +107,9 @@ func (o *owners) balanced(ids []string, lo, hi int) (bool, error) {
 	return true, nil
 }
 
-// movedAt reports whether every partition of ps is owned by one of ids,
+// MovedAt reports whether every partition of ps is owned by one of ids,
 // and when the last of their keys changed.
-func (o *owners) movedAt(ps []int, ids []string) (bool, time.Time) {
+func (o *Owners) MovedAt(ps []int, ids []string) (bool, time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	var last time.Time
@@ -128,8 +128,8 @@ func (o *owners) movedAt(ps []int, ids []string) (bool, time.Time) {
 	return true, last
 }
 
-// ownedBy returns the partitions that id owns in snap.
-func ownedBy(snap map[int]string, id string) []int {
+// OwnedBy returns the partitions that id owns in snap.
+func OwnedBy(snap map[int]string, id string) []int {
 	var ps []int
 	for p := range bus.Partitions {
 		if snap[p] == id {
