@@ -14,9 +14,10 @@ import (
 
 // natsClientUsers are the packages, besides those under internal/bus and
 // cmd, whose non-test files may import the NATS client: the fault-injection
-// harness, which cuts and restores connections itself, and its ledger
-// worker, which stores each execution in a stream of its own.
-var natsClientUsers = []string{"internal/chaos", "internal/chaos/ledger"}
+// harness, which cuts and restores connections itself, its ledger
+// worker, which stores each execution in a stream of its own, and its
+// observers of the partitions' owners and the runs' events.
+var natsClientUsers = []string{"internal/chaos", "internal/chaos/ledger", "internal/chaos/observe"}
 
 // TestNATSClientOnlyWhereNATSIsTheTransport: outside tests, nats.go (and
 // its jetstream and micro packages) is imported only by the packages under

@@ -82,6 +82,12 @@ type Config struct {
 	// nothing of before the delete in any stream
 	// (check.Findings.VerifyErased). Default 0.
 	Erase int
+	// HistoryMaxRecords > 0 bounds the history of agent default's
+	// sessions (its profile's history: {max_records}); the check then
+	// reads what a load of each session sees (check.Visible), the messages
+	// from the first one kept (check.Kept), and each session within its
+	// bound (check.Findings.VerifyBound). Default 0, unbounded.
+	HistoryMaxRecords int
 	// NATSNodes is 1, one nats-server, or 3, a JetStream cluster on
 	// loopback whose streams the orchestrators replicate on every node;
 	// default 1.
@@ -360,8 +366,16 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
-	checkedHist := splitErased(erased, hist)
+	checkedHist := check.Visible(splitErased(erased, hist))
+	var dropped int
+	if cfg.HistoryMaxRecords > 0 {
+		checked, dropped = check.Kept(checked, checkedHist)
+	}
 	rep = &Report{Findings: check.Verify(checked, checkedHist, ledger)}
+	if cfg.HistoryMaxRecords > 0 {
+		rep.VerifyBound(checkedHist, cfg.HistoryMaxRecords)
+		cfg.Logf("chaos: retention: %d messages' runs dropped, %d records kept of %d stored", dropped, len(checkedHist), len(hist))
+	}
 	if len(erased) > 0 {
 		rep.VerifyErased(erased, erasedState)
 	}

@@ -26,6 +26,7 @@ var (
 	flagHog   = flag.Bool("chaos.hog", false, "run a CPU hog on every core during the load")
 	flagDeleg = flag.Bool("chaos.delegate", true, "give agent default agent helper as a tool, asked for about one message in four (-chaos.delegate=false for sessions without delegation)")
 	flagKeep  = flag.Bool("chaos.keep", false, "keep the work directory (NATS store, logs) of every seed")
+	flagKeepN = flag.Int("chaos.history", 0, "bound the history of the sessions to this many records (their profile's history: {max_records}); 0 for none")
 	flagErase = flag.Int("chaos.erase", 4, "sessions the load deletes while the faults go on, each with messages before and one after its delete (0 for none)")
 )
 
@@ -84,7 +85,7 @@ func TestChaos(t *testing.T) {
 			cfg.Sessions, cfg.Messages, cfg.Duration, cfg.Faults, cfg.Quiesce = 40, 400, 60*time.Second, 20, 90*time.Second
 		}
 		cfg.Orchestrators, cfg.NATSNodes = *flagOrchs, *flagNodes
-		cfg.NetFaults, cfg.Hog, cfg.Delegate, cfg.Erase = *flagNet, *flagHog, *flagDeleg, *flagErase
+		cfg.NetFaults, cfg.Hog, cfg.Delegate, cfg.Erase, cfg.HistoryMaxRecords = *flagNet, *flagHog, *flagDeleg, *flagErase, *flagKeepN
 		if *flagKinds != "" {
 			for _, k := range strings.Split(*flagKinds, ",") {
 				cfg.FaultKinds = append(cfg.FaultKinds, FaultKind(strings.TrimSpace(k)))

@@ -60,10 +60,20 @@ func newFleet(cfg *Config, dir, modelURL string) (*fleet, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Delegate {
-		// Every tool for both agents, and helper as a tool of default.
+	if cfg.Delegate || cfg.HistoryMaxRecords > 0 {
+		// Every tool for both agents, helper as a tool of default, and
+		// default's history bounded.
 		file := filepath.Join(dir, "agents.yaml")
-		profiles := "agents:\n  - name: " + agentName + "\n    agents: [" + model.Child + "]\n  - name: " + model.Child + "\n"
+		profiles := "agents:\n  - name: " + agentName + "\n"
+		if cfg.Delegate {
+			profiles += "    agents: [" + model.Child + "]\n"
+		}
+		if cfg.HistoryMaxRecords > 0 {
+			profiles += fmt.Sprintf("    history: {max_records: %d}\n", cfg.HistoryMaxRecords)
+		}
+		if cfg.Delegate {
+			profiles += "  - name: " + model.Child + "\n"
+		}
 		if err := os.WriteFile(file, []byte(profiles), 0o644); err != nil {
 			return nil, err
 		}

@@ -92,7 +92,9 @@ func checkRecords(seq uint64, at time.Time, session string, h nats.Header, data 
 		d := decoded[0]
 		decoded = decoded[1:]
 		r := &check.Record{Seq: seq, Time: at, Session: session, Run: d.RunID, Writer: d.Writer, Msg: d.Message, Final: d.Final, End: d.Final != nil}
-		if r.Msg == nil && r.Final == nil {
+		if d.Retained != nil {
+			r.Cut = max(d.Retained.FirstSeq, 1)
+		} else if r.Msg == nil && r.Final == nil {
 			r.Bad = fmt.Sprintf("history record %d of run %s is neither a message nor a run end", seq, d.RunID)
 		}
 		out = append(out, r)
@@ -144,7 +146,9 @@ func (f *fleet) quiesce(ctx context.Context, js jetstream.JetStream, p *check.Pl
 			return false, err
 		}
 		var done bool
-		done, missing = check.Answered(p, recs)
+		visible := check.Visible(recs)
+		kept, _ := check.Kept(p, visible)
+		done, missing = check.Answered(kept, visible)
 		if !done {
 			return false, fmt.Errorf("%d messages have no ended run", missing)
 		}

@@ -1,7 +1,10 @@
 package orchestrator
 
 import (
+	"errors"
+
 	"github.com/agentfleet/agentfleet"
+	"github.com/agentfleet/agentfleet/internal/bus/ownership"
 	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/tracing"
@@ -54,8 +57,15 @@ var _ loop.Sink = loopSink{}
 // sessions.
 // A session handed over to another agent keeps its events on the subjects
 // of the agent it is addressed to.
+// Events go out only while the partition's fence holds, as appends do: a
+// deposed orchestrator (past its lease by its own clock, or another owns
+// the partition) publishes none to outlive a delete; a lease in doubt does.
 func (l loopSink) Emit(e *agentfleet.Event) {
 	if l.s.erased.Load() {
+		return
+	}
+	var fenced *ownership.FencedError
+	if errors.As(l.s.owner.Check(l.s.fence), &fenced) {
 		return
 	}
 	a := l.s.serves()

@@ -44,7 +44,7 @@ const (
 )
 
 // Classes lists every class in report order.
-var Classes = []Class{ClassLost, ClassDupUser, ClassStuck, ClassDupEnd, ClassReordered, ClassInterleaved, ClassWrongAnswer, ClassMalformed, ClassLedgerTwice, ClassLedgerDeposed, ClassAskResults, ClassDupChild, ClassErased}
+var Classes = []Class{ClassLost, ClassDupUser, ClassStuck, ClassDupEnd, ClassReordered, ClassInterleaved, ClassWrongAnswer, ClassMalformed, ClassLedgerTwice, ClassLedgerDeposed, ClassAskResults, ClassDupChild, ClassErased, ClassOverBound}
 
 // MaxExamples bounds the examples kept per class.
 const MaxExamples = 5

@@ -22,6 +22,10 @@ type Record struct {
 	Msg agentfleet.Message
 	// Final is a run end's final message.
 	Final *agentfleet.AssistantMessage
+	// Cut, on a retained record (retention), is the first stream
+	// sequence the session's history keeps: loads leave out what is
+	// stored before it. 0 on every other record.
+	Cut uint64
 	// Bad says why the record did not decode, empty when it did.
 	Bad string
 }

@@ -1,0 +1,97 @@
+package check
+
+import (
+	"testing"
+
+	"github.com/agentfleet/agentfleet"
+)
+
+func TestVisible(t *testing.T) {
+	u := func(seq uint64, s, run, id string) *Record {
+		return &Record{Seq: seq, Session: s, Run: run, Msg: &agentfleet.UserMessage{ID: id}}
+	}
+	recs := []*Record{
+		u(1, "a", "r1", "m1"), u(2, "b", "q1", "n1"), u(3, "a", "r2", "m2"),
+		{Seq: 4, Session: "a", Run: "r2", Cut: 3}, // a's first cut: r1 dropped
+		u(5, "a", "r3", "m3"),
+		{Seq: 6, Session: "a", Run: "r3", Cut: 5}, // a's second: r2 too
+		u(7, "b", "q2", "n2"),
+	}
+	var got []uint64
+	for _, r := range Visible(recs) {
+		got = append(got, r.Seq)
+	}
+	if want := []uint64{2, 5, 7}; !equal(got, want) {
+		t.Errorf("visible seqs %v, want %v", got, want)
+	}
+	if n := len(Visible(recs[:3])); n != 3 {
+		t.Errorf("without a cut %d visible, want all 3", n)
+	}
+}
+
+func equal(a, b []uint64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestKept(t *testing.T) {
+	p := &Plan{Sessions: []*SessionPlan{
+		{Name: "a", Messages: []*Message{{ID: "m1"}, {ID: "m2"}, {ID: "m3"}}},
+		{Name: "b", Messages: []*Message{{ID: "n1"}}},
+		{Name: "c", Messages: []*Message{{ID: "k1"}}},
+	}}
+	visible := []*Record{
+		{Seq: 5, Session: "a", Run: "r3", Msg: &agentfleet.UserMessage{ID: "m3"}},
+		{Seq: 2, Session: "b", Run: "q1", Msg: &agentfleet.UserMessage{ID: "n1"}},
+	}
+	kept, dropped := Kept(p, visible)
+	if dropped != 2 {
+		t.Errorf("dropped %d, want 2 (m1, m2)", dropped)
+	}
+	if ids := kept.Sessions[0].PublishOrder(); len(ids) != 1 || ids[0] != "m3" {
+		t.Errorf("a keeps %v, want [m3]", ids)
+	}
+	if n := len(kept.Sessions[1].Messages); n != 1 {
+		t.Errorf("b keeps %d, want 1", n)
+	}
+	// A session with nothing visible keeps its plan: its messages are lost.
+	if n := len(kept.Sessions[2].Messages); n != 1 {
+		t.Errorf("c keeps %d, want its 1 (reported lost)", n)
+	}
+}
+
+func TestVerifyBound(t *testing.T) {
+	run := func(s, id string, n int) []*Record {
+		var out []*Record
+		for range n {
+			out = append(out, &Record{Session: s, Run: id})
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		name string
+		recs []*Record
+		want int
+	}{
+		{"within the bound", append(run("a", "r1", 6), run("a", "r2", 6)...), 0},
+		{"the last run alone over it", run("a", "r1", 30), 0},
+		{"over before the last run", append(append(run("a", "r1", 8), run("a", "r2", 8)...), run("a", "r3", 2)...), 1},
+		{"one session over, one not", append(append(run("a", "r1", 13), run("a", "r2", 1)...), run("b", "q1", 12)...), 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var f Findings
+			f = *newFindings()
+			f.VerifyBound(tt.recs, 12)
+			if got := f.Count(ClassOverBound); got != tt.want {
+				t.Errorf("%d violations, want %d: %v", got, tt.want, f.Violations)
+			}
+		})
+	}
+}
