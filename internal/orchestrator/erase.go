@@ -20,7 +20,7 @@ var errErased = errors.New("the session was deleted")
 func (o *Orchestrator) eraseConfig() erase.Config {
 	return erase.Config{
 		Subjects: o.subjects, Self: o.id, Agent: o.CheckAgent, Replies: o.replies, Logger: o.log, Stop: o.stopErased,
-		Deleter: &erase.Deleter{Subjects: o.subjects, NC: o.nc, JS: o.durable.JetStream(), Objects: o.objects, Settle: cmp.Or(o.cfg.LeaseTTL, partition.DefaultTTL),
+		Deleter: &erase.Deleter{Subjects: o.subjects, NC: o.nc, JS: o.durable.JetStream(), Objects: o.objects, Settle: cmp.Or(o.cfg.LeaseTTL, partition.DefaultTTL), Self: o.id, Replicas: o.durable.Config().Replicas,
 			Members: func() []string {
 				if t := o.partitions(); t != nil {
 					return t.Members()

@@ -35,6 +35,10 @@ type Deleter struct {
 	// purge removed anything, the delete waits Settle, then purges again
 	// what came meanwhile (Deleted.Late). 0: no second purge.
 	Settle time.Duration
+	// Self names the orchestrator in the delete lease (lease.go);
+	// Replicas is the lease bucket's (default 1).
+	Self     string
+	Replicas int
 }
 
 // purgeRounds bounds how many times a target is purged while it still
@@ -52,7 +56,13 @@ func (d *Deleter) Delete(ctx context.Context, agent, session string) (*Deleted, 
 		}
 	}
 	out := &Deleted{Agent: agent, Session: session, Messages: map[string]uint64{}}
-	var err error
+	// One delete of a session at a time: it holds the lease for its stop,
+	// purges and settle, with room to spare.
+	l, err := acquire(ctx, d.JS, d.Replicas, agent, session, d.Self, d.stopWait()+2*d.Settle+15*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer l.release(context.WithoutCancel(ctx))
 	var runs []string
 	if d.NC != nil {
 		if out.Stopped, out.Unanswered, runs, err = d.stop(ctx, agent, session); err != nil {
@@ -61,7 +71,7 @@ func (d *Deleter) Delete(ctx context.Context, agent, session string) (*Deleted, 
 	}
 	var purged uint64
 	for _, t := range Targets(d.Subjects, agent, session) {
-		n, err := d.purge(ctx, t)
+		n, err := d.purge(ctx, l, t)
 		if err != nil {
 			return nil, err
 		}
@@ -69,7 +79,7 @@ func (d *Deleter) Delete(ctx context.Context, agent, session string) (*Deleted, 
 		purged += n
 	}
 	if purged > 0 && d.Settle > 0 {
-		if out.Late, err = d.settle(ctx, agent, session); err != nil {
+		if out.Late, err = d.settle(ctx, l, agent, session); err != nil {
 			return nil, err
 		}
 	}
@@ -90,10 +100,7 @@ func (d *Deleter) Delete(ctx context.Context, agent, session string) (*Deleted, 
 // members' answers (or StopWait). An orchestrator that answers with an
 // error fails the delete: it holds the session and could not stop it.
 func (d *Deleter) stop(ctx context.Context, agent, session string) (stopped, unanswered, runs []string, err error) {
-	wait := d.StopWait
-	if wait <= 0 {
-		wait = 3 * time.Second
-	}
+	wait := d.stopWait()
 	inbox := d.NC.NewRespInbox()
 	sub, err := d.NC.SubscribeSync(inbox)
 	if err != nil {
@@ -149,9 +156,17 @@ func (d *Deleter) stop(ctx context.Context, agent, session string) (stopped, una
 	return stopped, Unanswered(members, answered), runs, nil
 }
 
+// stopWait is StopWait or its default.
+func (d *Deleter) stopWait() time.Duration {
+	if d.StopWait > 0 {
+		return d.StopWait
+	}
+	return 3 * time.Second
+}
+
 // settle waits Settle, then purges again what was published of the
 // session since the first purge, and returns what it removed (nil: none).
-func (d *Deleter) settle(ctx context.Context, agent, session string) (map[string]uint64, error) {
+func (d *Deleter) settle(ctx context.Context, l *lease, agent, session string) (map[string]uint64, error) {
 	t := time.NewTimer(d.Settle)
 	defer t.Stop()
 	select {
@@ -161,7 +176,7 @@ func (d *Deleter) settle(ctx context.Context, agent, session string) (map[string
 	}
 	var late map[string]uint64
 	for _, tg := range Targets(d.Subjects, agent, session) {
-		n, err := d.purge(ctx, tg)
+		n, err := d.purge(ctx, l, tg)
 		if err != nil {
 			return nil, err
 		}
@@ -178,7 +193,7 @@ func (d *Deleter) settle(ctx context.Context, agent, session string) (map[string
 // purge removes the session's messages from t's stream and returns how
 // many it removed; it purges again while the stream still holds some
 // (published late by an owner on its way out), up to purgeRounds.
-func (d *Deleter) purge(ctx context.Context, t Target) (uint64, error) {
+func (d *Deleter) purge(ctx context.Context, l *lease, t Target) (uint64, error) {
 	str, err := d.JS.Stream(ctx, t.Stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return 0, nil
@@ -194,6 +209,9 @@ func (d *Deleter) purge(ctx context.Context, t Target) (uint64, error) {
 		}
 		if n == 0 {
 			return total, nil
+		}
+		if err := l.check(ctx); err != nil {
+			return total, err
 		}
 		if err := str.Purge(ctx, jetstream.WithPurgeSubject(t.Filter)); err != nil {
 			return total, fmt.Errorf("stream %s: purge %s: %w", t.Stream, t.Filter, err)
