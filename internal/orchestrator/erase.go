@@ -3,23 +3,23 @@ package orchestrator
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
+	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/erase"
 	"github.com/agentfleet/agentfleet/internal/bus/partition"
 	"github.com/agentfleet/agentfleet/internal/inputpolicy"
 )
 
 // errErased is why a deleted session stopped.
-var errErased = errors.New("the session was deleted")
+var errErased = bus.ErrDeleted
 
 // eraseConfig wires the delete of sessions (package erase) to this
 // orchestrator: its streams and objects, its members, and stopErased.
 func (o *Orchestrator) eraseConfig() erase.Config {
 	return erase.Config{
-		Subjects: o.subjects, Self: o.id, Agent: o.CheckAgent, Replies: o.replies, Logger: o.log, Stop: o.stopErased,
+		Subjects: o.subjects, Self: o.id, Agent: o.CheckAgent, Replies: o.replies, Logger: o.log, Stop: o.stopErased, Tombstones: &o.tombs,
 		Deleter: &erase.Deleter{Subjects: o.subjects, NC: o.nc, JS: o.durable.JetStream(), Objects: o.objects, Settle: cmp.Or(o.cfg.LeaseTTL, partition.DefaultTTL), Self: o.id, Replicas: o.durable.Config().Replicas,
 			Members: func() []string {
 				if t := o.partitions(); t != nil {

@@ -32,6 +32,9 @@ func (o *Orchestrator) HandleInput(in *input.Inbound) error {
 	if err := o.admit(in.Agent, in.Message); err != nil {
 		return err
 	}
+	if err := o.tombs.Refuses(in.Agent, in.Session, in.Seq, time.Now()); err != nil {
+		return err
+	}
 	d := delivery(in, false)
 	var st inputpolicy.State
 	if d.Durable {

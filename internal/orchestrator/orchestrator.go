@@ -153,6 +153,7 @@ type Orchestrator struct {
 	opened   atomic.Pointer[history.Store]
 	forks    *timetravel.Server // durable only: answers the fork subject (timetravel)
 	erasing  *erase.Server      // durable only: answers the delete and stop subjects (erase.go)
+	tombs    erase.Tombstones   // the sessions deleted lately, whose older input is refused
 	outcomes *toolrpc.Outcomes  // durable only: the outcomes workers record (outcomes.go)
 	objects  *objref.Store      // large payloads; nil without JetStream (payloads.go)
 	table    *partition.Table   // with durable input: the partitions this one owns

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/agentfleet/agentfleet/internal/bus"
@@ -65,7 +66,7 @@ func (d *Deleter) Delete(ctx context.Context, agent, session string) (*Deleted, 
 	defer l.release(context.WithoutCancel(ctx))
 	var runs []string
 	if d.NC != nil {
-		if out.Stopped, out.Unanswered, runs, err = d.stop(ctx, agent, session); err != nil {
+		if out.Stopped, out.Unanswered, runs, err = d.stop(ctx, agent, session, d.inputSeq(ctx)); err != nil {
 			return nil, err
 		}
 	}
@@ -77,6 +78,21 @@ func (d *Deleter) Delete(ctx context.Context, agent, session string) (*Deleted, 
 		}
 		out.Messages[t.Stream] = n
 		purged += n
+	}
+	if d.NC != nil {
+		// Again, with what the input stream holds now: a delivery an
+		// orchestrator held in its buffer through the first stop, and the
+		// session it loaded for it, are refused and stopped now.
+		again, _, more, err := d.stop(ctx, agent, session, d.inputSeq(ctx))
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range again {
+			if !slices.Contains(out.Stopped, o) {
+				out.Stopped = append(out.Stopped, o)
+			}
+		}
+		runs = append(runs, more...)
 	}
 	if purged > 0 && d.Settle > 0 {
 		if out.Late, err = d.settle(ctx, l, agent, session); err != nil {
@@ -99,7 +115,7 @@ func (d *Deleter) Delete(ctx context.Context, agent, session string) (*Deleted, 
 // stop asks every orchestrator to stop the session, and waits for the
 // members' answers (or StopWait). An orchestrator that answers with an
 // error fails the delete: it holds the session and could not stop it.
-func (d *Deleter) stop(ctx context.Context, agent, session string) (stopped, unanswered, runs []string, err error) {
+func (d *Deleter) stop(ctx context.Context, agent, session string, inputSeq uint64) (stopped, unanswered, runs []string, err error) {
 	wait := d.stopWait()
 	inbox := d.NC.NewRespInbox()
 	sub, err := d.NC.SubscribeSync(inbox)
@@ -107,7 +123,8 @@ func (d *Deleter) stop(ctx context.Context, agent, session string) (stopped, una
 		return nil, nil, nil, fmt.Errorf("stop session %s: %w", session, err)
 	}
 	defer sub.Unsubscribe()
-	if err := d.NC.PublishRequest(StopSubject(d.Subjects, agent, session), inbox, []byte("{}")); err != nil {
+	body, _ := json.Marshal(StopRequest{InputSeq: inputSeq})
+	if err := d.NC.PublishRequest(StopSubject(d.Subjects, agent, session), inbox, body); err != nil {
 		return nil, nil, nil, fmt.Errorf("stop session %s: %w", session, err)
 	}
 	var members []string
@@ -154,6 +171,16 @@ func (d *Deleter) stop(ctx context.Context, agent, session string) (stopped, una
 		return nil, nil, nil, fmt.Errorf("stop session %s: %w", session, context.Cause(ctx))
 	}
 	return stopped, Unanswered(members, answered), runs, nil
+}
+
+// inputSeq returns the input stream's last sequence, 0 when it cannot
+// tell (no stream: no input to refuse).
+func (d *Deleter) inputSeq(ctx context.Context) uint64 {
+	str, err := d.JS.Stream(ctx, d.Subjects.StreamName("INPUT"))
+	if err != nil {
+		return 0
+	}
+	return str.CachedInfo().State.LastSeq
 }
 
 // stopWait is StopWait or its default.

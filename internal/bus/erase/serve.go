@@ -33,6 +33,10 @@ type Config struct {
 	// error when it could not within ctx. Nil: the stop subject is not
 	// served.
 	Stop func(ctx context.Context, agent, session string) (held bool, runs []string, err error)
+	// Tombstones, with Stop, remember the sessions stopped for a delete
+	// and the input they stored before it, which the orchestrator then
+	// refuses (Tombstones.Refuses).
+	Tombstones *Tombstones
 	// Replies decides which reply subjects are answered (default the zero
 	// bus.ReplyGuard); a request whose reply it refuses is dropped with a
 	// log line and deletes nothing.
@@ -92,7 +96,12 @@ func Serve(ctx context.Context, nc *bus.Conn, cfg Config) (*Server, error) {
 		sub, err := nc.Subscribe(StopWildcard(cfg.Subjects), guarded(nc, cfg, stops, "stop", func(m *nats.Msg) any {
 			rep := &StopReply{Orchestrator: cfg.Self}
 			agent, session, err := ParseStop(cfg.Subjects, m.Subject)
+			var req StopRequest
 			if err == nil {
+				req, err = ParseStopRequest(m.Data)
+			}
+			if err == nil {
+				cfg.Tombstones.Add(agent, session, req.InputSeq, time.Now())
 				sctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 				rep.Held, rep.Runs, err = cfg.Stop(sctx, agent, session)
 				cancel()

@@ -403,8 +403,14 @@ func TestStopHostile(t *testing.T) {
 	if rep := stop("agent.erase.default."+strings.Repeat("s", 200), "{}"); rep.Orchestrator != "o1" || !strings.Contains(rep.Error, "limit is 128") {
 		t.Errorf("stop of a long name: %+v", rep)
 	}
-	if rep := stop(erase.StopSubject(f.subjects, "default", "s2"), "{not json"+strings.Repeat("x", 10000)); rep.Orchestrator != "o1" || rep.Error != "" {
-		t.Errorf("stop with a garbage body: %+v", rep)
+	if rep := stop(erase.StopSubject(f.subjects, "default", "s2"), "{not json"+strings.Repeat("x", 10000)); rep.Orchestrator != "o1" || !strings.Contains(rep.Error, "the limit is 256") {
+		t.Errorf("stop with a garbage body: %+v, want refused for its size", rep)
+	}
+	if rep := stop(erase.StopSubject(f.subjects, "default", "s2"), `{"input_seq":"x"}`); !strings.Contains(rep.Error, "not JSON of {input_seq}") {
+		t.Errorf("stop with a bad input_seq: %+v, want refused", rep)
+	}
+	if rep := stop(erase.StopSubject(f.subjects, "default", "s2"), `{"input_seq":5}`); rep.Orchestrator != "o1" || rep.Error != "" {
+		t.Errorf("stop of s2: %+v", rep)
 	}
 	if m, err := spy.NextMsg(100 * time.Millisecond); err == nil {
 		t.Fatalf("answered on %s: %q", m.Subject, m.Data)

@@ -379,6 +379,9 @@ func (in *Input) reject(m *nats.Msg, msg *Inbound, err error) {
 	if len(payload) > 256 {
 		payload = payload[:256]
 	}
+	if errors.Is(err, bus.ErrDeleted) {
+		payload = nil
+	}
 	p := string(payload)
 	if !utf8.ValidString(p) {
 		p = fmt.Sprintf("%q", payload)
