@@ -27,7 +27,7 @@ var (
 	flagDeleg = flag.Bool("chaos.delegate", true, "give agent default agent helper as a tool, asked for about one message in four (-chaos.delegate=false for sessions without delegation)")
 	flagKeep  = flag.Bool("chaos.keep", false, "keep the work directory (NATS store, logs) of every seed")
 	flagKeepN = flag.Int("chaos.history", 0, "bound the history of the sessions to this many records (their profile's history: {max_records}); 0 for none")
-	flagErase = flag.Int("chaos.erase", 4, "sessions the load deletes while the faults go on, each with messages before and one after its delete (0 for none)")
+	flagErase = flag.Int("chaos.erase", 0, "sessions the load deletes while the faults go on, each with messages before and one after its delete (0 for none)")
 )
 
 // The test binary doubles as the ledger worker.

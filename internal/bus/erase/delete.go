@@ -82,7 +82,12 @@ func (d *Deleter) Delete(ctx context.Context, agent, session string) (*Deleted, 
 	if d.NC != nil {
 		// Again, with what the input stream holds now: a delivery an
 		// orchestrator held in its buffer through the first stop, and the
-		// session it loaded for it, are refused and stopped now.
+		// session it loaded for it, are refused and stopped now. Not once
+		// another delete took over: what the stream holds now may be
+		// input sent after that delete answered.
+		if err := l.check(ctx); err != nil {
+			return nil, err
+		}
 		again, _, more, err := d.stop(ctx, agent, session, d.inputSeq(ctx))
 		if err != nil {
 			return nil, err
