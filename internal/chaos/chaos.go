@@ -373,7 +373,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	}
 	rep = &Report{Findings: check.Verify(checked, checkedHist, ledger)}
 	if cfg.HistoryMaxRecords > 0 {
-		rep.VerifyBound(checkedHist, cfg.HistoryMaxRecords)
+		rep.VerifyBound(checkedHist, cfg.HistoryMaxRecords, 4*cfg.AckWait)
 		cfg.Logf("chaos: retention: %d messages' runs dropped, %d records kept of %d stored", dropped, len(checkedHist), len(hist))
 	}
 	if len(erased) > 0 {

@@ -111,6 +111,11 @@ func userTexts(r llmtest.Request) []string {
 // runs only, the newest ones, and a load of it (in a store of its own)
 // gives the same; every model request sends the newest runs only. After a
 // restart each session answers with the context of the runs kept.
+// settled is the clock of tests whose cuts come long after their runs'
+// inputs were acknowledged: a run younger than four ack waits is never
+// dropped (retention.Bounds.Settled), which TestCut covers.
+func settled() time.Time { return time.Now().Add(time.Hour) }
+
 func TestRetentionBoundsUnderLoad(t *testing.T) {
 	const (
 		sessions, runs = 4, 12
@@ -128,7 +133,7 @@ func TestRetentionBoundsUnderLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := startFleet(t, orchestrator.Config{Model: client, Profiles: profiles, Durable: true})
+	f := startFleet(t, orchestrator.Config{Model: client, Profiles: profiles, Durable: true, Now: settled})
 	question := func(s, j int) string { return fmt.Sprintf("s%d q%d", s, j) }
 	ask := func(nc *nats.Conn, s int, text string) error {
 		m, err := nc.Request(fmt.Sprintf("agent.ask.keep.s%d", s), []byte(text), 15*time.Second)
@@ -219,7 +224,7 @@ func TestRetentionBoundsUnderLoad(t *testing.T) {
 	if err := f.orch.Close(stopped); err != nil {
 		t.Fatal(err)
 	}
-	o2, err := orchestrator.New(bustest.MustConnect(t, f.srv), orchestrator.Config{Model: client, Profiles: profiles, Durable: true, Discovery: fleet.FleetConfig{Wait: 200 * time.Millisecond}})
+	o2, err := orchestrator.New(bustest.MustConnect(t, f.srv), orchestrator.Config{Model: client, Profiles: profiles, Durable: true, Discovery: fleet.FleetConfig{Wait: 200 * time.Millisecond}, Now: settled})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +322,7 @@ agents:
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := startFleet(t, orchestrator.Config{Model: client, Profiles: profiles, Durable: true})
+	f := startFleet(t, orchestrator.Config{Model: client, Profiles: profiles, Durable: true, Now: settled})
 	question := func(i int) string { return fmt.Sprintf("question %d %s", i, strings.Repeat("w ", 1000)) }
 	for i := 1; i <= 3; i++ {
 		f.ask(t, "sum", "s", question(i))
@@ -353,7 +358,7 @@ agents:
 	if err := f.orch.Close(stopped); err != nil {
 		t.Fatal(err)
 	}
-	o2, err := orchestrator.New(bustest.MustConnect(t, f.srv), orchestrator.Config{Model: client, Profiles: profiles, Durable: true, Discovery: fleet.FleetConfig{Wait: 200 * time.Millisecond}})
+	o2, err := orchestrator.New(bustest.MustConnect(t, f.srv), orchestrator.Config{Model: client, Profiles: profiles, Durable: true, Discovery: fleet.FleetConfig{Wait: 200 * time.Millisecond}, Now: settled})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,7 +423,7 @@ func TestRetentionKeepsTheHandoff(t *testing.T) {
 	profiles := desk()
 	profiles[0].History = &profile.History{MaxRecords: 6}
 	workers := toolrpc.ServerConfig{Tools: []*agentfleet.Tool{echo("lookup"), echo("refund")}}
-	f := startFleet(t, orchestrator.Config{Model: client, Durable: true, Profiles: profiles}, workers)
+	f := startFleet(t, orchestrator.Config{Model: client, Durable: true, Profiles: profiles, Now: settled}, workers)
 	f.ask(t, "support", "s1", "I want my money back")
 	if got := agentfleet.JoinText(f.ask(t, "support", "s1", "order 7").Content); got != "billing: refund started" {
 		t.Fatalf("second answer %q", got)
@@ -439,7 +444,7 @@ func TestRetentionKeepsTheHandoff(t *testing.T) {
 	if err := f.orch.Close(stopped); err != nil {
 		t.Fatal(err)
 	}
-	o2, err := orchestrator.New(bustest.MustConnect(t, f.srv), orchestrator.Config{Model: client, Durable: true, Profiles: profiles, Discovery: fleet.FleetConfig{Wait: 200 * time.Millisecond}})
+	o2, err := orchestrator.New(bustest.MustConnect(t, f.srv), orchestrator.Config{Model: client, Durable: true, Profiles: profiles, Discovery: fleet.FleetConfig{Wait: 200 * time.Millisecond}, Now: settled})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -463,7 +468,7 @@ func TestRetentionKeepsTheForkModel(t *testing.T) {
 	model, client := newModelClient(t)
 	model.Enqueue(llmtest.TextReply("one").Response(), llmtest.TextReply("two").Response(), llmtest.TextReply("three").Response(), llmtest.TextReply("four").Response())
 	profiles := []orchestrator.Profile{{Name: "default", Model: "m-a", ForkModels: []string{"m-b"}, History: &profile.History{MaxRecords: 6}}}
-	f := startFleet(t, orchestrator.Config{Model: client, Durable: true, Profiles: profiles})
+	f := startFleet(t, orchestrator.Config{Model: client, Durable: true, Profiles: profiles, Now: settled})
 	f.ask(t, "default", "s1", "hello")
 	subjects, _ := bus.NewSubjects("")
 	m, err := f.nc.Request(timetravel.Subject(subjects, "default", "s1"), []byte(`{"new_session":"s2","model":"m-b"}`), 10*time.Second)
@@ -488,7 +493,7 @@ func TestRetentionKeepsTheForkModel(t *testing.T) {
 	if err := f.orch.Close(stopped); err != nil {
 		t.Fatal(err)
 	}
-	o2, err := orchestrator.New(bustest.MustConnect(t, f.srv), orchestrator.Config{Model: client, Durable: true, Profiles: profiles, Discovery: fleet.FleetConfig{Wait: 200 * time.Millisecond}})
+	o2, err := orchestrator.New(bustest.MustConnect(t, f.srv), orchestrator.Config{Model: client, Durable: true, Profiles: profiles, Discovery: fleet.FleetConfig{Wait: 200 * time.Millisecond}, Now: settled})
 	if err != nil {
 		t.Fatal(err)
 	}

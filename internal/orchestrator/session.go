@@ -326,7 +326,7 @@ func (s *session) restore(st *history.Loaded) ([]loop.Entry, *agentfleet.Context
 	if o.history != nil {
 		s.writer = o.history.Writer(s.agent.profile.Name, s.name, st.LastSeq, s.owner, s.fence)
 		n, b, age := s.agent.profile.HistoryBounds()
-		s.keeper = retention.NewKeeper(o.history, s.agent.profile.Name, s.name, retention.Bounds{MaxRecords: n, MaxBytes: b, MaxAge: age}, st, o.log)
+		s.keeper = retention.NewKeeper(o.history, s.agent.profile.Name, s.name, retention.Bounds{MaxRecords: n, MaxBytes: b, MaxAge: age, Settled: 4 * o.durable.Config().AckWait}, st, o.log)
 	}
 	return entries, summary
 }

@@ -12,6 +12,13 @@ type Bounds struct {
 	MaxRecords int
 	MaxBytes   int
 	MaxAge     time.Duration
+	// Settled keeps every run that ended less than Settled ago, whatever
+	// the bounds: its input may be unacknowledged still (an ack lost to a
+	// fault is delivered again after the input's ack wait), and a
+	// redelivery must find the run, answered, in the history, not run it
+	// again. The orchestrator gives four times its input's ack wait; 0
+	// keeps none for it.
+	Settled time.Duration
 }
 
 // None reports whether b bounds nothing.

@@ -14,8 +14,9 @@ const (
 	// wrote (someone else wrote, or a record waits in its buffer).
 	WhyStale = "stale view"
 	// WhyActive: what the bounds ask would drop part of the run that goes
-	// on, of one that did not end, or the last run.
-	WhyActive = "only the last, an unended or the active run is left to drop"
+	// on, of one that did not end, of the last run, or of one that ended
+	// less than Bounds.Settled ago.
+	WhyActive = "only the last, an unended, the active or a run ended too lately to be settled is left to drop"
 )
 
 // Decision is what Cut decided: nothing (Keep 0, Why says why), or to keep
@@ -70,7 +71,7 @@ func Cut(records []history.Record, last uint64, b Bounds, now time.Time) Decisio
 		return Decision{Why: WhyStale}
 	}
 	runs := runsOf(records)
-	limit := droppable(runs)
+	limit := droppable(runs, b.Settled, now)
 	total, totalBytes := len(records), 0
 	for _, r := range runs {
 		totalBytes += r.bytes
@@ -174,7 +175,7 @@ func runsOf(records []history.Record) []run {
 // droppable returns how many of the oldest runs may be dropped: up to the
 // first that holds messages and has not ended, and before the last run
 // that holds messages (and the last run of all).
-func droppable(runs []run) int {
+func droppable(runs []run, settled time.Duration, now time.Time) int {
 	lastMsg := -1
 	for i, r := range runs {
 		if r.messages > 0 {
@@ -184,6 +185,9 @@ func droppable(runs []run) int {
 	n := 0
 	for i, r := range runs {
 		if i == len(runs)-1 || i >= lastMsg || (r.messages > 0 && !r.ended) {
+			break
+		}
+		if settled > 0 && !r.newest.IsZero() && now.Sub(r.newest) < settled {
 			break
 		}
 		n++

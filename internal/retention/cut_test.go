@@ -102,6 +102,8 @@ func TestCut(t *testing.T) {
 		{name: "never the last run", h: runs(3), b: retention.Bounds{MaxRecords: 2}, keep: 7, runs: 2, why: retention.WhyActive},
 		{name: "the active run stays", h: active, b: retention.Bounds{MaxRecords: 2}, keep: 10, runs: 3, why: retention.WhyActive},
 		{name: "an unended run stays, and those after it", h: interrupted, b: retention.Bounds{MaxRecords: 2}, keep: 4, runs: 1, why: retention.WhyActive},
+		{name: "a run ended less than Settled ago stays, and those after it", h: runs(5), b: retention.Bounds{MaxRecords: 4, Settled: 8*time.Hour + 30*time.Minute}, keep: 7, runs: 2, why: retention.WhyActive},
+		{name: "settled runs drop as the bounds ask", h: runs(5), b: retention.Bounds{MaxRecords: 10, Settled: time.Hour}, keep: 7, runs: 2, met: true},
 		{name: "one huge run: cannot drop, stays", h: huge, b: retention.Bounds{MaxRecords: 5}, why: retention.WhyActive},
 		{name: "stale view: someone wrote since", h: runs(5), b: retention.Bounds{MaxRecords: 4}, last: 14, why: retention.WhyStale},
 		{name: "a run that begins inside an envelope is no cut", h: envelope, b: retention.Bounds{MaxRecords: 7}, keep: 7, runs: 2, met: true},

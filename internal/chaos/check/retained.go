@@ -2,6 +2,7 @@ package check
 
 import (
 	"slices"
+	"time"
 
 	"github.com/agentfleet/agentfleet"
 )
@@ -56,8 +57,11 @@ func Kept(p *Plan, visible []*Record) (*Plan, int) {
 }
 
 // VerifyBound adds a ClassOverBound violation for each session whose
-// visible records before its last run number more than maxRecords.
-func (f *Findings) VerifyBound(visible []*Record, maxRecords int) {
+// visible records of runs settled at its last run's end (ended more than
+// settled before it, retention.Bounds.Settled, with a second for the
+// clocks) number more than maxRecords: the cut at that end keeps the
+// younger runs whatever the bound.
+func (f *Findings) VerifyBound(visible []*Record, maxRecords int, settled time.Duration) {
 	bySession := map[string][]*Record{}
 	var names []string
 	for _, r := range visible {
@@ -69,9 +73,15 @@ func (f *Findings) VerifyBound(visible []*Record, maxRecords int) {
 	for _, name := range names {
 		recs := bySession[name]
 		lastRun := recs[len(recs)-1].Run
+		ended := map[string]time.Time{}
+		var last time.Time
+		for _, r := range recs {
+			ended[r.Run] = later(ended[r.Run], r.Time)
+			last = later(last, r.Time)
+		}
 		before := 0
 		for _, r := range recs {
-			if r.Run != lastRun {
+			if r.Run != lastRun && ended[r.Run].Before(last.Add(-settled-time.Second)) {
 				before++
 			}
 		}
@@ -79,4 +89,11 @@ func (f *Findings) VerifyBound(visible []*Record, maxRecords int) {
 			f.add(ClassOverBound, "session %s: %d records kept before its last run %s, the bound is %d", name, before, Short(lastRun), maxRecords)
 		}
 	}
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

@@ -2,6 +2,7 @@ package check
 
 import (
 	"testing"
+	"time"
 
 	"github.com/agentfleet/agentfleet"
 )
@@ -68,10 +69,12 @@ func TestKept(t *testing.T) {
 }
 
 func TestVerifyBound(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	ends := map[string]time.Time{"r1": t0, "r2": t0.Add(time.Minute), "r3": t0.Add(2 * time.Minute), "q1": t0}
 	run := func(s, id string, n int) []*Record {
 		var out []*Record
 		for range n {
-			out = append(out, &Record{Session: s, Run: id})
+			out = append(out, &Record{Session: s, Run: id, Time: ends[id]})
 		}
 		return out
 	}
@@ -84,12 +87,17 @@ func TestVerifyBound(t *testing.T) {
 		{"the last run alone over it", run("a", "r1", 30), 0},
 		{"over before the last run", append(append(run("a", "r1", 8), run("a", "r2", 8)...), run("a", "r3", 2)...), 1},
 		{"one session over, one not", append(append(run("a", "r1", 13), run("a", "r2", 1)...), run("b", "q1", 12)...), 1},
+		{"over, but with runs too young to be cut", append(append(run("a", "r1", 8), run("a", "r2", 8)...), run("a", "r3", 2)...), -1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var f Findings
 			f = *newFindings()
-			f.VerifyBound(tt.recs, 12)
-			if got := f.Count(ClassOverBound); got != tt.want {
+			settled, want := time.Duration(0), tt.want
+			if want < 0 { // r2 ended 1 minute before r3: young at a settle of 90 s
+				settled, want = 90*time.Second, 0
+			}
+			f.VerifyBound(tt.recs, 12, settled)
+			if got := f.Count(ClassOverBound); got != want {
 				t.Errorf("%d violations, want %d: %v", got, tt.want, f.Violations)
 			}
 		})
