@@ -70,7 +70,7 @@ func TestKept(t *testing.T) {
 
 func TestVerifyBound(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
-	ends := map[string]time.Time{"r1": t0, "r2": t0.Add(time.Minute), "r3": t0.Add(2 * time.Minute), "q1": t0}
+	ends := map[string]time.Time{"r0": t0, "r1": t0, "r2": t0.Add(time.Minute), "r3": t0.Add(2 * time.Minute), "r4": t0.Add(2 * time.Minute), "q1": t0}
 	run := func(s, id string, n int) []*Record {
 		var out []*Record
 		for range n {
@@ -85,16 +85,17 @@ func TestVerifyBound(t *testing.T) {
 	}{
 		{"within the bound", append(run("a", "r1", 6), run("a", "r2", 6)...), 0},
 		{"the last run alone over it", run("a", "r1", 30), 0},
-		{"over before the last run", append(append(run("a", "r1", 8), run("a", "r2", 8)...), run("a", "r3", 2)...), 1},
-		{"one session over, one not", append(append(run("a", "r1", 13), run("a", "r2", 1)...), run("b", "q1", 12)...), 1},
-		{"over, but with runs too young to be cut", append(append(run("a", "r1", 8), run("a", "r2", 8)...), run("a", "r3", 2)...), -1},
+		{"over before the last two runs", append(append(append(run("a", "r0", 13), run("a", "r1", 1)...), run("a", "r2", 1)...), run("a", "r3", 2)...), 1},
+		{"the run before the last over: a cut lost to a crash", append(append(run("a", "r1", 8), run("a", "r2", 8)...), run("a", "r3", 2)...), 0},
+		{"one session over, one not", append(append(append(run("a", "r0", 13), run("a", "r1", 1)...), run("a", "r2", 1)...), run("b", "q1", 12)...), 1},
+		{"over, but with runs too young to be cut", append(append(append(run("a", "r0", 13), run("a", "r2", 8)...), run("a", "r3", 2)...), run("a", "r4", 2)...), -1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var f Findings
 			f = *newFindings()
 			settled, want := time.Duration(0), tt.want
-			if want < 0 { // r2 ended 1 minute before r3: young at a settle of 90 s
-				settled, want = 90*time.Second, 0
+			if want < 0 { // r0 ended 2 minutes before r4: young at a settle of 3 min
+				settled, want = 3*time.Minute, 0
 			}
 			f.VerifyBound(tt.recs, 12, settled)
 			if got := f.Count(ClassOverBound); got != want {
