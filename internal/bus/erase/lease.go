@@ -28,11 +28,11 @@ type leaseValue struct {
 
 // lease is one delete's hold of its session. Two deletes of one session
 // (a client's retry after its timeout, taken by another orchestrator) do
-// not overlap: the later waits until the earlier released the key or its
-// time is up, then takes it over by revision, and the earlier, checking
-// before each purge, finds the key taken and purges nothing more. So a
-// delete's answer means no other delete of the session removes anything
-// afterwards, save one that passed its check just before a pause.
+// not overlap: the later is refused while the earlier holds the key, and
+// takes it over by revision once the earlier's time is up; the earlier,
+// checking before each purge, then finds the key taken and purges nothing
+// more. So a delete's answer means no other delete of the session removes
+// anything afterwards, save one that passed its check just before a pause.
 type lease struct {
 	kv    jetstream.KeyValue
 	key   string
@@ -40,8 +40,15 @@ type lease struct {
 	until time.Time
 }
 
-// acquire takes the session's lease for hold, waiting, until ctx ends,
-// for a delete that holds it to release it or run out of time.
+// ErrInProgress is wrapped by the refusal of a delete while another delete
+// of the session holds its lease: the client tries again once that one
+// answered. It is not queued, so that a request whose client gave up
+// (timed out) does not run later, after a retry answered and the client
+// went on.
+var ErrInProgress = errors.New("another delete of the session is in progress")
+
+// acquire takes the session's lease for hold, or refuses at once
+// (ErrInProgress) while another delete holds it and its time is not up.
 func acquire(ctx context.Context, js jetstream.JetStream, replicas int, agent, session, holder string, hold time.Duration) (*lease, error) {
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: LeaseBucket, Description: "agentfleet: the deletes of sessions in progress",
@@ -50,34 +57,28 @@ func acquire(ctx context.Context, js jetstream.JetStream, replicas int, agent, s
 	if err != nil {
 		return nil, fmt.Errorf("bucket %s: %w", LeaseBucket, err)
 	}
-	l := &lease{kv: kv, key: agent + "." + session}
-	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
-		l.until = time.Now().Add(hold)
-		v, _ := json.Marshal(leaseValue{Holder: holder, Until: l.until})
-		if l.rev, err = kv.Create(ctx, l.key, v); err == nil {
-			return l, nil
-		}
-		if !errors.Is(err, jetstream.ErrKeyExists) {
-			return nil, fmt.Errorf("bucket %s: %w", LeaseBucket, err)
-		}
-		e, err := kv.Get(ctx, l.key)
-		if err == nil {
-			var cur leaseValue
-			if json.Unmarshal(e.Value(), &cur) != nil || time.Now().After(cur.Until) {
-				// Its holder ran out of time: take it over.
-				if l.rev, err = kv.Update(ctx, l.key, v, e.Revision()); err == nil {
-					return l, nil
-				}
-			}
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("another delete of session %s is in progress: %w", session, context.Cause(ctx))
-		}
+	l := &lease{kv: kv, key: agent + "." + session, until: time.Now().Add(hold)}
+	v, _ := json.Marshal(leaseValue{Holder: holder, Until: l.until})
+	if l.rev, err = kv.Create(ctx, l.key, v); err == nil {
+		return l, nil
 	}
+	if !errors.Is(err, jetstream.ErrKeyExists) {
+		return nil, fmt.Errorf("bucket %s: %w", LeaseBucket, err)
+	}
+	e, err := kv.Get(ctx, l.key)
+	if err != nil {
+		return nil, fmt.Errorf("bucket %s: %w", LeaseBucket, err)
+	}
+	var cur leaseValue
+	if json.Unmarshal(e.Value(), &cur) == nil && !time.Now().After(cur.Until) {
+		return nil, fmt.Errorf("session %s: %w (orchestrator %s, until %s): try again once it answered",
+			session, ErrInProgress, cur.Holder, cur.Until.UTC().Format(time.RFC3339))
+	}
+	// Its holder ran out of time: take it over, unless another did first.
+	if l.rev, err = kv.Update(ctx, l.key, v, e.Revision()); err != nil {
+		return nil, fmt.Errorf("session %s: %w: %v", session, ErrInProgress, err)
+	}
+	return l, nil
 }
 
 // check returns ErrLeaseLost (wrapped) once the lease is no longer this

@@ -10,11 +10,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// TestLease: two deletes of one session do not overlap. The second waits
-// while the first holds the lease and takes it once released; a first
-// delete held up past its lease is taken over, and its check before a
-// purge then says so, so it purges nothing more; another session's
-// delete does not wait.
+// TestLease: two deletes of one session do not overlap. The second is
+// refused at once while the first holds the lease, and takes it once
+// released; a first delete held up past its lease is taken over, and its
+// check before a purge then says so, so it purges nothing more; another
+// session's delete is not refused.
 func TestLease(t *testing.T) {
 	srv := bustest.MustRunNATS(t)
 	js, _ := jetstream.New(bustest.MustConnect(t, srv))
@@ -33,26 +33,16 @@ func TestLease(t *testing.T) {
 	}
 	other.release(ctx)
 
-	// While a holds it, a second delete waits, here until its context ends.
-	wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-	_, err = acquire(wctx, js, 1, "default", "s1", "o2", time.Minute)
-	cancel()
-	if err == nil {
-		t.Fatal("a second delete took the lease while the first held it")
+	// While a holds it, a second delete is refused at once: not queued to
+	// run after its client gave up.
+	if _, err := acquire(ctx, js, 1, "default", "s1", "o2", time.Minute); !errors.Is(err, ErrInProgress) {
+		t.Fatalf("a second delete while the first holds the lease: %v, want ErrInProgress", err)
 	}
 	// Released, it is the second's.
-	got := make(chan *lease)
-	go func() {
-		b, err := acquire(ctx, js, 1, "default", "s1", "o2", time.Minute)
-		if err != nil {
-			t.Error(err)
-		}
-		got <- b
-	}()
 	a.release(ctx)
-	b := <-got
-	if b == nil {
-		t.FailNow()
+	b, err := acquire(ctx, js, 1, "default", "s1", "o2", time.Minute)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if err := b.check(ctx); err != nil {
 		t.Fatalf("the second's check: %v", err)
@@ -65,7 +55,12 @@ func TestLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := acquire(ctx, js, 1, "default", "s1", "o2", time.Minute) // waits out slow's 200 ms
+	if _, err := acquire(ctx, js, 1, "default", "s1", "o2", time.Minute); !errors.Is(err, ErrInProgress) {
+		t.Fatalf("while slow's time runs: %v, want ErrInProgress", err)
+	}
+	// slow's time is a deadline on the clock: nothing to wait on but it.
+	time.Sleep(time.Until(slow.until) + 10*time.Millisecond)
+	c, err := acquire(ctx, js, 1, "default", "s1", "o2", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
