@@ -355,7 +355,7 @@ func TestCall(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `agentctl call: tool calculator: arguments invalid: at "/": missing property 'expression'`) {
 		t.Errorf("missing argument: err = %v", err)
 	}
-	_, _, err = run(t, url, "--timeout", "200ms", "call", "nosuch", `{}`)
+	_, _, err = run(t, url, "--timeout", "10s", "call", "nosuch", `{}`)
 	if err == nil || !strings.Contains(err.Error(), "no worker serves the tool") || !strings.Contains(err.Error(), "the fleet serves: calculator, echo, get_time") {
 		t.Errorf("unknown tool: err = %v", err)
 	}

@@ -231,7 +231,7 @@ func TestToolsImportChecks(t *testing.T) {
 		})
 	}
 	// Nothing was stored.
-	_, _, err := run(t, url, "--timeout", "200ms", "tools", "history", "broken")
+	_, _, err := run(t, url, "--timeout", "10s", "tools", "history", "broken")
 	if err == nil || !strings.Contains(err.Error(), "there is no scripted tool named broken") {
 		t.Errorf("history of a refused tool: err = %v", err)
 	}
