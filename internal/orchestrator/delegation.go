@@ -2,19 +2,15 @@ package orchestrator
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/agentfleet/agentfleet/internal/a2aremote"
+	"github.com/agentfleet/agentfleet/internal/delegate/asker"
 
 	"github.com/agentfleet/agentfleet"
-	"github.com/agentfleet/agentfleet/internal/bus"
-	"github.com/agentfleet/agentfleet/internal/bus/client"
 	"github.com/agentfleet/agentfleet/internal/delegate"
 	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
-	"github.com/agentfleet/agentfleet/internal/tracing"
 )
 
 // registerAsks adds the ask tool of every agent the profile lists.
@@ -96,14 +92,9 @@ func (d delegating) Execute(ctx context.Context, prep *pipeline.Prepared, progre
 	return d.s.ask(ctx, prep, target, progress)
 }
 
-// ask runs one call of an ask tool: an ask of target's session, the same
-// one a client sends, so that the child runs on whichever orchestrator owns
-// that session. The call's id makes the ask's message id, so that the call
-// run again (its run resumed elsewhere after a crash) is answered from the
-// child's history, or by its run still going, and never runs the child
-// twice. The wait ends with the answer, the tool's timeout, or the parent's
-// run: an abort or a timeout aborts the child too; a suspension leaves it
-// running for the resumed call to find.
+// ask runs one call of an ask tool: an ask of target's session
+// (asker.Conn.Run), within the bounds of depth, cycles and the run's
+// budgets.
 func (s *session) ask(ctx context.Context, prep *pipeline.Prepared, target string, progress pipeline.ProgressFunc) (*agentfleet.ToolResult, error) {
 	o := s.o
 	var chain []string
@@ -128,69 +119,11 @@ func (s *session) ask(ctx context.Context, prep *pipeline.Prepared, target strin
 	if session == "" {
 		session = delegate.ChildSession(parent)
 	}
-	id := delegate.MsgID(parent)
-	data, err := json.Marshal(map[string]string{"content": message, "id": id})
-	if err != nil {
-		return nil, err
-	}
-	progress(map[string]any{"agent": target, "session": session})
-	if prep.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, prep.Timeout, pipeline.ErrTimeout)
-		defer cancel()
-	}
-	// The child's approvals show as this call's progress (delegate.Waiting).
-	var waiting delegate.Waiting
-	stop, err := client.FollowEvents(o.nc, o.subjects.Event(target, session, string(agentfleet.EventToolApproval)), func(e *agentfleet.Event) {
-		if p, ok := waiting.Report(e, target, session); ok {
-			progress(p)
-		}
-	})
-	if err != nil {
-		return nil, err
-	}
-	defer stop()
-	header := delegate.Encode(parent)
-	// The child's run is traced under this call's span, in whichever
-	// process runs it.
-	for k, v := range tracing.Inject(ctx, nil) {
-		if len(v) > 0 {
-			header[k] = v[0]
-		}
-	}
-	final, err := client.AskAgent(ctx, o.nc, o.subjects, &client.AgentAsk{
-		Agent: target, Session: session, Data: data, MsgID: id, Header: header, Every: o.cfg.AskAgain,
-	})
-	if err != nil {
-		cause := context.Cause(ctx)
-		if cause == nil || errors.Is(cause, loop.ErrSuspended) {
-			// The run goes on elsewhere: its call asks again there.
-			return nil, err
-		}
-		reason := fmt.Sprintf("the run %s of agent %s that asked it (call %s) was aborted", prep.RunID, parent.Agent, prep.Call.ID)
-		if errors.Is(cause, pipeline.ErrTimeout) {
-			reason = fmt.Sprintf("agent %s did not answer call %s of agent %s within %v", target, prep.Call.ID, parent.Agent, prep.Timeout)
-		}
-		o.abortChild(target, session, reason)
-		if errors.Is(cause, pipeline.ErrTimeout) {
-			return nil, fmt.Errorf("Tool %s: %w: %s; its run was aborted", prep.Call.Name, pipeline.ErrTimeout, reason)
-		}
-		return nil, err
-	}
-	res, isError := delegate.Result(target, session, final)
-	if isError {
-		return nil, &pipeline.ResultError{Result: res}
-	}
-	return res, nil
-}
-
-// abortChild asks the orchestrator of target's session to abort its run,
-// as a client does.
-func (o *Orchestrator) abortChild(target, session, reason string) {
-	b, _ := json.Marshal(map[string]string{"reason": reason})
-	if err := o.nc.Publish(o.subjects.Client(bus.KindAbort, target, session), b); err != nil {
-		o.log.Warn("abort of a child run", "agent", target, "session", session, "err", err)
-	}
+	c := asker.Conn{NC: o.nc, Subjects: o.subjects, Log: o.log}
+	return c.Run(ctx, asker.Ask{
+		Tool: prep.Call.Name, Target: target, Session: session, Message: message,
+		Parent: parent, Timeout: prep.Timeout, Every: o.cfg.AskAgain,
+	}, progress)
 }
 
 // maxDepth is the bound of nested delegations.
