@@ -42,7 +42,7 @@ func TestRun(t *testing.T) {
 	c := Conn{NC: nc, Subjects: subjects, Log: slog.New(slog.DiscardHandler)}
 	ask := Ask{
 		Tool: "ask_helper", Target: "helper", Session: "child", Message: "hi",
-		Parent: &agentfleet.Parent{Agent: "main", Session: "s", RunID: "r1", ToolCallID: "c1"},
+		Parent:  &agentfleet.Parent{Agent: "main", Session: "s", RunID: "r1", ToolCallID: "c1"},
 		Timeout: 300 * time.Millisecond, Every: time.Minute,
 	}
 	var progress []any
