@@ -242,8 +242,8 @@ func appendToolResult(b []byte, r *ToolResult) ([]byte, error) {
 }
 
 // appendContents appends a list of content blocks; nil is null. Tool call
-// blocks, whose arguments are raw JSON that Marshal checks and compacts, go
-// to Marshal.
+// blocks whose arguments are raw JSON that Marshal would compact or escape,
+// and raw tool_calls blocks, go to Marshal.
 func appendContents(b []byte, cs []Content) ([]byte, error) {
 	if cs == nil {
 		return append(b, "null"...), nil
@@ -254,13 +254,7 @@ func appendContents(b []byte, cs []Content) ([]byte, error) {
 			b = append(b, ',')
 		}
 		c := &cs[i]
-		if len(c.Arguments) > 0 || len(c.ToolCalls) > 0 {
-			var err error
-			if b, err = appendMarshal(b, c); err != nil {
-				return b, err
-			}
-			continue
-		}
+		n0 := len(b)
 		b = append(b, `{"type":`...)
 		b = appendJSONString(b, c.Type)
 		b = appendStringField(b, `,"text":`, c.Text)
@@ -268,11 +262,22 @@ func appendContents(b []byte, cs []Content) ([]byte, error) {
 		b = appendStringField(b, `,"mime_type":`, c.MIMEType)
 		b = appendStringField(b, `,"id":`, c.ID)
 		b = appendStringField(b, `,"name":`, c.Name)
-		if c.Type == ContentRef {
-			b = appendStringField(b, `,"$ref":`, c.Ref)
-			b = appendIntField(b, `,"size":`, int(c.Size))
-			b = appendStringField(b, `,"sha256":`, c.SHA256)
+		raw := true
+		if len(c.Arguments) > 0 {
+			b, raw = appendRawJSON(append(b, `,"arguments":`...), c.Arguments)
 		}
+		if !raw || len(c.ToolCalls) > 0 {
+			// Arguments to compact or escape, and raw tool calls, as
+			// Marshal writes them.
+			var err error
+			if b, err = appendMarshal(b[:n0], c); err != nil {
+				return b, err
+			}
+			continue
+		}
+		b = appendStringField(b, `,"$ref":`, c.Ref)
+		b = appendIntField(b, `,"size":`, int(c.Size))
+		b = appendStringField(b, `,"sha256":`, c.SHA256)
 		b = append(b, '}')
 	}
 	return append(b, ']'), nil

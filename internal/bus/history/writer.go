@@ -189,7 +189,13 @@ func encodeRecord(r Record) (entry, error) {
 	if r.RunID == "" || len(r.RunID) > maxRunIDBytes {
 		return e, fmt.Errorf("history: %s: run id of %d bytes (1 to %d allowed)", r.what(), len(r.RunID), maxRunIDBytes)
 	}
-	b, err := json.Marshal(v)
+	var b []byte
+	var err error
+	if m, ok := v.(agentfleet.Message); ok {
+		b, err = agentfleet.AppendMessageJSON(nil, m) // Marshal's bytes, without its reflection
+	} else {
+		b, err = json.Marshal(v)
+	}
 	if err != nil {
 		return e, fmt.Errorf("history: encode %s: %w", r.what(), err)
 	}
