@@ -1,7 +1,6 @@
 package events
 
 import (
-	"encoding/json"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -80,7 +79,7 @@ func (p *Publisher) Published() uint64 { return p.published.Load() }
 // PublishOut publishes the final message of a run on
 // <prefix>.out.<agent>.<session>.
 func (p *Publisher) PublishOut(agent, session string, m *agentfleet.AssistantMessage) {
-	b, err := json.Marshal(m)
+	b, err := agentfleet.AppendMessageJSON(nil, m)
 	if err != nil {
 		p.log.Error("encode final message", "session", session, "err", err)
 		return

@@ -312,7 +312,7 @@ func (in *Input) build(m *nats.Msg, kind, agent, session, reply, msgID string, e
 	// answers one with stop reason error when none was).
 	if (kind == bus.KindAsk || kind == bus.KindAbort) && reply != "" {
 		msg.reply = func(a *agentfleet.AssistantMessage) {
-			b, err := json.Marshal(a)
+			b, err := agentfleet.AppendMessageJSON(nil, a)
 			if err != nil {
 				in.log.Error("encode ask reply", "session", session, "err", err)
 				return
