@@ -63,6 +63,11 @@ type DurableRatio struct {
 	ServerCPU              bool      `json:"server_cpu_measured"`
 	CPUPerRunServer        *Compared `json:"cpu_per_run_server_us,omitempty"`
 	CPUPerRunSelfAndServer *Compared `json:"cpu_per_run_self_and_server_us,omitempty"`
+	// What this process allocated per run (bytes, objects) and its
+	// garbage collector's CPU per run, in microseconds.
+	AllocBytesPerRun   Compared `json:"alloc_bytes_per_run"`
+	AllocObjectsPerRun Compared `json:"alloc_objects_per_run"`
+	GCCPUPerRun        Compared `json:"gc_cpu_per_run_us"`
 	// HeapPerSession is the heap per idle session, in bytes.
 	HeapPerSession Compared `json:"heap_per_session_bytes"`
 	RunP50         Compared `json:"run_p50_us"`
@@ -125,13 +130,16 @@ func (m *Main) probeLatency(ctx context.Context, nc *bus.Conn) (Latency, error) 
 // of the same run.
 func durableRatio(mem, dur *SessionsReport) *DurableRatio {
 	r := &DurableRatio{
-		Sync:             dur.Sync,
-		RunsPerSec:       compare(mem.RunsPerSec, dur.RunsPerSec),
-		CPUPerRunSelf:    compare(mem.CPUPerRunSelf, dur.CPUPerRunSelf),
-		CPUPerRunWorkers: compare(mem.CPUPerRunWorkers, dur.CPUPerRunWorkers),
-		HeapPerSession:   compare(mem.HeapPerSession, dur.HeapPerSession),
-		RunP50:           compare(mem.RunLatency.P50, dur.RunLatency.P50),
-		UnloadedRunP50:   compare(mem.UnloadedRunLatency.P50, dur.UnloadedRunLatency.P50),
+		Sync:               dur.Sync,
+		RunsPerSec:         compare(mem.RunsPerSec, dur.RunsPerSec),
+		CPUPerRunSelf:      compare(mem.CPUPerRunSelf, dur.CPUPerRunSelf),
+		CPUPerRunWorkers:   compare(mem.CPUPerRunWorkers, dur.CPUPerRunWorkers),
+		HeapPerSession:     compare(mem.HeapPerSession, dur.HeapPerSession),
+		AllocBytesPerRun:   compare(mem.AllocBytesPerRun, dur.AllocBytesPerRun),
+		AllocObjectsPerRun: compare(mem.AllocObjectsPerRun, dur.AllocObjectsPerRun),
+		GCCPUPerRun:        compare(mem.GCCPUPerRun, dur.GCCPUPerRun),
+		RunP50:             compare(mem.RunLatency.P50, dur.RunLatency.P50),
+		UnloadedRunP50:     compare(mem.UnloadedRunLatency.P50, dur.UnloadedRunLatency.P50),
 	}
 	if mem.ServerCPU && dur.ServerCPU {
 		r.ServerCPU = true
@@ -182,6 +190,9 @@ func (r *DurableRatio) writeTables(w io.Writer) {
 	}
 	rows = append(rows,
 		row{"CPU/run µs, workers", r.CPUPerRunWorkers},
+		row{"GC CPU/run µs, orchestrator + driver", r.GCCPUPerRun},
+		row{"allocated per run KB", Compared{r.AllocBytesPerRun.InMemory / 1e3, r.AllocBytesPerRun.Durable / 1e3, r.AllocBytesPerRun.Ratio}},
+		row{"allocations per run", r.AllocObjectsPerRun},
 		row{"heap per idle session KB", Compared{r.HeapPerSession.InMemory / 1e3, r.HeapPerSession.Durable / 1e3, r.HeapPerSession.Ratio}},
 		row{"run p50 ms", Compared{r.RunP50.InMemory / 1e3, r.RunP50.Durable / 1e3, r.RunP50.Ratio}},
 		row{"run p50 ms, one at a time", Compared{r.UnloadedRunP50.InMemory / 1e3, r.UnloadedRunP50.Durable / 1e3, r.UnloadedRunP50.Ratio}},

@@ -109,6 +109,12 @@ type SessionsReport struct {
 	// processes, in microseconds.
 	CPUPerRunSelf    float64 `json:"cpu_per_run_self_us"`
 	CPUPerRunWorkers float64 `json:"cpu_per_run_workers_us"`
+	// What this process allocated per run, in bytes and objects, and the
+	// CPU its garbage collector spent per run, in microseconds (part of
+	// CPUPerRunSelf; runtime/metrics, an estimate of the runtime's).
+	AllocBytesPerRun   float64 `json:"alloc_bytes_per_run"`
+	AllocObjectsPerRun float64 `json:"alloc_objects_per_run"`
+	GCCPUPerRun        float64 `json:"gc_cpu_per_run_us"`
 	// CPUPerRunServer is the NATS server child's CPU per run, in
 	// microseconds (--server process only; ServerCPU says it was measured).
 	CPUPerRunServer float64 `json:"cpu_per_run_server_us,omitempty"`
@@ -282,24 +288,28 @@ func (m *Main) sessionsRound(ctx context.Context, children []*child, names []str
 	var srv ServerMem
 	srv.Before, _ = m.serverRSS()
 	half := c.Sessions / 2
-	meter := cpuMeter{children}
+	meter, am := cpuMeter{children}, newAllocMeter()
 	self0, workers0 := meter.read()
+	a0 := am.read()
 	srv0, _ := m.serverCPU()
 	lat1, d1, err := m.drive(ctx, dnc, orch, 0, half)
 	if err != nil {
 		return nil, err
 	}
 	self1, workers1 := meter.read()
+	a1 := am.read()
 	srv1, _ := m.serverCPU()
 	rep.Half = measureMem()
 	srv.Half, _ = m.serverRSS()
 	self2, workers2 := meter.read()
+	a2 := am.read()
 	srv2, _ := m.serverCPU()
 	lat2, d2, err := m.drive(ctx, dnc, orch, half, c.Sessions)
 	if err != nil {
 		return nil, err
 	}
 	self3, workers3 := meter.read()
+	a3 := am.read()
 	srv3, serverCPU := m.serverCPU()
 	rep.After = measureMem()
 	if rss, ok := m.serverRSS(); ok {
@@ -318,6 +328,9 @@ func (m *Main) sessionsRound(ctx context.Context, children []*child, names []str
 	runs := float64(c.Sessions * c.RunsPerSession)
 	rep.CPUPerRunSelf = us(self1-self0+self3-self2) / runs
 	rep.CPUPerRunWorkers = us(workers1-workers0+workers3-workers2) / runs
+	allocated := a1.sub(a0).add(a3.sub(a2))
+	rep.AllocBytesPerRun, rep.AllocObjectsPerRun = float64(allocated.bytes)/runs, float64(allocated.objects)/runs
+	rep.GCCPUPerRun = us(allocated.gc) / runs
 	if rep.ServerCPU = serverCPU; serverCPU {
 		rep.CPUPerRunServer = us(srv1-srv0+srv3-srv2) / runs
 	}

@@ -3,7 +3,9 @@ package history_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/agentfleet/agentfleet"
@@ -175,8 +177,8 @@ func TestWriterFlushesWhenFull(t *testing.T) {
 	st, js, _ := open(t, "w1")
 	w := st.Writer("default", "s", 0, ownership.Unfenced, ownership.Fence{})
 	n := history.MaxEnvelopeRecords + 10
-	for range n {
-		if err := w.Buffer(ctx, history.Record{RunID: "r1", Message: say("x")}); err != nil {
+	for i := range n {
+		if err := w.Buffer(ctx, history.Record{RunID: "r1", Message: say(fmt.Sprintf("x%d", i))}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -191,6 +193,66 @@ func TestWriterFlushesWhenFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(loaded.Records) != n || len(loaded.Skipped) != 0 {
-		t.Errorf("%d records loaded, %d skipped, want %d and 0", len(loaded.Records), len(loaded.Skipped), n)
+		t.Fatalf("%d records loaded, %d skipped, want %d and 0", len(loaded.Records), len(loaded.Skipped), n)
+	}
+	// The record that filled the buffer was encoded before the flush it
+	// caused, and is stored whole after it.
+	for i, r := range loaded.Records {
+		if got := agentfleet.JoinText(r.Message.(*agentfleet.AssistantMessage).Content); got != fmt.Sprintf("x%d", i) {
+			t.Fatalf("record %d holds %q", i, got)
+		}
+	}
+}
+
+// TestPooledBatches has writers of several sessions flush runs of records
+// of different sizes in turn, so that each flush takes a batch another one
+// released: every session loads exactly what it stored.
+func TestPooledBatches(t *testing.T) {
+	ctx := context.Background()
+	st, _, _ := open(t, "w1")
+	const sessions, runs = 4, 6
+	ws := make([]*history.Writer, sessions)
+	for i := range ws {
+		ws[i] = st.Writer("default", fmt.Sprintf("s%d", i), 0, ownership.Unfenced, ownership.Fence{})
+	}
+	text := func(s, r, k int) string {
+		return strings.Repeat(fmt.Sprintf("s%d-r%d-m%d;", s, r, k), 1+(s*7+r*3+k)%50)
+	}
+	for r := range runs {
+		for s, w := range ws {
+			for k := range 1 + (s+r)%4 {
+				if err := w.Buffer(ctx, history.Record{RunID: fmt.Sprintf("r%d", r), Message: say(text(s, r, k))}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			end := &agentfleet.AssistantMessage{Role: agentfleet.RoleAssistant, Content: []agentfleet.Content{agentfleet.Text(text(s, r, 99))}}
+			if _, err := w.AppendRunEnd(ctx, fmt.Sprintf("r%d", r), end); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for s := range ws {
+		loaded, err := st.Load(ctx, "default", fmt.Sprintf("s%d", s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want, got []string
+		for r := range runs {
+			for k := range 1 + (s+r)%4 {
+				want = append(want, text(s, r, k))
+			}
+			want = append(want, text(s, r, 99))
+		}
+		for _, rec := range loaded.Records {
+			switch {
+			case rec.Message != nil:
+				got = append(got, agentfleet.JoinText(rec.Message.(*agentfleet.AssistantMessage).Content))
+			case rec.Final != nil:
+				got = append(got, agentfleet.JoinText(rec.Final.Content))
+			}
+		}
+		if !slices.Equal(got, want) || len(loaded.Skipped) > 0 {
+			t.Errorf("session s%d loaded %d records (%d skipped), want %d:\n got %q\nwant %q", s, len(got), len(loaded.Skipped), len(want), got, want)
+		}
 	}
 }

@@ -22,7 +22,7 @@ func TestEncodeRecordErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := encodeRecord(tt.r)
+			_, _, err := encodeRecord(tt.r, nil)
 			if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
 				t.Errorf("encodeRecord error = %v, want one beginning %q", err, tt.want)
 			}
@@ -36,7 +36,7 @@ func BenchmarkEncodeRecord(b *testing.B) {
 	r := Record{RunID: "0b6f3c1e-8c0f-4a7e-9d1b-2f4a5c6d7e8f", Message: &agentfleet.AssistantMessage{RunID: "0b6f3c1e-8c0f-4a7e-9d1b-2f4a5c6d7e8f"}}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := encodeRecord(r); err != nil {
+		if _, _, err := encodeRecord(r, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -3,6 +3,7 @@ package history
 import (
 	"encoding/binary"
 	"fmt"
+	"sync"
 
 	"go.opentelemetry.io/otel/trace"
 )
@@ -192,4 +193,32 @@ func (r *envelopeReader) entry() (entry, error) {
 		return e, err
 	}
 	return e, nil
+}
+
+// A batch holds the records a writer buffered between two flushes: their
+// entries, their payloads back to back in one arena, and the envelope
+// built of them. Batches are pooled, so that a run's records cost no
+// allocation each and an idle session holds none.
+type batch struct {
+	entries []entry
+	arena   []byte
+	env     []byte
+}
+
+// maxPooledBatch bounds the arena and envelope of a batch put back in the
+// pool; a larger one (a run of large records) is left to the collector.
+const maxPooledBatch = 64 << 10
+
+var batches = sync.Pool{New: func() any { return &batch{entries: make([]entry, 0, 8)} }}
+
+func newBatch() *batch { return batches.Get().(*batch) }
+
+// release puts b back in the pool. Nothing of it may be used after.
+func (b *batch) release() {
+	if cap(b.arena) > maxPooledBatch || cap(b.env) > maxPooledBatch || cap(b.entries) > MaxEnvelopeRecords {
+		return
+	}
+	clear(b.entries[:cap(b.entries)]) // no payloads, run ids or spans kept alive
+	b.entries, b.arena, b.env = b.entries[:0], b.arena[:0], b.env[:0]
+	batches.Put(b)
 }

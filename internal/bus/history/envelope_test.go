@@ -31,7 +31,7 @@ func testEntries(t *testing.T) []entry {
 		{RunID: "r1", Message: &agentfleet.ToolResultMessage{Role: agentfleet.RoleTool, ToolCallID: "c1", ToolName: "echo", Content: []agentfleet.Content{agentfleet.Text("hi")}}},
 		{RunID: "r1", Final: &agentfleet.AssistantMessage{Role: agentfleet.RoleAssistant, Content: []agentfleet.Content{agentfleet.Text("done")}}},
 	} {
-		e, err := encodeRecord(r)
+		e, _, err := encodeRecord(r, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

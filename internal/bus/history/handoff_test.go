@@ -10,7 +10,7 @@ import (
 // TestHandoffRecord: a handoff record round-trips, and one that names no agent is skipped with its place named.
 func TestHandoffRecord(t *testing.T) {
 	h := &Handoff{From: "support", To: "billing", Reason: "a refund", ToolCallID: "call_1"}
-	e, err := encodeRecord(Record{RunID: "r1", Handoff: h})
+	e, _, err := encodeRecord(Record{RunID: "r1", Handoff: h}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -41,9 +42,9 @@ type Writer struct {
 
 	mu      sync.Mutex
 	last    uint64
-	err     error   // sticky: ErrFenced once fenced
-	buf     []entry // records waiting for the next flush
-	bufSize int     // what buf takes in an envelope, at most
+	err     error  // sticky: ErrFenced once fenced
+	b       *batch // records waiting for the next flush; nil when none
+	bufSize int    // what they take in an envelope, at most
 	// stored and storedBytes count the records this writer stored and
 	// their payloads' bytes (Stored).
 	stored, storedBytes int
@@ -131,7 +132,15 @@ func (w *Writer) Buffer(ctx context.Context, r Record) error {
 func (w *Writer) Buffered() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return len(w.buf)
+	return w.buffered()
+}
+
+// buffered is how many records wait; w.mu held.
+func (w *Writer) buffered() int {
+	if w.b == nil {
+		return 0
+	}
+	return len(w.b.entries)
 }
 
 // Flush stores the records that wait in the buffer as one stored message,
@@ -148,22 +157,32 @@ func (w *Writer) bufferLocked(ctx context.Context, r Record) error {
 	if w.err != nil {
 		return w.err
 	}
-	e, err := encodeRecord(r)
+	if w.b == nil {
+		w.b = newBatch()
+	}
+	e, arena, err := encodeRecord(r, w.b.arena)
 	if err != nil {
 		return err
 	}
-	if n := len(w.buf); n > 0 && (n >= MaxEnvelopeRecords || w.bufSize+e.size() > maxEnvelopeBytes) {
-		if _, err := w.flushLocked(ctx); err != nil {
+	w.b.arena = arena
+	if n := w.buffered(); n > 0 && (n >= MaxEnvelopeRecords || w.bufSize+e.size() > maxEnvelopeBytes) {
+		// The record's payload stays in the arena, which the flush
+		// leaves to the writer: e.data is still good after it.
+		if _, err := w.flushLockedKeep(ctx); err != nil {
 			return err
 		}
+		if w.b == nil {
+			w.b = newBatch()
+		}
 	}
-	w.buf = append(w.buf, e)
+	w.b.entries = append(w.b.entries, e)
 	w.bufSize += e.size()
 	return nil
 }
 
-// encodeRecord turns r into its stored kind and payload.
-func encodeRecord(r Record) (entry, error) {
+// encodeRecord turns r into its stored kind and payload, appended to arena
+// (e.data is the part of the returned arena that holds it).
+func encodeRecord(r Record, arena []byte) (entry, []byte, error) {
 	e := entry{runID: r.RunID}
 	var v any
 	switch {
@@ -184,23 +203,26 @@ func encodeRecord(r Record) (entry, error) {
 	case r.Retained != nil:
 		v, e.kind = r.Retained, RecordRetained
 	default:
-		return e, fmt.Errorf("history: record of run %s holds nothing to store", r.RunID)
+		return e, arena, fmt.Errorf("history: record of run %s holds nothing to store", r.RunID)
 	}
 	if r.RunID == "" || len(r.RunID) > maxRunIDBytes {
-		return e, fmt.Errorf("history: %s: run id of %d bytes (1 to %d allowed)", r.what(), len(r.RunID), maxRunIDBytes)
+		return e, arena, fmt.Errorf("history: %s: run id of %d bytes (1 to %d allowed)", r.what(), len(r.RunID), maxRunIDBytes)
 	}
-	var b []byte
+	start := len(arena)
 	var err error
 	if m, ok := v.(agentfleet.Message); ok {
-		b, err = agentfleet.AppendMessageJSON(nil, m) // Marshal's bytes, without its reflection
+		arena, err = agentfleet.AppendMessageJSON(arena, m) // Marshal's bytes, without its reflection
 	} else {
-		b, err = json.Marshal(v)
+		var b []byte
+		if b, err = json.Marshal(v); err == nil {
+			arena = append(arena, b...)
+		}
 	}
 	if err != nil {
-		return e, fmt.Errorf("history: encode %s: %w", r.what(), err)
+		return e, arena[:start], fmt.Errorf("history: encode %s: %w", r.what(), err)
 	}
-	e.data = b
-	return e, nil
+	e.data = arena[start:len(arena):len(arena)]
+	return e, arena, nil
 }
 
 // what names r's content for an error; only errors pay for the string.
@@ -257,10 +279,21 @@ const attemptMax = 5 * time.Second
 var writeRetry = retry.Policy{Base: 25 * time.Millisecond, Max: 2 * time.Second, Jitter: retry.EqualJitter}
 
 func (w *Writer) flushLocked(ctx context.Context) (uint64, error) {
+	seq, err := w.flushLockedKeep(ctx)
+	if w.buffered() == 0 && w.b != nil {
+		w.b.release()
+		w.b = nil
+	}
+	return seq, err
+}
+
+// flushLockedKeep is flushLocked leaving the emptied batch, and its arena,
+// to the writer.
+func (w *Writer) flushLockedKeep(ctx context.Context) (uint64, error) {
 	if w.err != nil {
 		return 0, w.err
 	}
-	if len(w.buf) == 0 {
+	if w.buffered() == 0 {
 		return w.last, nil
 	}
 	msg := w.message()
@@ -290,9 +323,9 @@ func (w *Writer) flushLocked(ctx context.Context) (uint64, error) {
 	switch {
 	case err == nil:
 		w.last = seq
-		for i := range w.buf {
+		for i := range w.b.entries {
 			w.stored++
-			w.storedBytes += len(w.buf[i].data)
+			w.storedBytes += len(w.b.entries[i].data)
 		}
 		w.drop()
 		return seq, nil
@@ -301,13 +334,13 @@ func (w *Writer) flushLocked(ctx context.Context) (uint64, error) {
 		w.drop()
 		return 0, err
 	}
-	return 0, fmt.Errorf("history: store %d records of session %s: %w", len(w.buf), w.session, err)
+	return 0, fmt.Errorf("history: store %d records of session %s: %w", w.buffered(), w.session, err)
 }
 
-// drop empties the buffer. It keeps no array: an idle session holds
-// nothing of its last flush.
+// drop empties the buffer. The batch goes back to its pool when the flush
+// is over (flushLocked): an idle session holds nothing of its last flush.
 func (w *Writer) drop() {
-	w.buf, w.bufSize = nil, 0
+	w.b.entries, w.bufSize = w.b.entries[:0], 0
 }
 
 // message is the stored message of what the buffer holds: the record alone
@@ -317,8 +350,8 @@ func (w *Writer) message() *nats.Msg {
 	if w.s.writer != "" {
 		msg.Header.Set(HeaderWriter, w.s.writer)
 	}
-	if len(w.buf) == 1 {
-		e := &w.buf[0]
+	if len(w.b.entries) == 1 {
+		e := &w.b.entries[0]
 		msg.Data = e.data
 		msg.Header.Set(HeaderRunID, e.runID)
 		if e.trace.IsValid() {
@@ -329,7 +362,8 @@ func (w *Writer) message() *nats.Msg {
 		}
 		return msg
 	}
-	msg.Data = appendEnvelope(make([]byte, 0, w.bufSize+binary.MaxVarintLen64+1), w.buf)
+	w.b.env = appendEnvelope(slices.Grow(w.b.env[:0], w.bufSize+binary.MaxVarintLen64+1), w.b.entries)
+	msg.Data = w.b.env
 	msg.Header.Set(HeaderRecord, RecordBatch)
 	return msg
 }
