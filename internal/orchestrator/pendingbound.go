@@ -9,13 +9,15 @@ import "github.com/agentfleet/agentfleet/internal/bus/input"
 // stream order and so brings everything after it here; 0, everything,
 // otherwise (a recovery with no delivery, a redelivery, which may follow
 // deliveries to an owner that died, or input that did not come through the
-// stream).
-func pendingBound(backlog []*input.Inbound) uint64 {
+// stream). read is false when there is nothing to read: the first is a
+// first delivery that the stream stored on the condition that no other
+// input of the session was in it (Inbound.First).
+func pendingBound(backlog []*input.Inbound) (before uint64, read bool) {
 	if len(backlog) == 0 {
-		return 0
+		return 0, true
 	}
 	if first := backlog[0]; first.Seq > 0 && first.Delivery == 1 {
-		return first.Seq
+		return first.Seq, !first.First
 	}
-	return 0
+	return 0, true
 }

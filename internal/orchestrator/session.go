@@ -185,9 +185,11 @@ func (s *session) load(loads chan struct{}) {
 		st, err = o.history.Load(ctx, s.agent.profile.Name, s.name)
 		if err == nil && o.dinput() != nil {
 			s.mu.Lock()
-			before := pendingBound(s.backlog)
+			before, read := pendingBound(s.backlog)
 			s.mu.Unlock()
-			pending, err = o.dinput().PendingBefore(ctx, s.agent.profile.Name, s.name, before)
+			if read {
+				pending, err = o.dinput().PendingBefore(ctx, s.agent.profile.Name, s.name, before)
+			}
 		}
 		s.mu.Lock()
 		s.loadCancel = nil

@@ -426,6 +426,7 @@ func (d *DurableInput) receive(m jetstream.Msg) {
 		return
 	}
 	msg.Delivery, msg.Seq = meta.NumDelivered, seq
+	msg.First = storedFirst(nm.Header, d.in.subjects.StoredSession(msg.Agent, msg.Session))
 	durableID(msg)
 	d.mu.Lock()
 	d.active[seq] = m // a redelivery replaces the delivery it follows

@@ -39,6 +39,10 @@ type Inbound struct {
 	Delivery uint64
 	// Seq is the stream sequence of durable input; 0 for core NATS input.
 	Seq uint64
+	// First says the stream stored this input on the condition that no
+	// other input of its session was in it (firstinput.go): there is no
+	// stored input of the session before Seq.
+	First bool
 	// Trace is the W3C trace context the message was sent with (its
 	// traceparent and tracestate headers), if any: the run that takes the
 	// message is traced under it.

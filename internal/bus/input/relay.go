@@ -58,14 +58,27 @@ func (in *Input) relay(m *nats.Msg, msg *Inbound) {
 	if msg.Trace.IsValid() {
 		tracing.Inject(trace.ContextWithRemoteSpanContext(context.Background(), msg.Trace), h)
 	}
-	// Published asynchronously: the subscription goes on to the next
-	// message while the server stores this one.
+	// An ask is stored on the condition that its session has no other
+	// input in the stream (firstinput.go), and stored again without it if
+	// it has.
+	first := msg.Kind == bus.KindAsk
+	if first {
+		expectFirst(h, in.subjects.StoredSession(msg.Agent, msg.Session))
+	}
+	in.publishRelay(m, msg, h, first)
+}
+
+// publishRelay publishes a relayed message of headers h; first says it
+// carries the condition of expectFirst. It is published asynchronously: the
+// subscription goes on to the next message while the server stores this
+// one.
+func (in *Input) publishRelay(m *nats.Msg, msg *Inbound, h nats.Header, first bool) {
 	f, err := in.js.PublishMsgAsync(&nats.Msg{Subject: in.subjects.Client(bus.KindRelay, msg.Agent, msg.Session), Header: h, Data: m.Data})
 	if err != nil {
 		in.relayFailed(m, msg, err)
 		return
 	}
-	in.relays.add(relayWait{in: in, f: f, m: m, msg: msg, by: time.Now().Add(relayTimeout)})
+	in.relays.add(relayWait{in: in, f: f, m: m, msg: msg, h: h, first: first, by: time.Now().Add(relayTimeout)})
 }
 
 func (in *Input) relayFailed(m *nats.Msg, msg *Inbound, err error) {

@@ -2,6 +2,7 @@ package input
 
 import (
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -20,7 +21,11 @@ type relayWait struct {
 	f   jetstream.PubAckFuture
 	m   *nats.Msg
 	msg *Inbound
-	by  time.Time // when it is given up
+	// h is the relayed message's headers; first says they hold the
+	// condition of expectFirst.
+	h     nats.Header
+	first bool
+	by    time.Time // when it is given up
 }
 
 // relayWatch waits for the acknowledgements of relayed messages with one
@@ -122,4 +127,15 @@ func (rw *relayWatch) run() {
 	}
 }
 
-func (w relayWait) failed(err error) { w.in.relayFailed(w.m, w.msg, err) }
+// failed reports that w was not stored; one refused because its session
+// had other input waiting is published again without the condition.
+func (w relayWait) failed(err error) {
+	if w.first && notFirst(err) {
+		h := maps.Clone(w.h)
+		delete(h, headerExpectedLastSubjSeq)
+		delete(h, headerExpectedLastSubjSeqSubj)
+		w.in.publishRelay(w.m, w.msg, h, false)
+		return
+	}
+	w.in.relayFailed(w.m, w.msg, err)
+}
