@@ -8,11 +8,9 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
-	"github.com/agentfleet/agentfleet/internal/bus/events"
 	"github.com/agentfleet/agentfleet/internal/bus/input"
 	"github.com/agentfleet/agentfleet/internal/bus/ownership"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // TestFirstInput relays asks to sessions of a partition and checks what
@@ -24,34 +22,13 @@ import (
 // expectation headers prove nothing unless they are exactly the condition
 // on the session's own input subjects.
 func TestFirstInput(t *testing.T) {
-	srv := bustest.MustRunNATS(t)
-	nc := bustest.MustConnect(t, srv)
-	subjects, _ := bus.NewSubjects("")
-	ctx := context.Background()
-	d, err := input.OpenDurable(ctx, nc, subjects, input.DurableConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	got := make(chan *input.Inbound, 8)
-	in := input.NewInput(nc, subjects, input.InputHandlerFunc(func(in *input.Inbound) error {
+	rig := startRelaying(t, "f1", func(in *input.Inbound) error {
 		got <- in
 		return nil
-	}), events.NewPublisher(nc, subjects, nil), nil)
-	di, err := d.Input(ctx, in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	di.Fenced(ownership.Unfenced)
-	defer di.Stop()
-	js, _ := jetstream.New(nc)
-	in.Relayed(js)
-	if err := in.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer in.Stop()
-	if err := di.Serve(ctx, bus.Partition("default", "f1")); err != nil {
-		t.Fatal(err)
-	}
+	}, nil)
+	nc, js, ctx := rig.nc, rig.js, context.Background()
+	subjects, _ := bus.NewSubjects("")
 	next := func(what string) *input.Inbound {
 		t.Helper()
 		select {

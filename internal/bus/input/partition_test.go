@@ -11,7 +11,6 @@ import (
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
-	"github.com/agentfleet/agentfleet/internal/bus/events"
 	"github.com/agentfleet/agentfleet/internal/bus/input"
 	"github.com/agentfleet/agentfleet/internal/bus/ownership"
 	"github.com/nats-io/nats.go"
@@ -65,44 +64,22 @@ func TestPartitionMatchesServer(t *testing.T) {
 // is stored; a relayed message whose reply subject is a system subject is
 // rejected without a reply there.
 func TestRelay(t *testing.T) {
-	srv := bustest.MustRunNATS(t)
-	nc := bustest.MustConnect(t, srv)
-	subjects, _ := bus.NewSubjects("")
 	ctx := context.Background()
-	d, err := input.OpenDurable(ctx, nc, subjects, input.DurableConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	got := make(chan *input.Inbound, 4)
-	in := input.NewInput(nc, subjects, input.InputHandlerFunc(func(in *input.Inbound) error {
+	rig := startRelaying(t, "r1", func(in *input.Inbound) error {
 		got <- in
 		in.Reply(&agentfleet.AssistantMessage{Role: agentfleet.RoleAssistant, Content: []agentfleet.Content{agentfleet.Text("owner says " + agentfleet.JoinText(in.Message.Content))}, StopReason: agentfleet.StopReasonStop})
 		if err := in.Ack(ownership.Fence{Partition: bus.Partition(in.Agent, in.Session)}); err != nil {
 			t.Error(err)
 		}
 		return nil
-	}), events.NewPublisher(nc, subjects, nil), nil)
-	di, err := d.Input(ctx, in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	di.Fenced(ownership.Unfenced) // no other owner here
-	defer di.Stop()
-	js, _ := jetstream.New(nc)
-	in.Relayed(js)
-	in.Check = func(in *input.Inbound) error {
+	}, func(in *input.Inbound) error {
 		if in.Agent != "default" {
 			return fmt.Errorf("unknown agent %q", in.Agent)
 		}
 		return nil
-	}
-	if err := in.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer in.Stop()
-	if err := di.Serve(ctx, bus.Partition("default", "r1")); err != nil {
-		t.Fatal(err)
-	}
+	})
+	nc, js := rig.nc, rig.js
 	req := nats.NewMsg("agent.ask.default.r1")
 	req.Data = []byte("hello")
 	req.Header.Set(nats.MsgIdHdr, "m-1")
