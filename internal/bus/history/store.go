@@ -80,6 +80,7 @@ type Store struct {
 	subjects bus.Subjects
 	stream   string
 	writer   string
+	acks     *acks // of the appends
 }
 
 // StreamName returns the name of the history stream of subjects' prefix.
@@ -107,7 +108,7 @@ func Open(ctx context.Context, js jetstream.JetStream, subjects bus.Subjects, wr
 	if err != nil {
 		return nil, fmt.Errorf("history stream %s: %w", name, err)
 	}
-	return &Store{js: js, str: str, subjects: subjects, stream: name, writer: writer}, nil
+	return &Store{js: js, str: str, subjects: subjects, stream: name, writer: writer, acks: &acks{nc: js.Conn()}}, nil
 }
 
 // ErrFenced is returned by a Writer whose session was appended to by someone

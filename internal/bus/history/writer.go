@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -370,9 +371,9 @@ func (w *Writer) message() *nats.Msg {
 
 // attempt publishes msg once, conditional on w.last.
 func (w *Writer) attempt(ctx context.Context, id string, msg *nats.Msg) (uint64, error) {
-	actx, cancel := attemptContext(ctx)
-	defer cancel()
-	ack, err := w.s.js.PublishMsg(actx, msg, jetstream.WithMsgID(id), jetstream.WithExpectLastSequencePerSubject(w.last))
+	msg.Header[jetstream.MsgIDHeader] = []string{id}
+	msg.Header[jetstream.ExpectedLastSubjSeqHeader] = []string{strconv.FormatUint(w.last, 10)}
+	ack, err := w.s.acks.publish(ctx, msg, attemptMax)
 	if err == nil {
 		return ack.Sequence, nil
 	}
@@ -381,6 +382,8 @@ func (w *Writer) attempt(ctx context.Context, id string, msg *nats.Msg) (uint64,
 	}
 	// Either an earlier attempt of this record was stored and its ack lost,
 	// or someone else wrote the session: the last record tells which.
+	actx, cancel := attemptContext(ctx)
+	defer cancel()
 	last, gerr := w.s.lastRecord(actx, w.subject)
 	if errors.Is(gerr, jetstream.ErrMsgNotFound) {
 		// The session holds nothing, though this writer saw a record:
