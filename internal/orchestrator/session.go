@@ -460,7 +460,7 @@ func (s *session) answer(final *agentfleet.AssistantMessage) {
 // suspended and dropped from memory; if this orchestrator still serves, the
 // deliveries waiting on it come back later and find the session as stored.
 func (s *session) fenced(err error) error {
-	if errors.Is(err, history.ErrFenced) && s.holds() == nil && context.Cause(s.ctx) == nil {
+	if errors.Is(err, history.ErrFenced) && (s.holds() == nil || s.outdated(s.o.partitions())) && context.Cause(s.ctx) == nil {
 		s.o.log.Warn("session written by another orchestrator: dropped to be loaded again", "agent", s.agent.profile.Name, "session", s.name, "err", err)
 		s.o.forget(s)
 		go s.suspend(err, inputpolicy.RetryLater)
