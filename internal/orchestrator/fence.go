@@ -36,4 +36,4 @@ func (s *session) outdated(t *partition.Table) bool {
 	return ownership.Outdated(s.fence, now, ok)
 }
 
-var errOutdated = errors.New("the session came into memory before its partition's claim: taken in again under the claim's fence")
+var errOutdated = errors.New("the session came into memory under a fence that never holds: taken in again under its partition's claim")
