@@ -1,5 +1,12 @@
 package orchestrator
 
+import (
+	"errors"
+
+	"github.com/agentfleet/agentfleet/internal/bus/ownership"
+	"github.com/agentfleet/agentfleet/internal/bus/partition"
+)
+
 // holds returns nil while this orchestrator may still write the session
 // and acknowledge its input: the ownership fence the session came into
 // memory with still holds, and the orchestrator is not past its shutdown
@@ -16,3 +23,17 @@ func (s *session) holds() error {
 	}
 	return s.owner.Check(s.fence)
 }
+
+// outdated reports whether s came into memory under another fence than the
+// one t grants its partition now (ownership.Outdated): taken in while its
+// partition was not, or no longer, this orchestrator's, its fence never
+// holds, and it is to be taken in afresh. t is o.table (nil: never).
+func (s *session) outdated(t *partition.Table) bool {
+	if t == nil {
+		return false
+	}
+	now, ok := t.Fence(s.part)
+	return ownership.Outdated(s.fence, now, ok)
+}
+
+var errOutdated = errors.New("the session came into memory under a fence that never holds: taken in again under its partition's claim")

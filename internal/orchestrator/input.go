@@ -115,7 +115,12 @@ func (o *Orchestrator) acquire(a *agent, name string) (*session, error) {
 		return nil, errors.New("orchestrator is shutting down")
 	}
 	if s, ok := o.sessions[key]; ok && !s.evicted.Load() {
-		return s, nil
+		if !s.outdated(o.table) {
+			return s, nil
+		}
+		o.log.Warn("session in memory under a fence that never holds: taken in again", "agent", a.profile.Name, "session", name, "fence", s.fence.String())
+		s.evicted.Store(true)
+		go s.suspend(errOutdated, inputpolicy.RetryLater)
 	}
 	s := newSession(o, a, name, key)
 	o.sessions[key] = s

@@ -281,6 +281,9 @@ func (o *Orchestrator) loadPending(p int) {
 			o.log.Warn("recovering: input in the stream for an unknown agent or a bad session name", "agent", k[0], "session", k[1])
 			continue
 		}
+		if !o.owns(p) {
+			break // handed over meanwhile, or the lease lost: the next owner loads them
+		}
 		s, err := o.acquire(a, k[1])
 		if err != nil {
 			return

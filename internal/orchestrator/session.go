@@ -458,12 +458,13 @@ func (s *session) answer(final *agentfleet.AssistantMessage) {
 }
 
 // fenced reacts to a store that failed for good: another orchestrator wrote
-// the session, or this one lost the lead or is stopping. The session is
+// the session, or this one lost the lead or is stopping, or the session
+// came into memory under a fence that never holds (outdated). The session is
 // suspended and dropped from memory; if this orchestrator still serves, the
 // deliveries waiting on it come back later and find the session as stored.
 func (s *session) fenced(err error) error {
-	if errors.Is(err, history.ErrFenced) && s.holds() == nil && context.Cause(s.ctx) == nil {
-		s.o.log.Warn("session written by another orchestrator: dropped to be loaded again", "agent", s.agent.profile.Name, "session", s.name, "err", err)
+	if errors.Is(err, history.ErrFenced) && (s.holds() == nil || s.outdated(s.o.partitions())) && context.Cause(s.ctx) == nil {
+		s.o.log.Warn("session fenced (written by another orchestrator, or under a fence that never holds): dropped to be loaded again", "agent", s.agent.profile.Name, "session", s.name, "err", err)
 		s.o.forget(s)
 		go s.suspend(err, inputpolicy.RetryLater)
 	}

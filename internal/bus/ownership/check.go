@@ -11,9 +11,10 @@ type Claim struct {
 	Lease   error
 	InDoubt bool
 	// Held: the member holds the partition (serving it or handing it over),
-	// claimed at Epoch.
-	Held  bool
-	Epoch uint64
+	// claimed at Epoch; Releasing: it is handing it over.
+	Held      bool
+	Releasing bool
+	Epoch     uint64
 	// Owner and KeyEpoch are the partition's key as last seen in the
 	// bucket ("" when it has none).
 	Owner    string

@@ -10,15 +10,12 @@ var _ ownership.Checker = (*Table)(nil)
 
 // Fence returns the fence of partition p, which writers of its sessions
 // carry: this member's id and the revision of the claim of p. It reports
-// false when this member does not own p now (or is handing it over).
+// false when this member does not own p now: not held, handed over, the
+// lease ended; a lease in doubt still owns, as in Owns (ownership.Grant).
 func (t *Table) Fence(p int) (ownership.Fence, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	rev, ok := t.held[p]
-	if !ok || t.releasing[p] || t.validLocked() != nil {
-		return ownership.Fence{Partition: p, Owner: t.id}, false
-	}
-	return ownership.Fence{Partition: p, Owner: t.id, Epoch: rev}, true
+	return ownership.Grant(p, t.claimLocked(p))
 }
 
 // Check returns nil while fence f holds: this member's lease holds and it
@@ -38,6 +35,7 @@ func (t *Table) claimLocked(p int) ownership.Claim {
 	c := ownership.Claim{Self: t.id, Lease: t.validLocked()}
 	c.InDoubt = c.Lease != nil && errors.Is(c.Lease, ErrInDoubt)
 	c.Epoch, c.Held = t.held[p]
+	c.Releasing = t.releasing[p]
 	k := t.keys[p]
 	c.Owner, c.KeyEpoch = k.owner, k.rev
 	return c

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/bus/bustest"
+	"github.com/agentfleet/agentfleet/internal/bus/ownership"
 	"github.com/agentfleet/agentfleet/internal/bus/partition"
 	"github.com/agentfleet/agentfleet/internal/chaos/netproxy"
 	"github.com/nats-io/nats.go/jetstream"
@@ -101,9 +102,12 @@ func TestLeaseHoldsOverASlowLink(t *testing.T) {
 // TestOwnsWhileInDoubt cuts a member off (a blackhole: its connection open,
 // nothing moving) until its lease is in doubt: it still owns its
 // partitions, so that input it takes waits instead of being handed back
-// behind later input; writes wait (Valid fails). Healed before the key
-// expires, the lease holds again. Cut off past the TTL, it finds the lease
-// lost once healed and owns nothing.
+// behind later input; writes wait (Valid fails). It still hands out the
+// fence of each partition's claim, which waits (an error that can pass) and
+// holds again with the lease: a session that comes into memory in the doubt
+// must not get the fence of epoch 0, which never holds. Healed before the
+// key expires, the lease holds again. Cut off past the TTL, it finds the
+// lease lost once healed, owns nothing and hands out no fence.
 func TestOwnsWhileInDoubt(t *testing.T) {
 	srv := bustest.MustRunNATS(t)
 	link, err := netproxy.Listen(strings.TrimPrefix(srv.ClientURL(), "nats://"), 1)
@@ -138,15 +142,30 @@ func TestOwnsWhileInDoubt(t *testing.T) {
 		t.Fatal(err)
 	}
 	bustest.Eventually(t, "the lease in doubt", func() bool { return errors.Is(tb.Valid(), partition.ErrInDoubt) })
+	var fences []ownership.Fence
 	for p := range 2 {
 		if !tb.Owns(p) {
 			t.Errorf("partition %d not owned while the lease is only in doubt", p)
 		}
+		f, ok := tb.Fence(p)
+		if !ok || f.Epoch == 0 {
+			t.Errorf("partition %d: fence %v, %v while the lease is only in doubt, want its claim's", p, f, ok)
+		}
+		var fe *ownership.FencedError
+		if err := tb.Check(f); !errors.Is(err, partition.ErrInDoubt) || errors.As(err, &fe) {
+			t.Errorf("partition %d: the fence handed out in the doubt checks %v, want the doubt", p, err)
+		}
+		fences = append(fences, f)
 	}
 	if err := link.Set(netproxy.Mode{}); err != nil {
 		t.Fatal(err)
 	}
 	bustest.Eventually(t, "the lease to hold again", func() bool { return tb.Valid() == nil })
+	for _, f := range fences {
+		if err := tb.Check(f); err != nil {
+			t.Errorf("the fence %v handed out in the doubt does not hold with the lease: %v", f, err)
+		}
+	}
 	if n := lost.Load(); n != 0 {
 		t.Fatalf("lease lost %d times by a cut shorter than the TTL", n)
 	}
@@ -176,6 +195,9 @@ func TestOwnsWhileInDoubt(t *testing.T) {
 	for p := range 2 {
 		if tb.Owns(p) {
 			t.Errorf("partition %d still owned after the lease was lost", p)
+		}
+		if f, ok := tb.Fence(p); ok {
+			t.Errorf("partition %d: fence %v handed out after the lease was lost", p, f)
 		}
 	}
 	tb.Leave()
