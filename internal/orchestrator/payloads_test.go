@@ -50,7 +50,11 @@ func TestLargeResultsByReference(t *testing.T) {
 		ref, err := objref.Put(ctx, bytes.NewReader(data), "text/csv", "export.csv")
 		return &agentfleet.ToolResult{Content: []agentfleet.Content{ref}}, err
 	})
-	f.addWorker(t, toolrpc.ServerConfig{Name: "go", Tools: []*agentfleet.Tool{objref.Offload(export, st)}})
+	// Its heartbeats share the connection with 20 MB of chunks: at the
+	// fleet tests' 100 ms they can fall three intervals behind on a busy
+	// machine under -race, and the call be taken for lost. The test is of
+	// payloads; a heartbeat of a second leaves it 3 s.
+	f.addWorker(t, toolrpc.ServerConfig{Name: "go", Heartbeat: time.Second, Tools: []*agentfleet.Tool{objref.Offload(export, st)}})
 	rawWorker(t, f.srv, data)
 	for _, name := range []string{"export", "raw_export"} {
 		bustest.Eventually(t, name+" discovered", func() bool { _, ok := find(f.orch, "default", name); return ok })
