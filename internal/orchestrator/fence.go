@@ -37,3 +37,10 @@ func (s *session) outdated(t *partition.Table) bool {
 }
 
 var errOutdated = errors.New("the session came into memory under a fence that never holds: taken in again under its partition's claim")
+
+// isFenced reports whether err is (or wraps) an *ownership.FencedError. Its
+// target lives here, so that a caller whose check passed allocates nothing.
+func isFenced(err error) bool {
+	var fenced *ownership.FencedError
+	return errors.As(err, &fenced)
+}

@@ -1,10 +1,7 @@
 package orchestrator
 
 import (
-	"errors"
-
 	"github.com/agentfleet/agentfleet"
-	"github.com/agentfleet/agentfleet/internal/bus/ownership"
 	"github.com/agentfleet/agentfleet/internal/loop"
 	"github.com/agentfleet/agentfleet/internal/pipeline"
 	"github.com/agentfleet/agentfleet/internal/tracing"
@@ -64,8 +61,7 @@ func (l loopSink) Emit(e *agentfleet.Event) {
 	if l.s.erased.Load() {
 		return
 	}
-	var fenced *ownership.FencedError
-	if errors.As(l.s.owner.Check(l.s.fence), &fenced) {
+	if err := l.s.owner.Check(l.s.fence); err != nil && isFenced(err) {
 		return
 	}
 	a := l.s.serves()
