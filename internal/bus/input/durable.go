@@ -89,17 +89,20 @@ func (d *Durable) Config() DurableConfig { return d.cfg }
 // ErrNoJetStream is returned by OpenDurable when the server has no JetStream.
 var ErrNoJetStream = errors.New("the NATS server has no JetStream")
 
-// HasJetStream reports whether nc's server (and account) has JetStream.
+// HasJetStream reports whether nc's server (and account) has JetStream,
+// asking again a server that advertises it and has not answered yet
+// (probeJetStream).
 func HasJetStream(ctx context.Context, nc *nats.Conn) bool {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return false
 	}
-	_, err = js.AccountInfo(ctx)
-	return err == nil
+	return probeJetStream(ctx, nc, js) == nil
 }
 
-// OpenDurable checks that nc's server has JetStream and creates the event
+// OpenDurable checks that nc's server has JetStream (ErrNoJetStream when it
+// has none; a server that advertises it is asked again until it answers,
+// within bus.RetryJS's bounds) and creates the event
 // stream. Config then says the event stream's storage and size as the
 // stream has them. With the events in memory, the event stream is created
 // again whenever nc reconnects, since a server that restarts forgets a
@@ -109,8 +112,8 @@ func OpenDurable(ctx context.Context, nc *nats.Conn, subjects bus.Subjects, cfg 
 	if err != nil {
 		return nil, err
 	}
-	if _, err := js.AccountInfo(ctx); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNoJetStream, err)
+	if err := probeJetStream(ctx, nc, js); err != nil {
+		return nil, err
 	}
 	if cfg, err = SetupEventStream(ctx, js, subjects, cfg); err != nil {
 		return nil, err
