@@ -16,7 +16,8 @@
 // deleted by the worker that stores it.
 //
 // Its concern is removing a session's records. It imports the NATS client
-// and JetStream, internal/bus (subjects, reply guard) and
-// internal/bus/objref (the session's objects); never the orchestrator nor
+// and JetStream, internal/bus (subjects, reply guard), internal/bus/guarded
+// (the runner of its subjects) and internal/bus/objref (the session's
+// objects); never the orchestrator nor
 // the agent core, which it reaches through Config.Stop.
 package erase

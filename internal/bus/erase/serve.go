@@ -2,13 +2,13 @@ package erase
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/guarded"
 	"github.com/nats-io/nats.go"
 )
 
@@ -77,41 +77,28 @@ func Serve(ctx context.Context, nc *bus.Conn, cfg Config) (*Server, error) {
 		cfg.MaxInFlight = 2
 	}
 	srv := &Server{}
-	deletes := make(chan struct{}, cfg.MaxInFlight)
-	sub, err := nc.QueueSubscribe(Wildcard(cfg.Subjects), QueueGroup, guarded(nc, cfg, deletes, "delete", func(m *nats.Msg) any {
-		d, err := handle(ctx, cfg, m)
-		if err != nil {
-			cfg.Logger.Warn("delete refused", "subject", m.Subject, "err", err)
-			return &Reply{Error: err.Error()}
-		}
-		cfg.Logger.Info("session deleted", "agent", d.Agent, "session", d.Session, "messages", d.Messages, "objects", d.Objects, "stopped", d.Stopped)
-		return &Reply{Deleted: d}
+	sub, err := nc.QueueSubscribe(Wildcard(cfg.Subjects), QueueGroup, guarded.Handler(guarded.Config{
+		Conn: nc, Replies: cfg.Replies, Logger: cfg.Logger, What: "delete", MaxInFlight: cfg.MaxInFlight,
+		Busy: func(text string) any { return &Reply{Error: text} },
+		Answer: func(m *nats.Msg) any {
+			d, err := handle(ctx, cfg, m)
+			if err != nil {
+				cfg.Logger.Warn("delete refused", "subject", m.Subject, "err", err)
+				return &Reply{Error: err.Error()}
+			}
+			cfg.Logger.Info("session deleted", "agent", d.Agent, "session", d.Session, "messages", d.Messages, "objects", d.Objects, "stopped", d.Stopped)
+			return &Reply{Deleted: d}
+		},
 	}))
 	if err != nil {
 		return nil, fmt.Errorf("subscribe %s: %w", Wildcard(cfg.Subjects), err)
 	}
 	srv.subs = append(srv.subs, sub)
 	if cfg.Stop != nil {
-		stops := make(chan struct{}, cfg.MaxInFlight)
-		sub, err := nc.Subscribe(StopWildcard(cfg.Subjects), guarded(nc, cfg, stops, "stop", func(m *nats.Msg) any {
-			rep := &StopReply{Orchestrator: cfg.Self}
-			agent, session, err := ParseStop(cfg.Subjects, m.Subject)
-			var req StopRequest
-			if err == nil {
-				req, err = ParseStopRequest(m.Data)
-			}
-			if err == nil {
-				cfg.Tombstones.Add(agent, session, req.InputSeq, time.Now())
-				sctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
-				rep.Held, rep.Runs, err = cfg.Stop(sctx, agent, session)
-				cancel()
-			}
-			if err != nil {
-				rep.Error = err.Error()
-			}
-			// What the stop published goes out before the answer does.
-			nc.FlushTimeout(5 * time.Second)
-			return rep
+		sub, err := nc.Subscribe(StopWildcard(cfg.Subjects), guarded.Handler(guarded.Config{
+			Conn: nc, Replies: cfg.Replies, Logger: cfg.Logger, What: "stop", MaxInFlight: cfg.MaxInFlight,
+			Busy:   func(text string) any { return &StopReply{Orchestrator: cfg.Self, Error: text} },
+			Answer: func(m *nats.Msg) any { return stop(ctx, nc, cfg, m) },
 		}))
 		if err != nil {
 			srv.Close()
@@ -126,41 +113,27 @@ func Serve(ctx context.Context, nc *bus.Conn, cfg Config) (*Server, error) {
 	return srv, nil
 }
 
-// guarded is the message handler of one subject: only a reply the guard
-// allows is answered (a request without one, or with another, does
-// nothing), at most cap(slots) at once, each in a goroutine of its own.
-func guarded(nc *bus.Conn, cfg Config, slots chan struct{}, what string, answer func(*nats.Msg) any) nats.MsgHandler {
-	return func(m *nats.Msg) {
-		if m.Reply == "" {
-			return
-		}
-		if err := cfg.Replies.Check(m.Reply); err != nil {
-			cfg.Logger.Warn(what+" request not answered", "subject", m.Subject, "err", err)
-			return
-		}
-		select {
-		case slots <- struct{}{}:
-		default:
-			busy := fmt.Sprintf("busy: %d %ss in flight, try again", cap(slots), what)
-			if what == "stop" {
-				reply(nc, cfg, m, &StopReply{Orchestrator: cfg.Self, Error: busy})
-			} else {
-				reply(nc, cfg, m, &Reply{Error: busy})
-			}
-			return
-		}
-		go func() {
-			defer func() { <-slots }()
-			reply(nc, cfg, m, answer(m))
-		}()
+// stop answers one stop request: the session is remembered as deleted
+// (Tombstones) and stopped if this process holds it; what the stop
+// published goes out before the answer does.
+func stop(ctx context.Context, nc *bus.Conn, cfg Config, m *nats.Msg) *StopReply {
+	rep := &StopReply{Orchestrator: cfg.Self}
+	agent, session, err := ParseStop(cfg.Subjects, m.Subject)
+	var req StopRequest
+	if err == nil {
+		req, err = ParseStopRequest(m.Data)
 	}
-}
-
-func reply(nc *bus.Conn, cfg Config, m *nats.Msg, rep any) {
-	b, _ := json.Marshal(rep)
-	if err := nc.Publish(m.Reply, b); err != nil {
-		cfg.Logger.Warn("delete reply", "subject", m.Subject, "err", err)
+	if err == nil {
+		cfg.Tombstones.Add(agent, session, req.InputSeq, time.Now())
+		sctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+		rep.Held, rep.Runs, err = cfg.Stop(sctx, agent, session)
+		cancel()
 	}
+	if err != nil {
+		rep.Error = err.Error()
+	}
+	nc.FlushTimeout(5 * time.Second)
+	return rep
 }
 
 func handle(ctx context.Context, cfg Config, m *nats.Msg) (*Deleted, error) {

@@ -7,6 +7,7 @@
 // new session to hold nothing, so a fork into a session that exists, or
 // that someone else writes meanwhile, is refused at the server.
 //
-// It imports the NATS client, internal/bus, internal/bus/history and
-// internal/bus/ownership; never the orchestrator nor the agent core.
+// It imports the NATS client, internal/bus, internal/bus/guarded (the
+// runner of its subject), internal/bus/history and internal/bus/ownership;
+// never the orchestrator nor the agent core.
 package timetravel

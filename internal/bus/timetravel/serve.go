@@ -11,6 +11,7 @@ import (
 	"unicode"
 
 	"github.com/agentfleet/agentfleet/internal/bus"
+	"github.com/agentfleet/agentfleet/internal/bus/guarded"
 	"github.com/agentfleet/agentfleet/internal/bus/history"
 	"github.com/agentfleet/agentfleet/internal/bus/input"
 	"github.com/nats-io/nats.go"
@@ -130,26 +131,18 @@ func Serve(ctx context.Context, nc *bus.Conn, cfg Config) (*Server, error) {
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = 4
 	}
-	slots := make(chan struct{}, cfg.MaxInFlight)
-	sub, err := nc.QueueSubscribe(Wildcard(cfg.Subjects), input.QueueInput, func(m *nats.Msg) {
-		if m.Reply == "" {
-			return
-		}
-		if err := cfg.Replies.Check(m.Reply); err != nil {
-			cfg.Logger.Warn("fork request not answered", "subject", m.Subject, "err", err)
-			return
-		}
-		select {
-		case slots <- struct{}{}:
-		default:
-			reply(nc, cfg, m, &Reply{Error: fmt.Sprintf("busy: %d forks in flight, try again", cfg.MaxInFlight)})
-			return
-		}
-		go func() {
-			defer func() { <-slots }()
-			answer(ctx, nc, cfg, m)
-		}()
-	})
+	sub, err := nc.QueueSubscribe(Wildcard(cfg.Subjects), input.QueueInput, guarded.Handler(guarded.Config{
+		Conn: nc, Replies: cfg.Replies, Logger: cfg.Logger, What: "fork", MaxInFlight: cfg.MaxInFlight,
+		Busy: func(text string) any { return &Reply{Error: text} },
+		Answer: func(m *nats.Msg) any {
+			rep := &Reply{}
+			var err error
+			if rep.Forked, err = handle(ctx, cfg, m); err != nil {
+				rep.Error = err.Error()
+			}
+			return rep
+		},
+	}))
 	if err != nil {
 		return nil, fmt.Errorf("subscribe %s: %w", Wildcard(cfg.Subjects), err)
 	}
@@ -158,23 +151,6 @@ func Serve(ctx context.Context, nc *bus.Conn, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("subscribe %s: %w", Wildcard(cfg.Subjects), err)
 	}
 	return &Server{sub}, nil
-}
-
-func answer(ctx context.Context, nc *bus.Conn, cfg Config, m *nats.Msg) {
-	rep := &Reply{}
-	var err error
-	rep.Forked, err = handle(ctx, cfg, m)
-	if err != nil {
-		rep.Error = err.Error()
-	}
-	reply(nc, cfg, m, rep)
-}
-
-func reply(nc *bus.Conn, cfg Config, m *nats.Msg, rep *Reply) {
-	b, _ := json.Marshal(rep)
-	if err := nc.Publish(m.Reply, b); err != nil {
-		cfg.Logger.Warn("fork reply", "subject", m.Subject, "err", err)
-	}
 }
 
 func handle(ctx context.Context, cfg Config, m *nats.Msg) (*Forked, error) {
