@@ -100,33 +100,22 @@ func sayResults() step {
 	}
 }
 
-// events follows the event subjects like a dashboard would.
+// events follows the event subjects like a dashboard would. Its messages
+// go into a channel in the order the connection reads them, and list and
+// wait take what is there first: an event the orchestrator published
+// before a message the test has read on another subscription of the same
+// connection (its final message on agent.out) is always seen.
 type events struct {
-	mu     sync.Mutex
-	all    []agentfleet.Event
-	notify chan struct{}
+	t   *testing.T
+	mu  sync.Mutex
+	all []agentfleet.Event
+	ch  chan *nats.Msg
 }
 
 func subscribeEvents(t *testing.T, nc *nats.Conn, subject string) *events {
 	t.Helper()
-	ev := &events{notify: make(chan struct{}, 1)}
-	sub, err := nc.Subscribe(subject, func(m *nats.Msg) {
-		var e agentfleet.Event
-		if err := json.Unmarshal(m.Data, &e); err != nil {
-			t.Errorf("event on %s does not decode: %v", m.Subject, err)
-			return
-		}
-		if want := "agent.events."; !strings.HasPrefix(m.Subject, want) || !strings.HasSuffix(m.Subject, "."+string(e.Type)) {
-			t.Errorf("event %s published on %s", e.Type, m.Subject)
-		}
-		ev.mu.Lock()
-		ev.all = append(ev.all, e)
-		ev.mu.Unlock()
-		select {
-		case ev.notify <- struct{}{}:
-		default:
-		}
-	})
+	ev := &events{t: t, ch: make(chan *nats.Msg, 1<<16)}
+	sub, err := nc.ChanSubscribe(subject, ev.ch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,12 +126,38 @@ func subscribeEvents(t *testing.T, nc *nats.Conn, subject string) *events {
 	return ev
 }
 
+// addLocked decodes and keeps one event message; ev.mu held.
+func (ev *events) addLocked(m *nats.Msg) {
+	var e agentfleet.Event
+	if err := json.Unmarshal(m.Data, &e); err != nil {
+		ev.t.Errorf("event on %s does not decode: %v", m.Subject, err)
+		return
+	}
+	if want := "agent.events."; !strings.HasPrefix(m.Subject, want) || !strings.HasSuffix(m.Subject, "."+string(e.Type)) {
+		ev.t.Errorf("event %s published on %s", e.Type, m.Subject)
+	}
+	ev.all = append(ev.all, e)
+}
+
+// drainLocked keeps every event message received so far; ev.mu held.
+func (ev *events) drainLocked() {
+	for {
+		select {
+		case m := <-ev.ch:
+			ev.addLocked(m)
+		default:
+			return
+		}
+	}
+}
+
 // wait returns the first event that matches, waiting up to 10 seconds.
 func (ev *events) wait(t *testing.T, what string, match func(agentfleet.Event) bool) agentfleet.Event {
 	t.Helper()
 	deadline := time.After(10 * time.Second)
 	for {
 		ev.mu.Lock()
+		ev.drainLocked()
 		for _, e := range ev.all {
 			if match(e) {
 				ev.mu.Unlock()
@@ -151,7 +166,10 @@ func (ev *events) wait(t *testing.T, what string, match func(agentfleet.Event) b
 		}
 		ev.mu.Unlock()
 		select {
-		case <-ev.notify:
+		case m := <-ev.ch:
+			ev.mu.Lock()
+			ev.addLocked(m)
+			ev.mu.Unlock()
 		case <-deadline:
 			t.Fatalf("no event %s within 10s", what)
 		}
@@ -161,6 +179,7 @@ func (ev *events) wait(t *testing.T, what string, match func(agentfleet.Event) b
 func (ev *events) list(match func(agentfleet.Event) bool) []agentfleet.Event {
 	ev.mu.Lock()
 	defer ev.mu.Unlock()
+	ev.drainLocked()
 	var out []agentfleet.Event
 	for _, e := range ev.all {
 		if match(e) {

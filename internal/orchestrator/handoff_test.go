@@ -245,6 +245,11 @@ func TestHandoffChain(t *testing.T) {
 			t.Errorf("request %d made with %s, want %s", i+1, m, want.model)
 		}
 	}
+	// The events come on a subscription of their own, which may lag
+	// behind the one of the final messages: wait for the second.
+	f.events.wait(t, "the second handoff", func(e agentfleet.Event) bool {
+		return e.Type == agentfleet.EventSessionHandoff && e.From == "billing"
+	})
 	var hops []string
 	for _, e := range f.events.list(isType(agentfleet.EventSessionHandoff)) {
 		hops = append(hops, e.From+">"+e.To)
