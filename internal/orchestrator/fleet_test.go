@@ -234,6 +234,30 @@ func startFleet(t *testing.T, cfg orchestrator.Config, workers ...toolrpc.Server
 	return f
 }
 
+// restart stops the fleet's orchestrator gracefully and starts another,
+// of cfg, on the same server, as an operator's restart does; it is closed
+// when the test ends.
+func (f *testFleet) restart(t *testing.T, cfg orchestrator.Config) *orchestrator.Orchestrator {
+	t.Helper()
+	stopped, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := f.orch.Close(stopped); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Discovery.Wait == 0 {
+		cfg.Discovery.Wait = 200 * time.Millisecond
+	}
+	o, err := orchestrator.New(bustest.MustConnect(t, f.srv), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { o.Close(context.Background()) })
+	return o
+}
+
 func (f *testFleet) addWorker(t *testing.T, wc toolrpc.ServerConfig) *toolrpc.ToolServer {
 	t.Helper()
 	if wc.Heartbeat == 0 {

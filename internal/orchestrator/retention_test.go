@@ -12,8 +12,6 @@ import (
 
 	"github.com/agentfleet/agentfleet"
 	"github.com/agentfleet/agentfleet/internal/bus"
-	"github.com/agentfleet/agentfleet/internal/bus/bustest"
-	"github.com/agentfleet/agentfleet/internal/bus/fleet"
 	"github.com/agentfleet/agentfleet/internal/bus/history"
 	"github.com/agentfleet/agentfleet/internal/bus/input"
 	"github.com/agentfleet/agentfleet/internal/bus/timetravel"
@@ -219,19 +217,7 @@ func TestRetentionBoundsUnderLoad(t *testing.T) {
 		}
 	}
 
-	stopped, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := f.orch.Close(stopped); err != nil {
-		t.Fatal(err)
-	}
-	o2, err := orchestrator.New(bustest.MustConnect(t, f.srv), orchestrator.Config{Model: client, Profiles: profiles, Durable: true, Discovery: fleet.FleetConfig{Wait: 200 * time.Millisecond}, Now: settled})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := o2.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer o2.Close(context.Background())
+	f.restart(t, orchestrator.Config{Model: client, Profiles: profiles, Durable: true, Now: settled})
 	before := len(srv.Requests())
 	for s := range sessions {
 		if err := ask(f.nc, s, fmt.Sprintf("s%d after", s)); err != nil {
@@ -353,19 +339,7 @@ agents:
 	sends(5, []string{"SUMMARY-1", "question 3", "short one", "another"}, []string{"question 2"})
 	kept := checkWholeRuns(t, "s", storedRecords(t, f.nc, "sum", "s"))
 
-	stopped, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := f.orch.Close(stopped); err != nil {
-		t.Fatal(err)
-	}
-	o2, err := orchestrator.New(bustest.MustConnect(t, f.srv), orchestrator.Config{Model: client, Profiles: profiles, Durable: true, Discovery: fleet.FleetConfig{Wait: 200 * time.Millisecond}, Now: settled})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := o2.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer o2.Close(context.Background())
+	f.restart(t, orchestrator.Config{Model: client, Profiles: profiles, Durable: true, Now: settled})
 	f.ask(t, "sum", "s", "after")
 	after := userTexts(srv.Requests()[6])
 	// The request after the restart sends the summary and the runs kept
@@ -439,19 +413,7 @@ func TestRetentionKeepsTheHandoff(t *testing.T) {
 		}
 	}
 
-	stopped, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := f.orch.Close(stopped); err != nil {
-		t.Fatal(err)
-	}
-	o2, err := orchestrator.New(bustest.MustConnect(t, f.srv), orchestrator.Config{Model: client, Durable: true, Profiles: profiles, Discovery: fleet.FleetConfig{Wait: 200 * time.Millisecond}, Now: settled})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := o2.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer o2.Close(context.Background())
+	f.restart(t, orchestrator.Config{Model: client, Durable: true, Profiles: profiles, Now: settled})
 	if got := agentfleet.JoinText(f.ask(t, "support", "s1", "and order 8").Content); got != "billing: after the restart" {
 		t.Errorf("after the restart: %q", got)
 	}
@@ -488,19 +450,7 @@ func TestRetentionKeepsTheForkModel(t *testing.T) {
 		t.Fatal("no retained record carries the forked record")
 	}
 
-	stopped, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := f.orch.Close(stopped); err != nil {
-		t.Fatal(err)
-	}
-	o2, err := orchestrator.New(bustest.MustConnect(t, f.srv), orchestrator.Config{Model: client, Durable: true, Profiles: profiles, Discovery: fleet.FleetConfig{Wait: 200 * time.Millisecond}, Now: settled})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := o2.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer o2.Close(context.Background())
+	f.restart(t, orchestrator.Config{Model: client, Durable: true, Profiles: profiles, Now: settled})
 	f.ask(t, "default", "s2", "fourth")
 	if m, _, _, users := served(lastRequest(t, model, 4)); m != "m-b" || strings.Join(users, "|") != "third|fourth" {
 		t.Errorf("after the restart the fork asks model %q with %q, want m-b with the run kept", m, users)
