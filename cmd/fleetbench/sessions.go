@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -229,15 +230,30 @@ func (m *Main) runSessions(ctx context.Context) (_ report, err error) {
 		children = append(children, ch)
 		names = append(names, name)
 	}
-	rep, err := m.sessionsRound(ctx, children, names, false)
+	rep, err := m.labeledRound(ctx, children, names, false)
 	if err != nil || !c.Durable {
 		return rep, err
 	}
-	if rep.Durable, err = m.sessionsRound(ctx, children, names, true); err != nil {
+	if rep.Durable, err = m.labeledRound(ctx, children, names, true); err != nil {
 		return nil, err
 	}
 	rep.DurableRatio = durableRatio(rep, rep.Durable)
 	return rep, nil
+}
+
+// labeledRound runs sessionsRound with the profiler label round=memory or
+// round=durable, which every goroutine the round starts (the orchestrator's,
+// its connections' readers) inherits: with --profile-dir,
+// go tool pprof -tagfocus round=durable shows one round alone.
+func (m *Main) labeledRound(ctx context.Context, children []*child, names []string, durable bool) (rep *SessionsReport, err error) {
+	round := "memory"
+	if durable {
+		round = "durable"
+	}
+	pprof.Do(ctx, pprof.Labels("round", round), func(ctx context.Context) {
+		rep, err = m.sessionsRound(ctx, children, names, durable)
+	})
+	return rep, err
 }
 
 // sessionsRound runs the benchmark once on a new orchestrator, durable or

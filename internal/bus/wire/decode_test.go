@@ -3,10 +3,11 @@ package wire
 import (
 	"bytes"
 	"errors"
-	"github.com/vmihailenco/msgpack/v5"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 // Bombs: MessagePack that declares more than it holds. Each is a value to
