@@ -37,7 +37,7 @@ func TestAcks(t *testing.T) {
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	a := &acks{nc: nc}
+	a := &replies{nc: nc, stream: "AGENT_HISTORY"}
 	pub := func(ctx context.Context, subject string, timeout time.Duration) (*jetstream.PubAck, error) {
 		return a.publish(ctx, &nats.Msg{Subject: subject, Header: nats.Header{}, Data: []byte("x")}, timeout)
 	}

@@ -94,7 +94,7 @@ func (s *Store) Load(ctx context.Context, agent, session string) (*Loaded, error
 	subject := s.subjects.History(agent, session)
 	seq := uint64(1)
 	for range directRecords {
-		m, err := s.str.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
+		m, err := s.nextBySubject(ctx, subject, seq)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			st.applyRetained()
 			return st, nil

@@ -80,7 +80,8 @@ type Store struct {
 	subjects bus.Subjects
 	stream   string
 	writer   string
-	acks     *acks // of the appends
+	replies  *replies // of the appends and the direct gets
+	direct   bool     // the stream allows direct gets (created before it did: not)
 }
 
 // StreamName returns the name of the history stream of subjects' prefix.
@@ -108,7 +109,7 @@ func Open(ctx context.Context, js jetstream.JetStream, subjects bus.Subjects, wr
 	if err != nil {
 		return nil, fmt.Errorf("history stream %s: %w", name, err)
 	}
-	return &Store{js: js, str: str, subjects: subjects, stream: name, writer: writer, acks: &acks{nc: js.Conn()}}, nil
+	return newStore(js, str, subjects, writer), nil
 }
 
 // ErrFenced is returned by a Writer whose session was appended to by someone
@@ -137,5 +138,13 @@ func Attach(ctx context.Context, js jetstream.JetStream, subjects bus.Subjects) 
 	if err != nil {
 		return nil, fmt.Errorf("history stream %s: %w", name, err)
 	}
-	return &Store{js: js, str: str, subjects: subjects, stream: name}, nil
+	return newStore(js, str, subjects, ""), nil
+}
+
+func newStore(js jetstream.JetStream, str jetstream.Stream, subjects bus.Subjects, writer string) *Store {
+	return &Store{
+		js: js, str: str, subjects: subjects, stream: StreamName(subjects), writer: writer,
+		replies: &replies{nc: js.Conn(), stream: StreamName(subjects)},
+		direct:  str.CachedInfo().Config.AllowDirect,
+	}
 }

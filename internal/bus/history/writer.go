@@ -373,7 +373,7 @@ func (w *Writer) message() *nats.Msg {
 func (w *Writer) attempt(ctx context.Context, id string, msg *nats.Msg) (uint64, error) {
 	msg.Header[jetstream.MsgIDHeader] = []string{id}
 	msg.Header[jetstream.ExpectedLastSubjSeqHeader] = []string{strconv.FormatUint(w.last, 10)}
-	ack, err := w.s.acks.publish(ctx, msg, attemptMax)
+	ack, err := w.s.replies.publish(ctx, msg, attemptMax)
 	if err == nil {
 		return ack.Sequence, nil
 	}
