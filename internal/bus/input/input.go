@@ -156,7 +156,7 @@ type Input struct {
 	Replies bus.ReplyGuard
 
 	js     jetstream.JetStream // set by Relayed
-	relays relayWatch          // the stores of relayed messages not yet acknowledged
+	relays relayAcks           // the stores of relayed messages not yet acknowledged
 }
 
 // QueueInput is the queue group of the input subscriptions, so that several
@@ -169,7 +169,9 @@ func NewInput(nc *nats.Conn, subjects bus.Subjects, h InputHandler, pub *events.
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Input{nc: nc, subjects: subjects, handler: h, pub: pub, log: log}
+	in := &Input{nc: nc, subjects: subjects, handler: h, pub: pub, log: log}
+	in.relays.in = in
+	return in
 }
 
 // Start subscribes in, ask, steer, abort and approve.

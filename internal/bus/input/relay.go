@@ -3,7 +3,6 @@ package input
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/agentfleet/agentfleet/internal/bus"
 	"github.com/agentfleet/agentfleet/internal/delegate"
@@ -29,9 +28,6 @@ const (
 	// the same id: the owner answers it from the stored history instead.
 	HeaderMsgID = "Agentfleet-Msg-Id"
 )
-
-// relayTimeout bounds the store of one relayed message.
-const relayTimeout = 5 * time.Second
 
 // relay stores a core ask or abort in the input stream under the relay
 // subject of its session, so that it reaches the session's owner through
@@ -71,14 +67,9 @@ func (in *Input) relay(m *nats.Msg, msg *Inbound) {
 // publishRelay publishes a relayed message of headers h; first says it
 // carries the condition of expectFirst. It is published asynchronously: the
 // subscription goes on to the next message while the server stores this
-// one.
+// one (relayAcks).
 func (in *Input) publishRelay(m *nats.Msg, msg *Inbound, h nats.Header, first bool) {
-	f, err := in.js.PublishMsgAsync(&nats.Msg{Subject: in.subjects.Client(bus.KindRelay, msg.Agent, msg.Session), Header: h, Data: m.Data})
-	if err != nil {
-		in.relayFailed(m, msg, err)
-		return
-	}
-	in.relays.add(relayWait{in: in, f: f, m: m, msg: msg, h: h, first: first, by: time.Now().Add(relayTimeout)})
+	in.relays.publish(in.subjects.Client(bus.KindRelay, msg.Agent, msg.Session), relayWait{m: m, msg: msg, h: h, first: first})
 }
 
 func (in *Input) relayFailed(m *nats.Msg, msg *Inbound, err error) {
