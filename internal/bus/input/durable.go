@@ -434,15 +434,7 @@ func (d *DurableInput) receive(m jetstream.Msg) {
 	d.mu.Lock()
 	d.active[seq] = m // a redelivery replaces the delivery it follows
 	d.mu.Unlock()
-	msg.ack = func(f ownership.Fence) error { return d.ack(seq, m, f) }
-	msg.nak = func() { d.settle(seq, m, false) }
-	msg.retry = func(err error) { d.retry(nm, msg, seq, m, err) }
-	msg.rejectFn = func(err error) {
-		if d.forget(seq, m) {
-			d.in.reject(nm, msg, err)
-			m.Term()
-		}
-	}
+	msg.dl = &delivery{d: d, seq: seq, m: m, nm: nm}
 	if err := d.in.handler.HandleInput(msg); err != nil {
 		if errors.Is(err, bus.ErrTemporary) {
 			msg.Retry(err)
@@ -456,6 +448,24 @@ func (d *DurableInput) receive(m jetstream.Msg) {
 		// nothing: it is never delivered again, where it could abort a
 		// later run, whoever owns its session by then.
 		d.settle(seq, m, true)
+	}
+}
+
+// delivery is one delivery of a stored message: what settles its Inbound
+// (Ack, Nak, Retry, Reject), one value for the four.
+type delivery struct {
+	d   *DurableInput
+	seq uint64
+	m   jetstream.Msg
+	nm  *nats.Msg // the message as parsed
+}
+
+func (dl *delivery) retry(msg *Inbound, err error) { dl.d.retry(dl.nm, msg, dl.seq, dl.m, err) }
+
+func (dl *delivery) reject(msg *Inbound, err error) {
+	if dl.d.forget(dl.seq, dl.m) {
+		dl.d.in.reject(dl.nm, msg, err)
+		dl.m.Term()
 	}
 }
 

@@ -52,10 +52,11 @@ type Inbound struct {
 	reply   func(*agentfleet.AssistantMessage)
 	// decisionReply answers an approve message (ReplyDecision).
 	decisionReply func(*agentfleet.ApprovalReply)
-	ack           func(f ownership.Fence) error
-	nak           func()
-	retry         func(err error)
-	rejectFn      func(err error)
+	// dl settles durable input (nil for core NATS input, which retry and
+	// rejectFn answer).
+	dl       *delivery
+	retry    func(err error)
+	rejectFn func(err error)
 }
 
 // Retry reports a failure that can pass (the session could not be loaded):
@@ -63,6 +64,10 @@ type Inbound struct {
 // error event once it failed DurableConfig.MaxDeliver times; an ask gets an
 // error reply saying to try again.
 func (in *Inbound) Retry(err error) {
+	if in.dl != nil {
+		in.dl.retry(in, err)
+		return
+	}
 	if in.retry != nil {
 		in.retry(err)
 	}
@@ -71,6 +76,10 @@ func (in *Inbound) Retry(err error) {
 // Reject reports input that can never be handled: an error event names it,
 // an ask gets an error reply, and durable input is terminated.
 func (in *Inbound) Reject(err error) {
+	if in.dl != nil {
+		in.dl.reject(in, err)
+		return
+	}
 	if in.rejectFn != nil {
 		in.rejectFn(err)
 	}
@@ -78,7 +87,7 @@ func (in *Inbound) Reject(err error) {
 
 // Durable reports whether the input came from the durable input stream, so
 // that Ack or Nak must be called once it is safely handled.
-func (in *Inbound) Durable() bool { return in.ack != nil }
+func (in *Inbound) Durable() bool { return in.dl != nil }
 
 // Ack acknowledges durable input (its run ended and the history holding it
 // is stored) under f, the ownership fence of the message's session. The
@@ -87,8 +96,8 @@ func (in *Inbound) Durable() bool { return in.ack != nil }
 // is left to be delivered again, to whoever owns its partition then. It is
 // a no-op for core NATS input.
 func (in *Inbound) Ack(f ownership.Fence) error {
-	if in.ack != nil {
-		return in.ack(f)
+	if in.dl != nil {
+		return in.dl.d.ack(in.dl.seq, in.dl.m, f)
 	}
 	return nil
 }
@@ -96,8 +105,8 @@ func (in *Inbound) Ack(f ownership.Fence) error {
 // Nak asks for durable input to be delivered again at once (a handover;
 // not a failure). It is a no-op for core NATS input.
 func (in *Inbound) Nak() {
-	if in.nak != nil {
-		in.nak()
+	if in.dl != nil {
+		in.dl.d.settle(in.dl.seq, in.dl.m, false)
 	}
 }
 

@@ -53,8 +53,8 @@ type relayAcks struct {
 	in      *Input
 	once    sync.Once
 	err     error
-	prefix  string // the inbox, with its trailing dot
-	stream  string // the input stream's name, in its answers
+	prefix  string        // the inbox, with its trailing dot
+	stream  string        // the input stream's name, in its answers
 	timeout time.Duration // default relayTimeout
 	limit   int           // default maxRelaysWaiting
 
