@@ -377,7 +377,7 @@ func (m *Main) runDispatch(ctx context.Context) (_ report, err error) {
 			return nil, fmt.Errorf("%s warmup: %w", mt.name, err)
 		}
 	}
-	rep := &DispatchReport{Benchmark: cmdDispatch, Machine: thisMachine(), Config: c, Server: m.Server}
+	rep := &DispatchReport{Benchmark: cmdDispatch, Machine: m.machine(), Config: c, Server: m.Server}
 	_, rep.ServerCPU = m.serverCPU()
 	rng := rand.New(rand.NewPCG(uint64(c.Seed), 0))
 	busyAt := make([]int64, len(c.InFlight))

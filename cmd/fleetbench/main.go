@@ -85,6 +85,9 @@ type Main struct {
 	ProfileDir string
 	// Sync is when the embedded server's JetStream syncs to disk (--sync).
 	Sync busserver.Sync
+	// ServerCPUs, with --server process, are the CPUs of the nats-server
+	// child (--server-cpus); this process and its workers get the others.
+	ServerCPUs string
 
 	Dispatch      DispatchConfig
 	Scale         ScaleConfig
@@ -103,6 +106,7 @@ type Main struct {
 	Report any
 
 	logger   *slog.Logger
+	cpus     cpuSplit // --server-cpus
 	embedded *server.Server
 	jsDir    string // the embedded server's JetStream store, when it has one
 	server   *serverProc
@@ -147,6 +151,7 @@ func (m *Main) ParseFlags(args []string) error {
 	switch m.Command {
 	case cmdDispatch, cmdScale, cmdSessions, cmdOrchs:
 		fs.StringVar(&m.Server, "server", "", "where the NATS server runs: embedded (in this process), external (--nats-url), process (a nats-server child built with go build); default embedded, or external with --nats-url")
+		fs.StringVar(&m.ServerCPUs, "server-cpus", "", "with --server process: the CPUs of the nats-server child (a list such as 1 or 2-3); this process and its workers run on the others, so that the server shares no core with what is measured, as NATS runs on machines of its own in production")
 	}
 	syncFlag := "always"
 	switch m.Command {
@@ -262,6 +267,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			}
 		}
 		return nil
+	}
+	if err := m.pin(); err != nil {
+		return err
 	}
 	if err := m.startNATS(ctx); err != nil {
 		return err

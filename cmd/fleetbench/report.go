@@ -33,6 +33,9 @@ type Machine struct {
 	GoVersion string `json:"go_version"`
 	OS        string `json:"os"`
 	Arch      string `json:"arch"`
+	// Pinned says where the processes ran with --server-cpus; empty
+	// when they shared every CPU.
+	Pinned string `json:"pinned,omitempty"`
 }
 
 func thisMachine() Machine {
@@ -59,8 +62,19 @@ func cpuModel() string {
 	return "unknown"
 }
 
+// machine is thisMachine with where the processes run.
+func (m *Main) machine() Machine {
+	mc := thisMachine()
+	mc.Pinned = m.cpus.describe()
+	return mc
+}
+
 func (m Machine) String() string {
-	return fmt.Sprintf("%d CPUs, %s, %s %s/%s", m.CPUs, m.CPUModel, m.GoVersion, m.OS, m.Arch)
+	s := fmt.Sprintf("%d CPUs, %s, %s %s/%s", m.CPUs, m.CPUModel, m.GoVersion, m.OS, m.Arch)
+	if m.Pinned != "" {
+		s += " (" + m.Pinned + ")"
+	}
+	return s
 }
 
 // Target is one goal of the benchmarks, with the value measured.

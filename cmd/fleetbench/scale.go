@@ -237,7 +237,7 @@ func (m *Main) runScaleFleet(ctx context.Context, specs []scaleWorkerSpec) (_ *S
 
 func (m *Main) runScale(ctx context.Context) (report, error) {
 	c := m.Scale
-	rep := &ScaleReport{Benchmark: cmdScale, Machine: thisMachine(), Config: c}
+	rep := &ScaleReport{Benchmark: cmdScale, Machine: m.machine(), Config: c}
 	for _, n := range c.Workers {
 		var specs []scaleWorkerSpec
 		for i := range n {

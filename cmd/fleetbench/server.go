@@ -47,6 +47,16 @@ func (m *Main) checkServer() error {
 	default:
 		return fmt.Errorf("--server %q: not one of embedded, external, process", m.Server)
 	}
+	if m.ServerCPUs != "" {
+		if m.Server != serverProcess {
+			return fmt.Errorf("--server-cpus is only for --server process, not %s", m.Server)
+		}
+		var err error
+		if m.cpus.server, m.cpus.rest, err = splitCPUs(m.ServerCPUs); err != nil {
+			return err
+		}
+		m.cpus.on = true
+	}
 	return nil
 }
 
@@ -118,6 +128,10 @@ func (m *Main) startServerProcess(ctx context.Context) error {
 		args = append(args, "-c", conf)
 	}
 	p.cmd = exec.Command(filepath.Join(dir, "nats-server"), args...)
+	if m.cpus.on {
+		// As many Ps as its CPUs; its threads are pinned once it is up.
+		p.cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(m.cpus.server.Count()))
+	}
 	p.cmd.Stdout, p.cmd.Stderr = &p.log, &p.log
 	if err := p.cmd.Start(); err != nil {
 		return fmt.Errorf("starting nats-server: %w", err)
@@ -130,6 +144,9 @@ func (m *Main) startServerProcess(ctx context.Context) error {
 		nc, err := nats.Connect(m.url)
 		if err == nil {
 			nc.Close()
+			if m.cpus.on {
+				return pinProcess(p.cmd.Process.Pid, &m.cpus.server)
+			}
 			return nil
 		}
 		select {

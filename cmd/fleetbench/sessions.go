@@ -295,7 +295,7 @@ func (m *Main) sessionsRound(ctx context.Context, children []*child, names []str
 		return nil, err
 	}
 
-	rep := &SessionsReport{Benchmark: cmdSessions, Machine: thisMachine(), Config: c}
+	rep := &SessionsReport{Benchmark: cmdSessions, Machine: m.machine(), Config: c}
 	rep.Config.Durable = durable
 	if durable {
 		rep.Sync = m.Sync.String()
