@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/agentfleet/agentfleet/internal/chaos/proc"
 )
 
 // maxHeld bounds the bytes a direction of one connection reads ahead of
@@ -32,7 +34,7 @@ type Proxy struct {
 // Listen starts a proxy on 127.0.0.1 (a free port) to upstream (host:port),
 // passing bytes until Set says otherwise; seed chooses the jitter draws.
 func Listen(upstream string, seed uint64) (*Proxy, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := proc.Listen() // never a port handed to a child to bind
 	if err != nil {
 		return nil, fmt.Errorf("netproxy: listen for %s: %w", upstream, err)
 	}
