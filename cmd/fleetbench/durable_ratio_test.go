@@ -46,7 +46,7 @@ func TestDurableRatio(t *testing.T) {
 	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := durableRatio(tt.mem, tt.dur)
+			r := durableRatio(tt.mem, tt.dur, false)
 			if !near(r.RunsPerSec.Ratio, tt.runs) || !near(r.CPUPerRunSelf.Ratio, tt.cpu) {
 				t.Errorf("ratios runs/s %v, CPU %v; want %v, %v", r.RunsPerSec.Ratio, r.CPUPerRunSelf.Ratio, tt.runs, tt.cpu)
 			}
@@ -89,7 +89,7 @@ func TestDurableRatioTables(t *testing.T) {
 	dur.RunLatency.P50, dur.UnloadedRunLatency.P50 = 113_000, 3000
 	dur.Config.CallsPerTurn, dur.Config.Turns = 1, 2
 	var b strings.Builder
-	durableRatio(mem, dur).writeTables(&b)
+	durableRatio(mem, dur, false).writeTables(&b)
 	for _, want := range []string{"sync always", "runs/s", "0.24×", "4.74×", "CPU/run µs, workers", "heap per idle session KB",
 		"Temporal's 25.8 ms", "1.50 ms (run p50 one at a time, per turn)", "one at a time", "MISSED", ">= 0.67×", "<= 1.5×"} {
 		if !strings.Contains(b.String(), want) {
@@ -128,15 +128,15 @@ func TestDurableRatioServerCPU(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := durableRatio(tt.mem, tt.dur)
+			r := durableRatio(tt.mem, tt.dur, false)
 			if r.ServerCPU != tt.apart {
 				t.Fatalf("server CPU measured apart = %v, want %v", r.ServerCPU, tt.apart)
 			}
 			if !near(r.CPUPerRunSelf.Ratio, tt.self) {
 				t.Errorf("CPU ratio of this process = %v, want %v", r.CPUPerRunSelf.Ratio, tt.self)
 			}
-			if got := r.Targets[1]; got.Met != tt.cpuMet || !near(got.Measured, tt.self) || got.Name != cpuTargetName(tt.apart) {
-				t.Errorf("CPU target = %+v, want met %v at %v named %q", got, tt.cpuMet, tt.self, cpuTargetName(tt.apart))
+			if got := r.Targets[1]; got.Met != tt.cpuMet || !near(got.Measured, tt.self) || got.Name != cpuTargetName(tt.apart, false) {
+				t.Errorf("CPU target = %+v, want met %v at %v named %q", got, tt.cpuMet, tt.self, cpuTargetName(tt.apart, false))
 			}
 			if !tt.apart {
 				if r.CPUPerRunServer != nil || r.CPUPerRunSelfAndServer != nil {
@@ -158,5 +158,24 @@ func TestDurableRatioServerCPU(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCPUTargetNames names the CPU target by where the server ran: apart
+// and measured, external and not measured, or in this process.
+func TestCPUTargetNames(t *testing.T) {
+	for _, c := range []struct {
+		apart, external bool
+		want            string
+	}{
+		{true, false, "NATS server apart"},
+		{false, true, "external NATS server not measured"},
+		{false, false, "with the NATS server in it"},
+	} {
+		mem := &SessionsReport{RunsPerSec: 1000, CPUPerRunSelf: 190, CPUPerRunServer: 60, ServerCPU: c.apart}
+		dur := &SessionsReport{RunsPerSec: 500, CPUPerRunSelf: 250, CPUPerRunServer: 300, ServerCPU: c.apart}
+		if got := durableRatio(mem, dur, c.external).Targets[1].Name; !strings.Contains(got, c.want) {
+			t.Errorf("apart %v, external %v: target %q, want one saying %q", c.apart, c.external, got, c.want)
+		}
 	}
 }

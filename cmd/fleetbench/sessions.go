@@ -237,7 +237,7 @@ func (m *Main) runSessions(ctx context.Context) (_ report, err error) {
 	if rep.Durable, err = m.labeledRound(ctx, children, names, true); err != nil {
 		return nil, err
 	}
-	rep.DurableRatio = durableRatio(rep, rep.Durable)
+	rep.DurableRatio = durableRatio(rep, rep.Durable, m.Server == serverExternal)
 	return rep, nil
 }
 
