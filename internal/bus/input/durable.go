@@ -401,7 +401,9 @@ func (d *DurableInput) keepAlive() {
 		}
 		d.mu.Unlock()
 		for _, m := range msgs {
-			if err := m.InProgress(); err != nil {
+			// One settled since the snapshot needs no more time: jetstream
+			// refuses its in-progress locally (ErrMsgAlreadyAckd).
+			if err := m.InProgress(); err != nil && !errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
 				d.log.Warn("input in-progress", "subject", m.Subject(), "err", err)
 			}
 		}
