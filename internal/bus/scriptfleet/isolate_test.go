@@ -39,7 +39,7 @@ func TestProcessIsolation(t *testing.T) {
 	s := bustest.MustRunNATS(t)
 	changes := make(chan map[string]uint64, 16)
 	srv, err := scriptfleet.Serve(ctx, bustest.MustConnect(t, s), scriptfleet.ServerConfig{
-		Logger: quietLog, Heartbeat: 100 * time.Millisecond, Env: isolatedEnv,
+		Logger: quietLog, Heartbeat: time.Second, Env: isolatedEnv, // children under -race and a hog miss 100 ms beats
 		// The process budget out of the way too: room for a few calls.
 		Memory:    procmem.NewProcessMemory(4 * isolatedEnv.MaxMemory),
 		Isolation: scripts.IsolationProcess, ChildAddressSpace: 512 << 20,

@@ -62,7 +62,10 @@ func testNestedCallOfGatedTool(t *testing.T, isolation string) {
 	t.Cleanup(func() { plain.Stop() })
 	anyObject := json.RawMessage(`{"type":"object"}`)
 	changes := make(chan map[string]uint64, 16)
-	cfg := scriptfleet.ServerConfig{Logger: quietLog, Heartbeat: 100 * time.Millisecond, Isolation: isolation,
+	// A heartbeat of 1 s: a nested call spawns two script processes, and
+	// under the race detector on a loaded machine three missed beats of
+	// 100 ms took the worker for lost.
+	cfg := scriptfleet.ServerConfig{Logger: quietLog, Heartbeat: time.Second, Isolation: isolation,
 		OnChange: func(served map[string]uint64) { changes <- served }}
 	if isolation == scripts.IsolationProcess {
 		cfg.ChildAddressSpace = 512 << 20
@@ -102,7 +105,7 @@ func testNestedCallOfGatedTool(t *testing.T, isolation string) {
 			t.Fatal(err)
 		}
 	}
-	run := func(pol approval.Policy, tool, target string) string {
+	run := func(t *testing.T, pol approval.Policy, tool, target string) string {
 		t.Helper()
 		p := pipeline.New(pipeline.Config{Executor: fleetexec.Executor{Client: client}, Agent: "agent-a", Session: "s", RunID: "r", Nested: pol.Nested})
 		b := p.Run(ctx, &pipeline.Context{Tools: agentTools}, &agentfleet.AssistantMessage{Role: agentfleet.RoleAssistant},
@@ -132,7 +135,7 @@ func testNestedCallOfGatedTool(t *testing.T, isolation string) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e, w := echoed.Load(), wiped.Load()
-			if got := run(tt.pol, tt.tool, tt.target); !strings.Contains(got, tt.want) {
+			if got := run(t, tt.pol, tt.tool, tt.target); !strings.Contains(got, tt.want) {
 				t.Errorf("%s(%s) = %q, want %q", tt.tool, tt.target, got, tt.want)
 			}
 			if got := echoed.Load() - e; got != tt.echo {
