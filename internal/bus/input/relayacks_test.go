@@ -137,3 +137,48 @@ func TestRelayStall(t *testing.T) {
 		t.Fatalf("%d stores acknowledged, want 3", n)
 	}
 }
+
+// TestRelayHostileAnswers publishes on the input's acknowledgement inbox
+// what a peer that learned it could: tokens that are no id, ids never
+// given, garbage for an id that waits, and answers repeated after the store
+// was settled. Nothing crashes; a token that is no id or an unknown id is
+// ignored; a store answered with garbage is refused with an error that
+// quotes it (it may not have been stored), and its own late answer changes
+// nothing.
+func TestRelayHostileAnswers(t *testing.T) {
+	held := make(chan *nats.Msg, 4)
+	in, nc := relayRig(t, time.Minute, 0, func(m *nats.Msg) []byte {
+		held <- m
+		return nil
+	})
+	answered := make(chan string, 1)
+	go func() { answered <- ask(t, nc, "s1", 10*time.Second) }()
+	var store *nats.Msg
+	select {
+	case store = <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the ask was not relayed")
+	}
+	for _, subject := range []string{in.relays.prefix + "not-base36!", in.relays.prefix + "zzzzzzzzzzzzzzzzzz", in.relays.prefix + "999"} {
+		if err := nc.Publish(subject, []byte(`{"stream":"AGENT_INPUT","seq":1}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The inbox's subscription reads its messages in order: had one of
+	// those settled the store, the garbage below would find nothing
+	// waiting, and the ask would go unanswered.
+	if err := nc.Publish(store.Reply, []byte(`<html>`)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-answered:
+		if !strings.Contains(got, "could not be stored") || !strings.Contains(got, `"<html>"`) {
+			t.Fatalf("the ask answered %q", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a garbage answer left the ask unanswered")
+	}
+	_ = store.Respond([]byte(`{"stream":"AGENT_INPUT","seq":1}`))
+	_ = store.Respond([]byte(`{"stream":"AGENT_INPUT","seq":1}`))
+	bustest.Eventually(t, "the relay to settle", in.relays.settled(false))
+}
